@@ -1,0 +1,261 @@
+"""Command line: ``style-studio`` opens the window, ``style-studio render`` works headless.
+
+Bad input ends with exit status 2 and one line on stderr saying what is
+wrong; nothing is written at the output path unless the run succeeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from . import __version__
+from .core import settings as settings_mod
+from .core.errors import StyleStudioError
+from .core.imageio import FORMATS
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad command-line input; its message is the one line printed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    d = settings_mod.DEFAULTS
+    parser = _Parser(prog="style-studio", description="Neural style transfer: a desktop app, and a "
+                     "headless renderer for scripts.")
+    parser.add_argument("--version", action="version", version=f"style-studio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    gui = sub.add_parser("gui", help="open the window (the default)")
+    gui.add_argument("content", nargs="?", help="content image to open")
+    gui.add_argument("styles", nargs="*", help="style images to open")
+
+    r = sub.add_parser("render", help="stylise an image without opening a window",
+                       description="Stylise CONTENT with one or more STYLE images and write OUT.")
+    r.add_argument("content", metavar="CONTENT", help="the photo to stylise")
+    r.add_argument("styles", metavar="STYLE", nargs="+", help="one or more style images")
+    r.add_argument("-o", "--output", metavar="OUT", required=True,
+                   help="output file: .png, .jpg, .webp or .tif (settings are embedded)")
+    r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
+    r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
+    r.add_argument("--iterations", type=int, default=d.iterations,
+                   help=f"iterations at the final scale (default {d.iterations})")
+    r.add_argument("--scales", type=int, default=d.scales, help=f"coarse-to-fine scales (default {d.scales})")
+    r.add_argument("--optimizer", choices=settings_mod.OPTIMIZERS, default=d.optimizer)
+    r.add_argument("--init", choices=settings_mod.INITS, default=d.init)
+    r.add_argument("--content-layers", metavar="L1,L2", default=",".join(d.content_layers))
+    r.add_argument("--style-layers", metavar="L:W,...",
+                   default=",".join(f"{n}:{w:g}" for n, w in d.style_layers),
+                   help="style layers with weights, e.g. relu1_1:1,relu2_1:0.5")
+    r.add_argument("--content-weight", type=float, default=d.content_weight)
+    r.add_argument("--style-weight", type=float, default=d.style_weight)
+    r.add_argument("--tv-weight", type=float, default=d.tv_weight)
+    r.add_argument("--style-scale", type=float, default=d.style_scale,
+                   help="style image size relative to the output")
+    r.add_argument("--preserve-colors", action="store_true", help="keep the content's colours")
+    r.add_argument("--pooling", choices=settings_mod.POOLINGS, default=d.pooling)
+    r.add_argument("--seed", type=int, default=d.seed)
+    r.add_argument("--step-size", type=float, default=None, help="optimiser step size (default: automatic)")
+    r.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:N or mps (default auto)")
+    r.add_argument("--precision", choices=settings_mod.PRECISIONS, default=d.precision)
+    r.add_argument("--weights", default=d.weights, metavar="imagenet|untrained|PATH",
+                   help="VGG19 weights: imagenet (downloaded once), untrained, or a .pth file")
+    r.add_argument("--progress", choices=("bar", "json", "none"), default=None,
+                   help="bar (default on a terminal), json (one object per iteration on stdout), none")
+    r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    return parser
+
+
+def _parse_style_layers(text: str) -> dict[str, float]:
+    layers: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, weight = item.partition(":")
+        try:
+            layers[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise UsageError(f"--style-layers: {weight!r} is not a number (in {item!r})") from None
+    return layers
+
+
+def _parse_floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{option}: expected numbers separated by commas, got {text!r}") from None
+
+
+def settings_from_args(args: argparse.Namespace) -> settings_mod.Settings:
+    """The Settings a ``render`` command line asks for (validated)."""
+    data: dict[str, Any] = {
+        "size": args.size, "iterations": args.iterations, "scales": args.scales,
+        "optimizer": args.optimizer, "init": args.init,
+        "content_layers": [n.strip() for n in args.content_layers.split(",") if n.strip()],
+        "style_layers": _parse_style_layers(args.style_layers),
+        "content_weight": args.content_weight, "style_weight": args.style_weight,
+        "tv_weight": args.tv_weight, "style_scale": args.style_scale,
+        "style_blend": _parse_floats(args.style_blend, "--style-blend") if args.style_blend else [],
+        "preserve_colors": args.preserve_colors, "pooling": args.pooling, "seed": args.seed,
+        "device": args.device, "precision": args.precision, "weights": args.weights,
+        "step_size": args.step_size,
+    }
+    settings = settings_mod.from_dict(data)
+    if settings.style_blend and len(settings.style_blend) != len(args.styles):
+        raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for "
+                         f"{len(args.styles)} style images")
+    return settings
+
+
+def _check_output(path: Path) -> None:
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"{path}: unknown output type {path.suffix or '(none)'}; use .png, .jpg, .webp or .tif")
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{path}: the folder {folder} is not writable")
+
+
+def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run ``style-studio render``; returns the exit status."""
+    settings = settings_from_args(args)
+    output = Path(args.output)
+    _check_output(output)
+    progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
+
+    from .core import imageio, weights
+    content = imageio.load_image(args.content)
+    styles = [imageio.load_image(path) for path in args.styles]
+
+    bar = _DownloadBar(stderr) if progress_mode == "bar" else None
+    try:
+        loaded = weights.load_weights(settings.weights, download=True, progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    if loaded.untrained:
+        stderr.write(f"style-studio: using {loaded.label}\n")
+
+    from .core.engine import CANCELLED, CancelToken, StyleTransfer
+    cancel = CancelToken()
+    transfer = StyleTransfer(content, styles, settings, loaded, cancel=cancel,
+                             preview_interval=float("inf"))
+    reporter = _Reporter(progress_mode, stdout, stderr)
+    try:
+        for record in transfer.run():
+            reporter.show(record)
+    except KeyboardInterrupt:
+        cancel.cancel()
+        reporter.close()
+        stderr.write("style-studio: interrupted; nothing written\n")
+        return EXIT_INTERRUPTED
+    finally:
+        reporter.close()
+    if record.stop_reason == CANCELLED or transfer.result is None:
+        stderr.write("style-studio: the run was cancelled; nothing written\n")
+        return EXIT_INTERRUPTED
+    metadata = settings_mod.dumps(settings, weights_label=loaded.label, app_version=__version__,
+                                  content=Path(args.content).name, styles=[Path(p).name for p in args.styles])
+    imageio.save_image(transfer.result, output, metadata, software=f"Style Studio {__version__}")
+    if progress_mode != "json":
+        stderr.write(f"style-studio: wrote {output} ({transfer.result.width}×{transfer.result.height}, "
+                     f"{record.elapsed:.1f} s, {record.compute})\n")
+    return 0
+
+
+class _DownloadBar:
+    """A tqdm bar for the weights download, created on the first callback."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._bar: Any = None
+
+    def __call__(self, received: int, total: int | None) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+            self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=self._stream,
+                             desc="Downloading VGG19 weights")
+        self._bar.update(received - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class _Reporter:
+    """Shows Progress records as a bar, JSON lines, or not at all."""
+
+    def __init__(self, mode: str, stdout: IO[str], stderr: IO[str]) -> None:
+        self.mode, self.stdout, self.stderr = mode, stdout, stderr
+        self._bar: Any = None
+
+    def show(self, record: Any) -> None:
+        if self.mode == "json":
+            self.stdout.write(json.dumps(record.to_json()) + "\n")
+            self.stdout.flush()
+            return
+        if record.event:
+            self._write(f"style-studio: {record.event}")
+        if self.mode != "bar" or record.done:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+            self._bar = tqdm(total=record.steps, file=self.stderr, unit="it", dynamic_ncols=True,
+                             desc=record.compute)
+        self._bar.set_postfix_str(f"scale {record.scale}/{record.scales} {record.width}×{record.height} "
+                                  f"loss {record.total_loss:.4g}", refresh=False)
+        self._bar.update(record.step - self._bar.n)
+
+    def _write(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.write(line, file=self.stderr)
+        else:
+            self.stderr.write(line + "\n")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
+         stderr: IO[str] | None = None) -> int:
+    """Entry point of ``style-studio`` and ``python -m style_studio``."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "render":
+            logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
+                                format="style-studio: %(message)s", stream=stderr)
+            return render(args, stdout, stderr)
+    except UsageError as exc:
+        stderr.write(f"{exc}\n")
+        return EXIT_USAGE
+    except StyleStudioError as exc:
+        stderr.write(f"style-studio: error: {exc}\n")
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader of --progress json went away (e.g. `| head`): not an error of
+        # ours. Point stdout at devnull so the interpreter's final flush is quiet
+        # (as the Python docs on SIGPIPE recommend).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    from .ui.app import run_app
+    return run_app(content=getattr(args, "content", None), styles=getattr(args, "styles", None) or [])

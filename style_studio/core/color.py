@@ -1,0 +1,49 @@
+"""Luminance and chroma, for "preserve colours".
+
+Gatys et al., "Preserving Color in Neural Artistic Style Transfer" (2016):
+transfer the style on luminance only, then recombine the result's luminance
+with the content image's chroma. We use YIQ, as the paper does, and match the
+style's luminance mean and spread to the content's first.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+_RGB_TO_YIQ = torch.tensor([
+    [0.299, 0.587, 0.114],
+    [0.595716, -0.274453, -0.321263],
+    [0.211456, -0.522591, 0.311135],
+])
+_YIQ_TO_RGB = torch.linalg.inv(_RGB_TO_YIQ)
+
+
+def rgb_to_yiq(rgb: Tensor) -> Tensor:
+    """rgb: (B, 3, H, W) -> yiq: (B, 3, H, W); Y in [0, 1]."""
+    return torch.einsum("ij,bjhw->bihw", _RGB_TO_YIQ.to(rgb), rgb)
+
+
+def yiq_to_rgb(yiq: Tensor) -> Tensor:
+    """yiq: (B, 3, H, W) -> rgb: (B, 3, H, W), not clamped."""
+    return torch.einsum("ij,bjhw->bihw", _YIQ_TO_RGB.to(yiq), yiq)
+
+
+def luminance(rgb: Tensor) -> Tensor:
+    """rgb: (B, 3, H, W) -> Y: (B, 1, H, W)."""
+    return rgb_to_yiq(rgb)[:, :1]
+
+
+def match_luminance(style_y: Tensor, content_y: Tensor) -> Tensor:
+    """Shift and scale the style's luminance to the content's mean and std.
+
+    Both (B, 1, H, W); sizes may differ. Returns the adjusted style luminance.
+    """
+    s_mean, s_std = style_y.mean(), style_y.std().clamp_min(1e-6)
+    return (style_y - s_mean) / s_std * content_y.std() + content_y.mean()
+
+
+def with_chroma(y: Tensor, chroma_source: Tensor) -> Tensor:
+    """Recombine luminance y: (B, 1, H, W) with the I and Q of an RGB image of the same size."""
+    iq = rgb_to_yiq(chroma_source)[:, 1:]
+    return yiq_to_rgb(torch.cat([y, iq], dim=1))

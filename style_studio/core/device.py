@@ -1,0 +1,106 @@
+"""Choosing the device and the numeric precision a run computes in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .errors import StyleStudioError
+
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Where and how a run computes.
+
+    Attributes:
+        device: the torch device.
+        precision: "fp32", "bf16" or "fp16": the autocast dtype of VGG's
+            convolutions. Gram matrices, losses and the image stay float32.
+        channels_last: use the NHWC memory format (faster convolutions with
+            oneDNN on CPUs and with cuDNN's tensor cores).
+    """
+
+    device: torch.device
+    precision: str
+    channels_last: bool
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return None if self.precision == "fp32" else _DTYPES[self.precision]
+
+    @property
+    def memory_format(self) -> torch.memory_format:
+        return torch.channels_last if self.channels_last else torch.contiguous_format
+
+    def describe(self) -> str:
+        name = str(self.device)
+        if self.device.type == "cuda":
+            name += f" ({torch.cuda.get_device_name(self.device)})"
+        return f"{name}, {self.precision}"
+
+
+def cpu_has_fast_bf16() -> bool:
+    """AVX512-BF16 or AMX: the CPUs on which bf16 convolutions beat fp32."""
+    cpu = getattr(torch, "cpu", None)
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        fn = getattr(cpu, probe, None)
+        if fn is not None and fn():
+            return True
+    return False
+
+
+def mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend and backend.is_available())
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" -> CUDA if available, then MPS, else CPU; anything else as given.
+
+    Raises:
+        StyleStudioError: the device was asked for by name but is not available.
+    """
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise StyleStudioError(f"device {name} was asked for, but no CUDA GPU is available; use --device auto")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise StyleStudioError(f"device {name} does not exist: this machine has "
+                                   f"{torch.cuda.device_count()} CUDA device(s)")
+    if device.type == "mps" and not mps_available():
+        raise StyleStudioError("device mps was asked for, but Apple's Metal backend is not available here")
+    return device
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
+    """"auto" -> mixed precision where the device does it well, else fp32.
+
+    bf16 on CUDA GPUs that support it (fp16 on older ones) and on CPUs with
+    AVX512-BF16 or AMX; fp32 on MPS and other CPUs.
+    """
+    if name != "auto":
+        if name == "bf16" and device.type == "mps":
+            raise StyleStudioError("bf16 is not supported on mps; use fp16 or fp32")
+        return name
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    if device.type == "cpu" and cpu_has_fast_bf16():
+        return "bf16"
+    return "fp32"
+
+
+def resolve(device: str, precision: str) -> Compute:
+    dev = resolve_device(device)
+    prec = resolve_precision(precision, dev)
+    # Channels-last pays off wherever oneDNN or cuDNN run the convolutions;
+    # MPS gains nothing from it.
+    return Compute(dev, prec, channels_last=dev.type in ("cpu", "cuda"))

@@ -1,0 +1,604 @@
+"""The optimisation loop: a generator of frozen ``Progress`` records.
+
+One loop, three consumers: the command line prints the records, the tests
+assert on them, and the window's worker thread forwards them as signals::
+
+    transfer = StyleTransfer(content, [style], settings, weights)
+    for progress in transfer.run():
+        ...
+    transfer.result  # PIL image at the requested size
+
+Each iteration is one forward and one backward pass of the truncated VGG19
+(L-BFGS runs with one function evaluation per step and keeps its history
+across steps, so its iterations cost the same as Adam's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+
+from . import color
+from .device import Compute, resolve
+from .errors import Cancelled, ResourceError, StyleStudioError
+from .features import VGG19, Captured, TruncatedVGG, capture
+from .imageio import fit_size
+from .layers import LAYER_NAMES, deepest
+from .losses import gram, magnitude, relative_mse, total_variation
+from .settings import Settings
+from .weights import LoadedWeights, build_features
+
+log = logging.getLogger(__name__)
+
+FINISHED: Final = "finished"
+CANCELLED: Final = "cancelled"
+
+#: A loss this many times the best one so far at the scale counts as a blow-up.
+DIVERGENCE_FACTOR: Final = 10.0
+#: Each blow-up divides the step size by this. L-BFGS overshoots now and then
+#: in its first steps and recovers well with its history reset; Adam only
+#: blows up when its step is far too large.
+STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
+#: Blow-ups in a row after which the run stops.
+MAX_BLOWUPS: Final = 6
+#: The coarsest scale's longest side is at least this (coarser scales are skipped).
+MIN_SCALE_SIDE: Final = 64
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One iteration of a run, or its end (``done``).
+
+    Loss values are the weighted terms that make up ``total_loss``.
+
+    Attributes:
+        scale, scales: 1-based scale index and the number of scales.
+        iteration, iterations: 1-based iteration within the scale, and its total.
+        step, steps: iteration counted over all scales, and their total.
+        width, height: image size at this scale, pixels.
+        total_loss: content + style + TV.
+        content_loss: weighted content term.
+        style_losses: style layer -> its weighted term.
+        tv_loss: weighted total-variation term.
+        grad_norm: L2 norm of the loss gradient w.r.t. the image.
+        elapsed: seconds since the run started.
+        eta: estimated seconds to the end, None until known.
+        weights: which VGG weights are in use ("untrained ..." when untrained).
+        compute: device and precision, e.g. "cpu, bf16".
+        preview: (H, W, 3) uint8 downsampled image, at most every preview interval.
+        event: something that happened (e.g. a recovered blow-up), else None.
+        done: this is the last record of the run.
+        stop_reason: with ``done``: "finished", "cancelled" or why it stopped.
+    """
+
+    scale: int
+    scales: int
+    iteration: int
+    iterations: int
+    step: int
+    steps: int
+    width: int
+    height: int
+    total_loss: float
+    content_loss: float
+    style_losses: Mapping[str, float]
+    tv_loss: float
+    grad_norm: float
+    elapsed: float
+    eta: float | None
+    weights: str
+    compute: str
+    preview: np.ndarray | None = field(default=None, repr=False, compare=False)
+    event: str | None = None
+    done: bool = False
+    stop_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON-able data, without the preview; non-finite numbers become null."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "preview"}
+        out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
+        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
+            out[key] = _finite_or_none(out[key])
+        return out
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+class CancelToken:
+    """A thread-safe flag the run checks every iteration (and inside L-BFGS's closure)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[tuple[int, int]]:
+    """(width, height) of each scale, coarse to fine; the last is the requested size.
+
+    Each coarser scale halves the previous one; scales whose longest side
+    would be under MIN_SCALE_SIDE are dropped.
+    """
+    sizes = []
+    for k in reversed(range(scales)):
+        longest = round(size / 2**k)
+        if k > 0 and longest < MIN_SCALE_SIDE:
+            continue
+        sizes.append(fit_size(*content_size, longest))
+    return sizes
+
+
+def min_input_side(layers: Sequence[str]) -> int:
+    """Smallest image side the network can read the deepest layer from (2 ** pools before it)."""
+    stop = deepest(list(layers))
+    return 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool"))
+
+
+def features_for(weights: LoadedWeights, compute: Compute) -> VGG19:
+    """VGG19 with ``weights`` on the compute device, shared between runs."""
+    return _features_on(weights, str(compute.device), compute.memory_format)
+
+
+@functools.lru_cache(maxsize=2)
+def _features_on(weights: LoadedWeights, device: str, memory_format: torch.memory_format) -> VGG19:
+    return VGG19(build_features(weights)).to(device=device, memory_format=memory_format)
+
+
+def pil_to_tensor(image: Image.Image) -> Tensor:
+    """PIL RGB -> (1, 3, H, W) float32 in [0, 1]."""
+    array = np.array(image.convert("RGB"), dtype=np.uint8)
+    return torch.from_numpy(array).permute(2, 0, 1).unsqueeze(0).float().div_(255).contiguous()
+
+
+def tensor_to_uint8(image: Tensor) -> np.ndarray:
+    """(1, 3, H, W) float -> (H, W, 3) uint8, clamped."""
+    array = image.detach()[0].clamp(0, 1).mul(255).round_().to(torch.uint8).permute(1, 2, 0)
+    return array.cpu().numpy()
+
+
+def _resized(image: Image.Image, size: tuple[int, int]) -> Tensor:
+    if image.size != size:
+        image = image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
+    return pil_to_tensor(image)
+
+
+@dataclass
+class _Scale:
+    """The inputs at one scale, on the compute device.
+
+    Attributes:
+        content: (1, C, H, W), in the optimised image's format: RGB (C = 3),
+            or luminance (C = 1) when preserving colours.
+        styles: (1, 3, h, w) each, as VGG sees them: luminance repeated over
+            RGB (and matched to the content's) when preserving colours.
+    """
+
+    content: Tensor
+    styles: list[Tensor]
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.content.shape[-1], self.content.shape[-2]
+
+
+@dataclass
+class _Terms:
+    """Loss terms of one evaluation, as tensors (weighted)."""
+
+    total: Tensor
+    content: Tensor
+    style: dict[str, Tensor]
+    tv: Tensor
+
+
+class _Objective:
+    """The loss at one scale for one set of layers: network, hooks and targets.
+
+    Entering it registers the hooks; exiting removes them.
+    """
+
+    def __init__(self, features: VGG19, scale: _Scale, settings: Settings,
+                 compute: Compute, to_input: Any) -> None:
+        self.settings = settings
+        self.compute = compute
+        self.content_layers = tuple(settings.content_layers)
+        self.style_layers = tuple(settings.active_style_layers)
+        layers = set(self.content_layers) | set(self.style_layers)
+        if not layers:
+            raise StyleStudioError("nothing to optimise: give a style layer a weight above 0 "
+                                   "or choose a content layer")
+        need = min_input_side(list(layers))
+        width, height = scale.size
+        if min(width, height) < need:
+            raise StyleStudioError(f"the image is {width}×{height} pixels at this scale; the layers in use "
+                                   f"need at least {need} pixels on each side. Use a larger size or "
+                                   "fewer scales")
+        self.net = TruncatedVGG(features, layers, settings.pooling)
+        self.net.to(compute.device)
+        self._stack = contextlib.ExitStack()
+        self.captured: Captured = self._stack.enter_context(
+            capture(self.net, self.content_layers, self.style_layers))
+        try:
+            self._targets(scale, to_input)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _forward(self, image: Tensor) -> None:
+        self.captured.clear()
+        dtype = self.compute.autocast_dtype
+        with torch.autocast(self.compute.device.type, dtype=dtype, enabled=dtype is not None):
+            self.net(image, self.compute.memory_format)
+
+    @torch.no_grad()
+    def _targets(self, scale: _Scale, to_input: Any) -> None:
+        self._forward(to_input(scale.content))
+        self.content_targets = {k: v.detach().clone() for k, v in self.captured.activations.items()}
+        self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
+        self.style_grams: list[dict[str, Tensor]] = []
+        for style in scale.styles:
+            self._forward(style)
+            self.style_grams.append({k: v.detach().clone() for k, v in self.captured.grams.items()})
+        self.tv_reference = total_variation(to_input(scale.content)).clamp_min(1e-8)
+        self.blend(self.settings)
+        self.captured.clear()
+
+    def blend(self, settings: Settings) -> None:
+        """Weighted Gram targets of the style images (Gatys et al.'s style blending)."""
+        weights = settings.blend_weights(len(self.style_grams))
+        self.style_targets = {
+            layer: sum(w * grams[layer] for w, grams in zip(weights, self.style_grams))
+            for layer in self.style_layers}
+        self.style_magnitudes = {k: magnitude(v) for k, v in self.style_targets.items()}
+        self.settings = settings
+
+    def evaluate(self, image: Tensor, rgb: Tensor) -> _Terms:
+        """Loss terms for ``image`` (the optimised tensor) seen by VGG as ``rgb``."""
+        s = self.settings
+        self._forward(rgb)
+        zero = rgb.new_zeros(())
+        content = zero
+        if self.content_layers:
+            content = sum((relative_mse(self.captured.activations[k], self.content_targets[k],
+                                        self.content_magnitudes[k]) for k in self.content_layers),
+                          zero) / len(self.content_layers)
+        layer_weights = s.style_layer_weights
+        style = {k: s.style_weight * layer_weights[k] * relative_mse(
+                     self.captured.grams[k], self.style_targets[k], self.style_magnitudes[k])
+                 for k in self.style_layers}
+        tv = s.tv_weight * total_variation(image) / self.tv_reference
+        content = s.content_weight * content
+        total = content + tv + sum(style.values(), zero)
+        self.captured.clear()
+        return _Terms(total, content, style, tv)
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+class StyleTransfer:
+    """A style-transfer run: set up with images and settings, then iterate ``run()``.
+
+    Args:
+        content: the content image (RGB).
+        styles: one or more style images (RGB).
+        settings: the run's settings (validated here).
+        weights: VGG19 weights from ``weights.load_weights``.
+        cancel: set it from any thread to stop the run within one iteration.
+        preview_interval: minimum seconds between previews (0 = every iteration).
+        preview_max_side: longest side of preview images.
+    """
+
+    def __init__(self, content: Image.Image, styles: Sequence[Image.Image], settings: Settings,
+                 weights: LoadedWeights, *, cancel: CancelToken | None = None,
+                 preview_interval: float = 0.15, preview_max_side: int = 512) -> None:
+        if not styles:
+            raise StyleStudioError("at least one style image is needed")
+        self.settings = settings.validate()
+        settings.blend_weights(len(styles))  # raises on a count mismatch
+        self.content_image = content.convert("RGB")
+        self.style_images = [s.convert("RGB") for s in styles]
+        self.weights = weights
+        self.cancel_token = cancel or CancelToken()
+        self.preview_interval = preview_interval
+        self.preview_max_side = preview_max_side
+        self.compute = resolve(settings.device, settings.precision)
+        self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scales)
+        self.iterations = [settings.iterations] * len(self.sizes)
+        final = self.sizes[-1]
+        layers = list(settings.content_layers) + list(settings.active_style_layers)
+        if layers and min(final) < min_input_side(layers):
+            raise StyleStudioError(
+                f"the content image ({content.width}×{content.height}) would be {final[0]}×{final[1]} pixels "
+                f"at size {settings.size}; at least {min_input_side(layers)} pixels are needed on each side. "
+                "Use a larger size or a less elongated image")
+        self._pending: Settings | None = None
+        self._lock = threading.Lock()
+        self._result: Tensor | None = None
+        self._final_content: Tensor | None = None
+
+    # -- live changes -------------------------------------------------------
+
+    def update_settings(self, settings: Settings) -> None:
+        """Take new loss weights (``settings.LIVE_FIELDS``) at the next iteration; thread-safe.
+
+        Other fields of ``settings`` are ignored until the next run.
+        """
+        settings.validate()
+        settings.blend_weights(len(self.style_images))
+        with self._lock:
+            self._pending = settings
+
+    def _take_pending(self) -> Settings | None:
+        with self._lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return None
+        live = {k: getattr(pending, k) for k in ("content_weight", "style_weight", "tv_weight",
+                                                  "style_layers", "style_blend")}
+        return dataclasses.replace(self.settings, **live)
+
+    # -- result ---------------------------------------------------------------
+
+    @property
+    def result(self) -> Image.Image | None:
+        """The best image so far at the requested size (None before the first iteration)."""
+        if self._result is None:
+            return None
+        return Image.fromarray(tensor_to_uint8(self._final_rgb(self._result)))
+
+    def _final_rgb(self, image: Tensor) -> Tensor:
+        width, height = self.sizes[-1]
+        if image.shape[-2:] != (height, width):
+            image = F.interpolate(image, size=(height, width), mode="bicubic", align_corners=False)
+        if self.settings.preserve_colors:
+            if self._final_content is None:
+                self._final_content = _resized(self.content_image, (width, height)).to(image.device)
+            return color.with_chroma(image, self._final_content)
+        return image
+
+    # -- the run ----------------------------------------------------------------
+
+    def run(self) -> Iterator[Progress]:
+        """Optimise, yielding a Progress per iteration and a last one with ``done``.
+
+        Raises:
+            StyleStudioError: bad input, or a device error the user can act on
+                (e.g. out of memory). ``result`` keeps the best image so far.
+        """
+        self._started = time.perf_counter()
+        self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes))
+        self._work_done = 0
+        self._last_preview = -math.inf
+        self._last: Progress | None = None
+        self._step = 0
+        device = self.compute.device
+        features = features_for(self.weights, self.compute)
+        image: Tensor | None = None
+        try:
+            for index, size in enumerate(self.sizes):
+                self.cancel_token.raise_if_cancelled()
+                scale = self._scale_inputs(size)
+                if image is None:
+                    image = self._initial_image(scale)
+                else:
+                    image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic",
+                                          align_corners=False).clamp_(0, 1)
+                image = yield from self._optimise(index, image, scale, features)
+            yield self._end(FINISHED)
+        except Cancelled:
+            yield self._end(CANCELLED)
+        except torch.OutOfMemoryError as exc:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            raise ResourceError(f"the {device} device ran out of memory at {self._last_size()} pixels "
+                                f"({exc.args[0].splitlines()[0] if exc.args else 'out of memory'}); "
+                                "lower the size or the number of style images, or use the CPU") from None
+
+    def _last_size(self) -> str:
+        return f"{self._last.width}×{self._last.height}" if self._last else "the requested size"
+
+    def _scale_inputs(self, size: tuple[int, int]) -> _Scale:
+        device = self.compute.device
+        content = _resized(self.content_image, size).to(device)
+        styles = []
+        longest = max(1, round(max(size) * self.settings.style_scale))
+        for style in self.style_images:
+            style_size = fit_size(style.width, style.height, longest)
+            tensor = _resized(style, style_size).to(device)
+            if self.settings.preserve_colors:
+                y = color.match_luminance(color.luminance(tensor), color.luminance(content))
+                tensor = y.expand(-1, 3, -1, -1)
+            styles.append(tensor)
+        if self.settings.preserve_colors:
+            content = color.luminance(content)
+        return _Scale(content, styles)
+
+    def _to_input(self, image: Tensor) -> Tensor:
+        """The optimised tensor as VGG's RGB input: luminance is repeated over 3 channels."""
+        return image.expand(-1, 3, -1, -1) if image.shape[1] == 1 else image
+
+    def _initial_image(self, scale: _Scale) -> Tensor:
+        s = self.settings
+        channels = 1 if s.preserve_colors else 3
+        width, height = scale.size
+        if s.init == "noise":
+            generator = torch.Generator().manual_seed(s.seed)
+            return torch.rand(1, channels, height, width, generator=generator).to(self.compute.device)
+        if s.init == "style":
+            start = _resized(self.style_images[0], (width, height)).to(self.compute.device)
+            return color.luminance(start).clamp(0, 1) if s.preserve_colors else start
+        return scale.content.clone()
+
+    def _optimizer(self, image: Tensor, lr: float) -> torch.optim.Optimizer:
+        if self.settings.optimizer == "adam":
+            return torch.optim.Adam([image], lr=lr)
+        # One evaluation per step, history kept across steps. The losses are
+        # relative (order 1), so torch's absolute tolerances would stop it early.
+        return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=50,
+                                 tolerance_grad=0.0, tolerance_change=0.0)
+
+    def _optimise(self, index: int, start: Tensor, scale: _Scale,
+                  features: VGG19) -> Iterator[Progress]:
+        """Optimise at one scale; returns the best image (generator return value)."""
+        pending = self._take_pending()
+        if pending is not None:
+            self.settings = pending
+        s = self.settings
+        # L-BFGS flattens the gradient with view(-1): the image must be NCHW-contiguous.
+        image = start.detach().clone(memory_format=torch.contiguous_format).requires_grad_(True)
+        last_good = image.detach().clone()
+        self._result = last_good
+        candidate = torch.empty_like(last_good)
+        grad_norm = [image.new_zeros(())]
+
+        def record_grad(grad: Tensor) -> None:
+            grad_norm[0] = grad.detach().norm()
+
+        grad_handle = image.register_hook(record_grad)
+        lr = s.effective_step
+        optimizer = self._optimizer(image, lr)
+        objective = _Objective(features, scale, s, self.compute, self._to_input)
+        best = math.inf
+        blowups = 0
+        iterations = self.iterations[index]
+        terms: list[_Terms] = []
+
+        def closure() -> Tensor:
+            self.cancel_token.raise_if_cancelled()
+            optimizer.zero_grad(set_to_none=False)
+            result = objective.evaluate(image, self._to_input(image))
+            result.total.backward()
+            terms[:] = [result]
+            return result.total
+
+        try:
+            for iteration in range(1, iterations + 1):
+                self.cancel_token.raise_if_cancelled()
+                changed = self._take_pending()
+                if changed is not None:
+                    objective = self._apply(changed, objective, features, scale)
+                candidate.copy_(image.detach())
+                if isinstance(optimizer, torch.optim.LBFGS):
+                    optimizer.step(closure)
+                else:
+                    closure()
+                    optimizer.step()
+                t = terms[0]
+                values = torch.stack([t.total.detach(), t.content.detach(), t.tv.detach(), grad_norm[0],
+                                      *(v.detach() for v in t.style.values())]).float().tolist()
+                total = values[0]
+                event = None
+                if not math.isfinite(total) or total > DIVERGENCE_FACTOR * best:
+                    blowups += 1
+                    lr /= STEP_BACKOFF[s.optimizer]
+                    with torch.no_grad():
+                        image.copy_(last_good)
+                    optimizer = self._optimizer(image, lr)
+                    what = "became non-finite" if not math.isfinite(total) else "jumped"
+                    event = (f"the loss {what} at iteration {iteration}: restored the last good image "
+                             f"and lowered the step size to {lr:.3g}")
+                    log.warning(event)
+                    if blowups >= MAX_BLOWUPS:
+                        raise StyleStudioError(
+                            f"the optimisation kept diverging ({blowups} times in a row, last step size "
+                            f"{lr:.3g}); lower the step size or the style weight, or use L-BFGS")
+                else:
+                    blowups = 0
+                    best = min(best, total)
+                    last_good, candidate = candidate, last_good
+                    self._result = last_good
+                self._step += 1
+                self._work_done += scale.size[0] * scale.size[1]
+                last = iteration == iterations
+                yield self._record(index, iteration, scale, values, list(t.style), event, last_good,
+                                   force_preview=iteration == 1 or last)
+            return last_good
+        finally:
+            grad_handle.remove()
+            objective.close()
+
+    def _apply(self, settings: Settings, objective: _Objective, features: VGG19,
+               scale: _Scale) -> _Objective:
+        """New loss weights; rebuild hooks and targets only when the style layers change."""
+        self.settings = settings
+        if tuple(settings.active_style_layers) == objective.style_layers:
+            objective.blend(settings)
+            return objective
+        objective.close()
+        return _Objective(features, scale, settings, self.compute, self._to_input)
+
+    def _record(self, index: int, iteration: int, scale: _Scale, values: list[float],
+                style_layers: list[str], event: str | None, image: Tensor, *, force_preview: bool) -> Progress:
+        now = time.perf_counter()
+        elapsed = now - self._started
+        eta = None
+        if self._work_done:
+            eta = elapsed / self._work_done * (self._work_total - self._work_done)
+        preview = None
+        if force_preview or now - self._last_preview >= self.preview_interval:
+            preview = self._preview(image)
+            self._last_preview = now
+        total, content, tv, grad, *style = values
+        self._last = Progress(
+            scale=index + 1, scales=len(self.sizes), iteration=iteration, iterations=self.iterations[index],
+            step=self._step, steps=sum(self.iterations), width=scale.size[0], height=scale.size[1],
+            total_loss=total, content_loss=content, style_losses=dict(zip(style_layers, style)), tv_loss=tv,
+            grad_norm=grad, elapsed=elapsed, eta=eta, weights=self.weights.label,
+            compute=self.compute.describe(), preview=preview, event=event)
+        return self._last
+
+    @torch.no_grad()
+    def _preview(self, image: Tensor) -> np.ndarray:
+        height, width = image.shape[-2:]
+        if max(width, height) > self.preview_max_side:
+            w, h = fit_size(width, height, self.preview_max_side)
+            image = F.interpolate(image, size=(h, w), mode="bilinear", antialias=True, align_corners=False)
+        if self.settings.preserve_colors:
+            content = F.interpolate(_resized(self.content_image, self.sizes[-1]).to(image.device),
+                                    size=image.shape[-2:], mode="bilinear", antialias=True,
+                                    align_corners=False)
+            image = color.with_chroma(image, content)
+        return tensor_to_uint8(image)
+
+    def _end(self, reason: str) -> Progress:
+        elapsed = time.perf_counter() - self._started
+        preview = self._preview(self._result) if self._result is not None else None
+        if self._last is None:
+            nan = math.nan
+            width, height = self.sizes[0]
+            return Progress(scale=1, scales=len(self.sizes), iteration=0, iterations=self.iterations[0],
+                            step=0, steps=sum(self.iterations), width=width, height=height, total_loss=nan,
+                            content_loss=nan, style_losses={}, tv_loss=nan, grad_norm=nan, elapsed=elapsed,
+                            eta=0.0, weights=self.weights.label, compute=self.compute.describe(),
+                            preview=preview, done=True, stop_reason=reason)
+        return dataclasses.replace(self._last, elapsed=elapsed, eta=0.0, preview=preview, event=None,
+                                   done=True, stop_reason=reason)
+
+
+__all__ = ["CANCELLED", "FINISHED", "CancelToken", "Progress", "StyleTransfer", "scale_sizes"]

@@ -1,0 +1,157 @@
+"""VGG19 truncated after the deepest layer a loss needs, and the hooks that read it.
+
+``VGG19`` owns the modules; ``TruncatedVGG`` runs only the layers some loss
+reads; ``capture`` registers
+forward hooks on the named layers for the duration of a ``with`` block and
+removes every handle when the block exits, however it exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+from torch.utils.hooks import RemovableHandle
+
+from .layers import LAYER_NAMES, deepest
+from .losses import gram
+
+# torchvision's VGG19 was trained on RGB in [0, 1] normalised with these.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class Normalize(nn.Module):
+    """(B, 3, H, W) RGB in [0, 1] -> ImageNet-normalised, in float32."""
+
+    mean: Tensor
+    std: Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+
+    def forward(self, image: Tensor) -> Tensor:
+        return (image - self.mean) / self.std
+
+
+class VGG19(nn.Module):
+    """VGG19's ``features`` plus an average-pooling twin of each max pool.
+
+    Every module a hook can be put on belongs to this object, which lives as
+    long as the weights are in use; ``TruncatedVGG`` only borrows them.
+
+    Args:
+        features: torchvision's VGG19 ``features`` (37 modules).
+    """
+
+    def __init__(self, features: nn.Sequential) -> None:
+        super().__init__()
+        if len(features) != len(LAYER_NAMES):
+            raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
+        self.features = features
+        self.avg_pools = nn.ModuleDict({name: nn.AvgPool2d(kernel_size=2, stride=2)
+                                        for name in LAYER_NAMES if name.startswith("pool")})
+        self.eval().requires_grad_(False)
+
+    def layer(self, name: str, pooling: str = "max") -> nn.Module:
+        if pooling == "avg" and name in self.avg_pools:
+            return self.avg_pools[name]
+        return self.features[LAYER_NAMES.index(name)]
+
+
+class TruncatedVGG(nn.Module):
+    """VGG19 up to and including the deepest of ``layers``: nothing nobody reads runs.
+
+    Average pooling, which Gatys et al. (2016) found to give smoother
+    gradients than VGG's max pooling, is available as ``pooling="avg"``.
+
+    Args:
+        vgg: the network whose modules (and weights) are used.
+        layers: names of every layer some loss reads.
+        pooling: "max" or "avg".
+    """
+
+    def __init__(self, vgg: VGG19, layers: Iterable[str], pooling: str = "max") -> None:
+        super().__init__()
+        wanted = set(layers)
+        if not wanted:
+            raise ValueError("TruncatedVGG needs at least one layer")
+        stop = deepest(wanted)
+        self.names = LAYER_NAMES[: stop + 1]
+        self.normalize = Normalize()
+        self.layers = nn.Sequential(*(vgg.layer(name, pooling) for name in self.names))
+        self.eval().requires_grad_(False)
+
+    def module(self, name: str) -> nn.Module:
+        """The module whose output is layer ``name``."""
+        try:
+            return self.layers[self.names.index(name)]
+        except ValueError:
+            raise KeyError(f"layer {name} is deeper than this network ({self.names[-1]})") from None
+
+    def forward(self, image: Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> Tensor:
+        """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer."""
+        return self.layers(self.normalize(image).contiguous(memory_format=memory_format))
+
+
+@dataclass
+class Captured:
+    """What the hooks saw during the last forward pass.
+
+    Attributes:
+        activations: content layer -> (B, C, H, W), in the compute dtype.
+        grams: style layer -> (B, C, C) Gram matrix, float32.
+    """
+
+    activations: dict[str, Tensor] = field(default_factory=dict)
+    grams: dict[str, Tensor] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.activations.clear()
+        self.grams.clear()
+
+
+@contextmanager
+def capture(net: TruncatedVGG, content_layers: Iterable[str] = (),
+            style_layers: Iterable[str] = ()) -> Iterator[Captured]:
+    """Forward hooks on the named layers for the duration of the block.
+
+    Content layers store their activation, style layers their Gram matrix
+    (computed inside the hook, so the activation itself need not be kept).
+    Every handle is removed on exit: normal, exception, or generator close.
+
+    Yields:
+        The ``Captured`` record the hooks fill on each forward pass.
+    """
+    captured = Captured()
+    handles: list[RemovableHandle] = []
+    content, style = set(content_layers), set(style_layers)
+
+    def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], None]:
+        keep, summarise = name in content, name in style
+        # VGG's ReLUs run in place (as torchvision builds them): a convolution's
+        # output must be copied before the next ReLU overwrites it. Autograd
+        # stays correct: the copy's backward needs nothing the ReLU changed.
+        copy = name.startswith("conv")
+
+        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+            if keep:
+                captured.activations[name] = output.clone() if copy else output
+            if summarise:
+                captured.grams[name] = gram(output)  # before an in-place ReLU can change it
+
+        return hook
+
+    try:
+        for name in sorted(content | style, key=LAYER_NAMES.index):
+            handles.append(net.module(name).register_forward_hook(make_hook(name)))
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+        captured.clear()

@@ -1,0 +1,224 @@
+"""Reading and writing images with Pillow, and the settings embedded in exports.
+
+Reading turns any file Pillow can decode into an 8-bit RGB image the right way
+up, or raises ``ImageLoadError`` naming the file and the reason. Writing is
+atomic: a temporary file in the target folder, renamed over the target only
+once it is complete, so a failed export never damages an existing file.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
+
+from .errors import ImageLoadError, ImageSaveError
+
+#: Export formats by file extension.
+FORMATS: Final = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP", ".tif": "TIFF", ".tiff": "TIFF"}
+
+#: Decompression-bomb guard: Pillow's own limit (about 89 megapixels).
+MAX_PIXELS: Final = Image.MAX_IMAGE_PIXELS or 89_478_485
+
+METADATA_KEY: Final = "style-studio"
+_EXIF_DESCRIPTION: Final = 0x010E
+_EXIF_SOFTWARE: Final = 0x0131
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def load_image(path: str | os.PathLike[str]) -> Image.Image:
+    """An image file as 8-bit RGB, rotated as its EXIF orientation says.
+
+    Transparent pixels are composited onto white; 16-bit images are scaled,
+    not clipped; animated and multi-page files give their first frame.
+
+    Raises:
+        ImageLoadError: "<file>: <reason>" for a missing, unreadable, non-image,
+            truncated, unsupported or oversized file.
+    """
+    path = Path(path)
+    name = str(path)
+    if path.is_dir():
+        raise ImageLoadError(f"{name}: is a folder, not an image")
+    if not path.exists():
+        reason = "is a link to a missing file" if path.is_symlink() else "does not exist"
+        raise ImageLoadError(f"{name}: {reason}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except PermissionError:
+        raise ImageLoadError(f"{name}: permission denied (the file cannot be read)") from None
+    except OSError as exc:
+        raise ImageLoadError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    return decode_image(data, name)
+
+
+def decode_image(data: bytes, name: str = "image") -> Image.Image:
+    """Like ``load_image``, for bytes already in memory (a paste or a drop)."""
+    if not data:
+        raise ImageLoadError(f"{name}: the file is empty")
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns between 1x and 2x its limit and raises above; we refuse both, below.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError:
+        raise ImageLoadError(f"{name}: the image is too large to open safely (over "
+                             f"{MAX_PIXELS // 1_000_000} megapixels)") from None
+    except UnidentifiedImageError:
+        raise ImageLoadError(f"{name}: {_not_an_image_reason(data)}") from None
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ImageLoadError(f"{name}: the file is damaged ({exc})") from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        raise ImageLoadError(f"{name}: the image is {width}×{height} pixels, over the "
+                             f"{MAX_PIXELS // 1_000_000}-megapixel limit")
+    if width < 1 or height < 1:
+        raise ImageLoadError(f"{name}: the image has no pixels")
+    try:
+        image.seek(0)  # first frame of an animation or first page of a TIFF
+        image.load()
+        image = _upright(image)
+        return _to_rgb(image)
+    except Image.DecompressionBombError:
+        raise ImageLoadError(f"{name}: the image is too large to open safely") from None
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        detail = str(exc) or type(exc).__name__
+        if "truncated" in detail or isinstance(exc, EOFError):
+            detail = "the file is truncated or damaged"
+        raise ImageLoadError(f"{name}: {detail}") from None
+
+
+def _not_an_image_reason(data: bytes) -> str:
+    head = data[:512].lstrip().lower()
+    if head.startswith(b"<svg") or (head.startswith(b"<?xml") and b"<svg" in data[:4096].lower()):
+        return "SVG drawings are not supported; export it as PNG first"
+    if head.startswith((b"<!doctype html", b"<html")):
+        return "this is a web page (HTML), not an image"
+    if all(32 <= b < 127 or b in (9, 10, 13) for b in data[:512]):
+        return "this is a text file, not an image"
+    return "not an image format Style Studio can read (PNG, JPEG, WebP, TIFF, BMP, GIF, ...)"
+
+
+def _upright(image: Image.Image) -> Image.Image:
+    try:
+        return ImageOps.exif_transpose(image)
+    except Exception:  # malformed EXIF must not make a good image unreadable
+        return image
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    mode = image.mode
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        values = np.asarray(image, dtype=np.float64)
+        top = 65535.0 if mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
+        gray = np.clip(values / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        return Image.fromarray(gray).convert("RGB")
+    if mode == "P" and "transparency" in image.info:
+        image = image.convert("RGBA")
+    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def fit_size(width: int, height: int, longest: int) -> tuple[int, int]:
+    """(width, height) scaled so the longer side is ``longest``, each at least 1."""
+    scale = longest / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def save_image(image: Image.Image, path: str | os.PathLike[str], metadata: str | None = None,
+               *, quality: int = 95, software: str = "Style Studio") -> Path:
+    """Write ``image`` atomically, with ``metadata`` (a JSON text) embedded.
+
+    PNG keeps it in an iTXt chunk named "style-studio"; JPEG, WebP and TIFF in
+    the EXIF ImageDescription.
+
+    Raises:
+        ImageSaveError: unknown extension, missing or read-only folder, full
+            disk. An existing file at ``path`` is left as it was.
+    """
+    path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ImageSaveError(f"{path}: unknown file type {path.suffix or '(none)'}; "
+                             "use .png, .jpg, .webp or .tif")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ImageSaveError(f"{path}: the folder {folder} does not exist")
+    options: dict[str, object] = {}
+    exif = Image.Exif()
+    exif[_EXIF_SOFTWARE] = software
+    if fmt == "PNG":
+        info = PngImagePlugin.PngInfo()
+        if metadata is not None:
+            info.add_itxt(METADATA_KEY, metadata)
+        info.add_text("Software", software)
+        options["pnginfo"] = info
+    else:
+        if metadata is not None:
+            exif[_EXIF_DESCRIPTION] = metadata
+        options["exif"] = exif
+        if fmt in ("JPEG", "WEBP"):
+            options["quality"] = quality
+        if fmt == "TIFF":
+            options["compression"] = "tiff_deflate"
+    tmp: Path | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".part", dir=folder)
+        tmp = Path(tmp_name)
+        with os.fdopen(fd, "wb") as out:
+            image.convert("RGB").save(out, format=fmt, **options)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise ImageSaveError(f"{path}: {_write_error(exc)}") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return path
+
+
+def _write_error(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied: the folder is read-only or not yours"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full; free some space or export elsewhere"
+    return f"could not write the file ({exc.strerror or exc})"
+
+
+def read_metadata(path: str | os.PathLike[str]) -> str | None:
+    """The settings JSON embedded by ``save_image``, or None when there is none.
+
+    Raises:
+        ImageLoadError: the file cannot be opened as an image.
+    """
+    path = Path(path)
+    try:
+        with Image.open(path) as image:
+            text = image.info.get(METADATA_KEY)
+            if text is None and hasattr(image, "text"):
+                text = image.text.get(METADATA_KEY)
+            if text is None:
+                text = image.getexif().get(_EXIF_DESCRIPTION)
+    except (OSError, UnidentifiedImageError, ValueError) as exc:
+        raise ImageLoadError(f"{path}: {exc}") from None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if isinstance(text, str) and f'"format": "{METADATA_KEY}"' in text:
+        return text
+    return None

@@ -1,0 +1,62 @@
+"""VGG19 layer names: the one place that maps torchvision indices to names.
+
+torchvision's ``vgg19().features`` is a flat ``nn.Sequential`` of 37 modules.
+Everything else in Style Studio (hooks, sliders, settings, presets, exported
+metadata) speaks in the names defined here: ``conv1_1`` ... ``conv5_4``,
+``relu1_1`` ... ``relu5_4`` and ``pool1`` ... ``pool5``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Convolutions per block in VGG19 (torchvision's configuration "E").
+_CONVS_PER_BLOCK: Final = (2, 2, 4, 4, 4)
+
+
+def _build_names() -> tuple[str, ...]:
+    names: list[str] = []
+    for block, convs in enumerate(_CONVS_PER_BLOCK, start=1):
+        for conv in range(1, convs + 1):
+            names += [f"conv{block}_{conv}", f"relu{block}_{conv}"]
+        names.append(f"pool{block}")
+    return tuple(names)
+
+
+#: Layer names in the order of ``torchvision.models.vgg19().features``.
+LAYER_NAMES: Final[tuple[str, ...]] = _build_names()
+
+#: Name -> index into ``features``.
+LAYER_INDEX: Final[dict[str, int]] = {name: i for i, name in enumerate(LAYER_NAMES)}
+
+#: The layers the window shows a style slider for by default.
+PRIMARY_STYLE_LAYERS: Final[tuple[str, ...]] = ("relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1")
+
+
+def layer_index(name: str) -> int:
+    """Index of a named layer in VGG19's ``features``.
+
+    Raises:
+        KeyError: with a message listing the valid names when ``name`` is unknown.
+    """
+    try:
+        return LAYER_INDEX[name]
+    except KeyError:
+        raise KeyError(f"unknown VGG19 layer {name!r}; valid names are conv1_1 ... conv5_4, "
+                       "relu1_1 ... relu5_4 and pool1 ... pool5") from None
+
+
+def is_layer(name: str) -> bool:
+    return name in LAYER_INDEX
+
+
+def channels(name: str) -> int:
+    """Number of feature channels a layer outputs (64, 128, 256 or 512)."""
+    layer_index(name)  # validates
+    block = int(name[4])  # "conv3_2", "relu3_2" and "pool3" all carry the block at [4]
+    return (64, 128, 256, 512, 512)[block - 1]
+
+
+def deepest(names: "list[str] | tuple[str, ...] | set[str]") -> int:
+    """Index of the deepest layer among ``names`` (the truncation point)."""
+    return max(layer_index(n) for n in names)

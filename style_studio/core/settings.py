@@ -1,0 +1,256 @@
+"""Settings of a run: one frozen dataclass, its defaults, and JSON in and out.
+
+Presets and the metadata embedded in exported images are the same JSON
+document::
+
+    {"format": "style-studio", "version": 1, "settings": {...}}
+
+Reading validates everything first and raises ``SettingsError`` listing every
+problem, so a bad document never applies half-way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .errors import SettingsError
+from .layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
+
+FORMAT: Final = "style-studio"
+FORMAT_VERSION: Final = 1
+
+OPTIMIZERS: Final = ("lbfgs", "adam")
+INITS: Final = ("content", "noise", "style")
+POOLINGS: Final = ("max", "avg")
+PRECISIONS: Final = ("auto", "fp32", "bf16", "fp16")
+DEVICE_PATTERN: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+MIN_SIZE: Final = 32
+MAX_SIZE: Final = 8192
+MAX_SCALES: Final = 6
+
+#: Step size each optimiser starts from when ``step_size`` is None. The image
+#: lives in [0, 1]; L-BFGS scales its own steps.
+DEFAULT_STEP: Final = {"lbfgs": 1.0, "adam": 0.02}
+
+
+def _default_style_layers() -> tuple[tuple[str, float], ...]:
+    return tuple((name, 1.0) for name in PRIMARY_STYLE_LAYERS)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that decides the picture a run makes.
+
+    Loss weights are relative: each loss term is normalised by its target's
+    magnitude (see ``losses``), so the same weights balance the same way at
+    any size and with any weights file.
+    """
+
+    size: int = 512
+    """Longest side of the output, in pixels."""
+    iterations: int = 300
+    """Optimiser steps (one forward and backward pass each) at the final scale."""
+    scales: int = 1
+    """Coarse-to-fine scales; each coarser one halves the size. 1 = single scale."""
+    optimizer: str = "lbfgs"
+    init: str = "content"
+    content_layers: tuple[str, ...] = ("relu4_2",)
+    style_layers: tuple[tuple[str, float], ...] = field(default_factory=_default_style_layers)
+    """(layer, weight) pairs; a layer absent or at 0 is not computed."""
+    content_weight: float = 1.0
+    style_weight: float = 3.0
+    tv_weight: float = 0.1
+    style_blend: tuple[float, ...] = ()
+    """One weight per style image; empty = equal blend."""
+    style_scale: float = 1.0
+    """Style image size relative to the output size."""
+    preserve_colors: bool = False
+    pooling: str = "max"
+    """Max is VGG's own; average pooling (Gatys et al.) smooths the gradients."""
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "auto"
+    weights: str = "imagenet"
+    step_size: float | None = None
+    """None = the optimiser's default (DEFAULT_STEP)."""
+
+    @property
+    def style_layer_weights(self) -> dict[str, float]:
+        return dict(self.style_layers)
+
+    @property
+    def active_style_layers(self) -> dict[str, float]:
+        return {name: w for name, w in self.style_layers if w > 0}
+
+    @property
+    def effective_step(self) -> float:
+        return self.step_size if self.step_size is not None else DEFAULT_STEP[self.optimizer]
+
+    def blend_weights(self, n_styles: int) -> list[float]:
+        """Normalised blend weights for ``n_styles`` style images (sum 1)."""
+        raw = list(self.style_blend) if self.style_blend else [1.0] * n_styles
+        if len(raw) != n_styles:
+            raise SettingsError(f"{len(raw)} style blend weights given for {n_styles} style images")
+        total = sum(raw)
+        if total <= 0:
+            raise SettingsError("the style blend weights are all zero")
+        return [w / total for w in raw]
+
+    def with_style_layer(self, name: str, weight: float) -> Settings:
+        """A copy with one style layer's weight set (added if absent)."""
+        layers = dict(self.style_layers)
+        layers[name] = weight
+        ordered = tuple((n, layers[n]) for n in LAYER_NAMES if n in layers)
+        return dataclasses.replace(self, style_layers=ordered)
+
+    def validate(self) -> Settings:
+        """Raise SettingsError listing every problem; return self when valid."""
+        problems = _check(to_dict(self))
+        if problems:
+            raise SettingsError(problems)
+        return self
+
+
+#: The defaults, in one place.
+DEFAULTS: Final = Settings()
+
+#: Loss-weight fields a running optimisation picks up at its next iteration.
+LIVE_FIELDS: Final = ("content_weight", "style_weight", "tv_weight", "style_layers", "style_blend")
+
+
+def to_dict(settings: Settings) -> dict[str, Any]:
+    """Plain JSON-able dict; style layers become a {name: weight} mapping."""
+    out = dataclasses.asdict(settings)
+    out["style_layers"] = dict(settings.style_layers)
+    out["content_layers"] = list(settings.content_layers)
+    out["style_blend"] = list(settings.style_blend)
+    return out
+
+
+def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Settings = DEFAULTS) -> Settings:
+    """Settings from a dict as ``to_dict`` makes it; missing keys keep ``base``'s values.
+
+    Raises:
+        SettingsError: listing every invalid or unknown entry; nothing is applied.
+    """
+    if not isinstance(data, Mapping):
+        raise SettingsError(f"expected an object of settings, got {type(data).__name__}", source)
+    merged = to_dict(base)
+    unknown = sorted(set(data) - set(merged))
+    problems = [f"unknown setting {k!r}" for k in unknown]
+    merged.update({k: v for k, v in data.items() if k not in unknown})
+    problems += _check(merged)
+    if problems:
+        raise SettingsError(problems, source)
+    merged["content_layers"] = tuple(merged["content_layers"])
+    order = {name: i for i, name in enumerate(LAYER_NAMES)}
+    merged["style_layers"] = tuple(sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()),
+                                          key=lambda kv: order[kv[0]]))
+    merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
+    for key in ("content_weight", "style_weight", "tv_weight", "style_scale"):
+        merged[key] = float(merged[key])
+    if merged["step_size"] is not None:
+        merged["step_size"] = float(merged["step_size"])
+    return Settings(**merged)
+
+
+def dumps(settings: Settings, **extra: Any) -> str:
+    """The JSON document for presets and exported metadata.
+
+    ``extra`` adds informational top-level keys (e.g. the weights' label);
+    they are ignored when reading.
+    """
+    doc: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION, "settings": to_dict(settings)}
+    doc.update(extra)
+    return json.dumps(doc, indent=2, sort_keys=False)
+
+
+def loads(text: str | bytes, *, source: str | None = None) -> Settings:
+    """Settings from a document made by ``dumps``.
+
+    Raises:
+        SettingsError: malformed JSON, another format, a newer version or
+            invalid settings, with ``source`` (a file name) in the message.
+    """
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"not valid JSON ({exc})", source) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SettingsError("not a Style Studio settings file", source)
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SettingsError("the settings file has no valid version number", source)
+    if version > FORMAT_VERSION:
+        raise SettingsError(f"made by a newer Style Studio (format version {version}); "
+                            f"this version reads up to version {FORMAT_VERSION}. Update Style Studio", source)
+    return from_dict(doc.get("settings", {}), source=source)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check(d: Mapping[str, Any]) -> list[str]:
+    """Every problem with a settings dict (as ``to_dict`` makes it)."""
+    problems: list[str] = []
+
+    def need(ok: bool, message: str) -> None:
+        if not ok:
+            problems.append(message)
+
+    need(_is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
+         f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {d['size']!r}")
+    need(_is_int(d["iterations"]) and 1 <= d["iterations"] <= 100_000,
+         f"iterations must be a whole number from 1 to 100000, got {d['iterations']!r}")
+    need(_is_int(d["scales"]) and 1 <= d["scales"] <= MAX_SCALES,
+         f"scales must be a whole number from 1 to {MAX_SCALES}, got {d['scales']!r}")
+    need(d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {d['optimizer']!r}")
+    need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {d['init']!r}")
+    need(d["pooling"] in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}, got {d['pooling']!r}")
+    need(d["precision"] in PRECISIONS,
+         f"precision must be one of {', '.join(PRECISIONS)}, got {d['precision']!r}")
+    need(isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
+         f"device must be auto, cpu, cuda, cuda:N or mps, got {d['device']!r}")
+    need(isinstance(d["weights"], str) and d["weights"].strip() != "",
+         "weights must be 'imagenet', 'untrained' or a file path")
+    need(isinstance(d["preserve_colors"], bool), f"preserve_colors must be true or false, got {d['preserve_colors']!r}")
+    need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {d['seed']!r}")
+    for key in ("content_weight", "style_weight", "tv_weight"):
+        need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {d[key]!r}")
+    need(_is_number(d["style_scale"]) and 0.1 <= d["style_scale"] <= 4,
+         f"style_scale must be a number from 0.1 to 4, got {d['style_scale']!r}")
+    need(d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
+         f"step_size must be a number > 0 or null, got {d['step_size']!r}")
+
+    content = d["content_layers"]
+    if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):
+        problems.append("content_layers must be a list of layer names")
+    else:
+        problems += [f"unknown content layer {n!r}" for n in content if not is_layer(n)]
+    style = d["style_layers"]
+    if not isinstance(style, Mapping):
+        problems.append("style_layers must map layer names to weights")
+    else:
+        for name, weight in style.items():
+            if not is_layer(str(name)):
+                problems.append(f"unknown style layer {name!r}")
+            elif not (_is_number(weight) and weight >= 0):
+                problems.append(f"style layer {name} weight must be a number >= 0, got {weight!r}")
+    blend = d["style_blend"]
+    if not isinstance(blend, (list, tuple)) or not all(_is_number(w) and w >= 0 for w in blend):
+        problems.append(f"style_blend must be a list of numbers >= 0, got {blend!r}")
+    elif blend and sum(blend) <= 0:
+        problems.append("style_blend weights are all zero")
+    return problems

@@ -1,0 +1,93 @@
+"""The headless command line, as a script would use it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from style_studio import __version__
+from style_studio.cli import main
+from style_studio.core import settings as settings_mod
+from style_studio.core.imageio import read_metadata
+from tests.conftest import SAMPLES
+
+CONTENT = str(SAMPLES / "content" / "chelsea.png")
+STYLE = str(SAMPLES / "style" / "starry_night.jpg")
+FAST = ["--size", "48", "--iterations", "3", "--weights", "untrained"]
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_render_writes_an_image_with_settings_and_the_weights_named(tmp_path):
+    target = tmp_path / "out.png"
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--seed", "3")
+    assert code == 0, err
+    image = Image.open(target)
+    assert image.size == (48, 32)
+    metadata = json.loads(read_metadata(target))
+    assert metadata["weights_label"].startswith("untrained")
+    assert settings_mod.loads(json.dumps(metadata)).seed == 3
+    assert "untrained" in err
+
+
+def test_progress_json_prints_one_object_per_iteration(tmp_path):
+    code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST,
+                             "--progress", "json")
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["iteration"] for r in records] == [1, 2, 3, 3]
+    assert records[-1]["done"] and records[-1]["stop_reason"] == "finished"
+    assert {"total_loss", "content_loss", "style_losses", "tv_loss", "grad_norm", "eta", "weights"} <= set(records[0])
+    assert "preview" not in records[0]
+
+
+def test_two_styles_with_blend_weights(tmp_path):
+    other = str(SAMPLES / "style" / "the_scream.jpg")
+    code, _, err = run_cli("render", CONTENT, STYLE, other, "--style-blend", "2,1", "-o", str(tmp_path / "o.png"),
+                           *FAST)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["render", CONTENT], "the following arguments are required"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--size", "big"], "invalid int value"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu9_1:1"], "unknown style layer 'relu9_1'"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu1_1:x"], "'x' is not a number"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--tv-weight", "-1"], "tv_weight must be a number >= 0"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-blend", "1,2"], "2 weights for 1 style images"),
+    (["render", CONTENT, STYLE, "-o", "OUT.gif"], "unknown output type .gif"),
+    (["render", CONTENT, STYLE, "-o", "missing-dir/o.png"], "does not exist"),
+    (["render", "nope.png", STYLE, "-o", "OUT.png", "--weights", "untrained"], "nope.png: does not exist"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "missing.pth"], "missing.pth does not exist"),
+    (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "imagenet"], "imagenet"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    # No network: the imagenet case must fail fast with the three options.
+    monkeypatch.setattr("style_studio.core.weights.IMAGENET_URL", "file:///nonexistent/vgg19-dcbb9e9d.pth")
+    code, _, err = run_cli(*args)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert message in err
+    assert not (tmp_path / "OUT.png").exists()
+
+
+def test_version():
+    with pytest.raises(SystemExit) as info:
+        main(["--version"], stdout=io.StringIO(), stderr=io.StringIO())
+    assert info.value.code == 0
+
+
+def test_python_dash_m_entry_point_runs(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "style_studio", "--version"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == f"style-studio {__version__}"

@@ -1,0 +1,44 @@
+"""Fixtures shared by every test: tiny images and untrained weights; nothing downloads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "resources" / "samples"
+PROXY_WEIGHTS = ROOT.parent / "shared" / "weights" / "vgg19-hed-proxy.pth"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_torch_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point torch's cache at an empty folder: no test may see a user's cached weights."""
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path_factory.getbasetemp() / "torch-home"))
+
+
+@pytest.fixture(scope="session")
+def untrained():
+    from style_studio.core.weights import load_weights
+    return load_weights("untrained")
+
+
+@pytest.fixture(scope="session")
+def content_image():
+    from PIL import Image
+    return Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((72, 48))
+
+
+@pytest.fixture(scope="session")
+def style_image():
+    from PIL import Image
+    return Image.open(SAMPLES / "style" / "starry_night.jpg").convert("RGB").resize((64, 52))
+
+
+@pytest.fixture(scope="session")
+def second_style_image():
+    from PIL import Image
+    return Image.open(SAMPLES / "style" / "the_scream.jpg").convert("RGB").resize((48, 60))

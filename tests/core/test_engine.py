@@ -1,0 +1,253 @@
+"""The optimisation loop, driven as the CLI and the window drive it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from style_studio.core import color
+from style_studio.core.device import resolve
+from style_studio.core.engine import CANCELLED, FINISHED, CancelToken, StyleTransfer, features_for, \
+    pil_to_tensor, scale_sizes
+from style_studio.core.errors import StyleStudioError
+from style_studio.core.settings import Settings
+
+SMALL = Settings(size=64, iterations=20, weights="untrained")
+
+
+def run_all(transfer: StyleTransfer) -> list:
+    return list(transfer.run())
+
+
+def vgg_hooks(weights) -> int:
+    vgg = features_for(weights, resolve("auto", "auto"))
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in vgg.modules())
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+def test_total_loss_falls_over_20_iterations(optimizer, untrained, content_image, style_image):
+    records = run_all(StyleTransfer(content_image, [style_image],
+                                    dataclasses.replace(SMALL, optimizer=optimizer), untrained))
+    iterations = [r for r in records if not r.done]
+    assert len(iterations) == 20
+    assert iterations[-1].total_loss < 0.5 * iterations[0].total_loss
+    assert records[-1].done and records[-1].stop_reason == FINISHED
+
+
+def test_records_carry_every_loss_term_and_previews(untrained, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=3),
+                             untrained, preview_interval=0)
+    records = run_all(transfer)
+    first = records[0]
+    assert set(first.style_losses) == {"relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
+    assert first.total_loss == pytest.approx(first.content_loss + first.tv_loss + sum(first.style_losses.values()),
+                                             rel=1e-4)
+    assert first.grad_norm > 0 and first.elapsed > 0 and first.eta is not None
+    assert "untrained" in first.weights
+    for r in records:
+        assert r.preview is not None and r.preview.dtype == np.uint8 and r.preview.shape == (43, 64, 3)
+    json_record = records[0].to_json()
+    assert "preview" not in json_record and json_record["iteration"] == 1
+
+
+def test_previews_are_throttled_by_time(untrained, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=6),
+                             untrained, preview_interval=3600)
+    previews = [r.preview is not None for r in transfer.run()]
+    # The first iteration, the last one and the end record; nothing in between.
+    assert previews == [True, False, False, False, False, True, True]
+
+
+def test_multi_scale_ends_at_the_requested_size(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, size=128, scales=2, iterations=3)
+    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    records = run_all(transfer)
+    sizes = sorted({(r.scale, r.width, r.height) for r in records})
+    assert sizes == [(1, 64, 43), (2, 128, 85)]
+    assert transfer.result.size == (128, 85)
+    assert records[-1].step == records[-1].steps == 6
+
+
+def test_scale_sizes_halve_and_skip_scales_that_are_too_small():
+    assert scale_sizes((400, 200), 512, 3) == [(128, 64), (256, 128), (512, 256)]
+    assert scale_sizes((400, 200), 128, 4) == [(64, 32), (128, 64)]
+
+
+def test_cancel_stops_within_one_iteration_and_keeps_the_image(untrained, content_image, style_image):
+    cancel = CancelToken()
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=50),
+                             untrained, cancel=cancel)
+    records = []
+    for record in transfer.run():
+        records.append(record)
+        if record.iteration == 3 and not record.done:
+            cancel.cancel()
+    assert [r.iteration for r in records] == [1, 2, 3, 3]
+    assert records[-1].done and records[-1].stop_reason == CANCELLED
+    assert transfer.result is not None and transfer.result.size == (64, 43)
+
+
+def test_cancel_is_checked_inside_the_lbfgs_closure(untrained, content_image, style_image):
+    class CancelOnThirdCheck(CancelToken):
+        checks = 0
+
+        def raise_if_cancelled(self):
+            self.checks += 1
+            if self.checks == 3:
+                self.cancel()
+            super().raise_if_cancelled()
+
+    # Checks: before the scale, before iteration 1, inside its closure (the 3rd).
+    token = CancelOnThirdCheck()
+    records = run_all(StyleTransfer(content_image, [style_image], SMALL, untrained, cancel=token))
+    assert len(records) == 1 and records[0].stop_reason == CANCELLED
+
+
+def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=4)
+    run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    assert vgg_hooks(untrained) == 0
+
+    cancel = CancelToken()
+    for record in StyleTransfer(content_image, [style_image], settings, untrained, cancel=cancel).run():
+        cancel.cancel()
+    assert vgg_hooks(untrained) == 0
+
+    class Exploding(CancelToken):
+        calls = 0
+
+        def raise_if_cancelled(self):
+            self.calls += 1
+            if self.calls == 4:
+                raise RuntimeError("device lost")
+
+    with pytest.raises(RuntimeError, match="device lost"):
+        run_all(StyleTransfer(content_image, [style_image], settings, untrained, cancel=Exploding()))
+    assert vgg_hooks(untrained) == 0
+
+    run = StyleTransfer(content_image, [style_image], settings, untrained).run()
+    next(run)
+    assert vgg_hooks(untrained) > 0  # mid-run, the hooks are there ...
+    run.close()
+    assert vgg_hooks(untrained) == 0  # ... and a consumer that walks away removes them
+
+
+def test_repeated_runs_do_not_accumulate_hooks(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=1)
+    for _ in range(3):
+        transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+        counts = [vgg_hooks(untrained) for _ in transfer.run()]
+        assert counts[0] == 6  # 1 content + 5 style layers, once each
+    assert vgg_hooks(untrained) == 0
+
+
+@pytest.mark.parametrize("init", ["noise", "content", "style"])
+def test_same_seed_same_settings_give_the_same_image(init, untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=5, init=init, seed=7)
+    a = StyleTransfer(content_image, [style_image], settings, untrained)
+    b = StyleTransfer(content_image, [style_image], settings, untrained)
+    run_all(a), run_all(b)
+    assert np.array_equal(np.asarray(a.result), np.asarray(b.result))
+
+
+def test_a_different_seed_gives_a_different_noise_start(untrained, content_image, style_image):
+    results = []
+    for seed in (1, 2):
+        t = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise",
+                                                                             seed=seed), untrained)
+        run_all(t)
+        results.append(np.asarray(t.result))
+    assert not np.array_equal(*results)
+
+
+def test_preserve_colors_keeps_the_content_chroma(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=10, preserve_colors=True)
+    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    run_all(transfer)
+    result = pil_to_tensor(transfer.result)
+    content = pil_to_tensor(content_image.resize(transfer.result.size))
+    result_iq = color.rgb_to_yiq(result)[:, 1:]
+    content_iq = color.rgb_to_yiq(content)[:, 1:]
+    # Chroma equal up to 8-bit rounding and clipping at the gamut's edge.
+    assert (result_iq - content_iq).abs().mean() < 0.01
+    # ... while the luminance did change.
+    assert (color.luminance(result) - color.luminance(content)).abs().mean() > 0.01
+
+
+def test_without_preserve_colors_the_chroma_moves_towards_the_style(untrained, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), untrained)
+    run_all(transfer)
+    result = color.rgb_to_yiq(pil_to_tensor(transfer.result))[:, 1:]
+    content = color.rgb_to_yiq(pil_to_tensor(content_image.resize(transfer.result.size)))[:, 1:]
+    assert (result - content).abs().mean() > 0.01
+
+
+def test_loss_weight_changes_take_effect_at_the_next_iteration(untrained, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), untrained)
+    records = []
+    for record in transfer.run():
+        records.append(record)
+        if record.iteration == 2 and not record.done:
+            transfer.update_settings(dataclasses.replace(transfer.settings, tv_weight=0.0,
+                                                         style_layers=(("relu1_1", 2.0), ("relu3_2", 1.0))))
+    assert records[1].tv_loss > 0 and set(records[1].style_losses) == {
+        "relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
+    assert records[2].tv_loss == 0
+    assert set(records[2].style_losses) == {"relu1_1", "relu3_2"}
+
+
+def test_style_blend_weights_mix_two_styles(untrained, content_image, style_image, second_style_image):
+    finals = {}
+    for blend in ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)):
+        settings = dataclasses.replace(SMALL, iterations=1, style_blend=blend)
+        records = run_all(StyleTransfer(content_image, [style_image, second_style_image], settings, untrained))
+        finals[blend] = records[0].style_losses["relu1_1"]
+    # Identical start image: distinct targets give distinct losses.
+    assert len({round(v, 6) for v in finals.values()}) == 3
+
+
+def test_a_blow_up_restores_the_last_good_image_and_lowers_the_step(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, optimizer="adam", step_size=1e4, iterations=10)
+    transfer = StyleTransfer(content_image, [style_image], settings, untrained, preview_interval=0)
+    records = run_all(transfer)
+    events = [r.event for r in records if r.event]
+    assert events and "restored the last good image" in events[0]
+    assert records[-1].stop_reason == FINISHED
+    kept = [r.total_loss for r in records if not r.event and not r.done]
+    assert all(math.isfinite(loss) and loss <= kept[0] * 1.5 for loss in kept)
+    for r in records:  # the preview never shows the blown-up image
+        assert r.preview is not None and 10 < r.preview.mean() < 245
+
+
+def test_nothing_to_optimise_is_a_clear_error(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 0.0),))
+    with pytest.raises(StyleStudioError, match="nothing to optimise"):
+        run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+
+
+def test_an_image_too_thin_for_the_network_is_refused_before_starting(untrained, style_image):
+    from PIL import Image
+    with pytest.raises(StyleStudioError, match="at least 16 pixels"):
+        StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, untrained)
+
+
+def test_wrong_number_of_blend_weights_is_refused(untrained, content_image, style_image):
+    with pytest.raises(StyleStudioError, match="2 style blend weights given for 1"):
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), untrained)
+
+
+def test_explicit_fp32_precision_is_used_and_named(untrained, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=2, precision="fp32", device="cpu")
+    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    assert records[0].compute == "cpu, fp32"
+
+
+def test_asking_for_a_missing_gpu_is_a_clear_error(untrained, content_image, style_image):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(StyleStudioError, match="no CUDA GPU"):
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), untrained)

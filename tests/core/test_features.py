@@ -1,0 +1,105 @@
+"""Hooks capture the right layers and never outlive their block; Gram matrices in closed form."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from style_studio.core.features import VGG19, TruncatedVGG, capture
+from style_studio.core.losses import gram, relative_mse, total_variation
+from style_studio.core.weights import build_features
+
+
+def hooks_on(module: nn.Module) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+               for m in module.modules())
+
+
+@pytest.fixture(scope="module")
+def vgg(untrained):
+    return VGG19(build_features(untrained))
+
+
+def test_gram_of_ones_is_one_over_hw_times_hw():
+    # F is all ones: every entry of F·Fᵀ is H·W, so G = H·W / (C·H·W) = 1/C.
+    g = gram(torch.ones(2, 4, 3, 5))
+    assert g.shape == (2, 4, 4)
+    torch.testing.assert_close(g, torch.full((2, 4, 4), 1 / 4))
+
+
+def test_gram_matches_the_definition_for_random_features_in_both_memory_formats():
+    f = torch.randn(1, 8, 6, 7)
+    expected = (f.reshape(8, 42) @ f.reshape(8, 42).T / (8 * 42)).unsqueeze(0)
+    torch.testing.assert_close(gram(f), expected)
+    torch.testing.assert_close(gram(f.contiguous(memory_format=torch.channels_last)), expected)
+
+
+def test_gram_is_float32_under_bf16_autocast():
+    f = torch.randn(1, 8, 6, 7)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        g = gram(f.bfloat16())
+    assert g.dtype == torch.float32
+
+
+def test_relative_loss_is_zero_at_target_and_one_for_zero_image():
+    target = torch.randn(1, 3, 8, 8)
+    mag = target.square().mean()
+    assert relative_mse(target, target, mag).item() == 0
+    assert relative_mse(torch.zeros_like(target), target, mag).item() == pytest.approx(1.0)
+
+
+def test_total_variation_of_a_flat_image_is_zero_and_of_a_checkerboard_is_known():
+    assert total_variation(torch.full((1, 3, 5, 5), 0.3)).item() == 0
+    checker = (torch.arange(4).view(1, 4) + torch.arange(4).view(4, 1)) % 2
+    # Every neighbour pair differs by 1: mean of 1² in both directions.
+    assert total_variation(checker.float().view(1, 1, 4, 4)).item() == pytest.approx(2.0)
+
+
+def test_network_is_truncated_after_the_deepest_requested_layer(vgg):
+    net = TruncatedVGG(vgg, ["relu1_1", "relu3_1"])
+    assert net.names[-1] == "relu3_1"
+    assert len(net.layers) == 12
+    assert not any(p.requires_grad for p in net.parameters())
+    assert not net.training
+
+
+def test_average_pooling_swaps_the_pools_and_keeps_the_convolutions(vgg):
+    net = TruncatedVGG(vgg, ["relu3_1"], pooling="avg")
+    assert isinstance(net.module("pool1"), nn.AvgPool2d)
+    assert net.module("conv2_1") is vgg.features[5]
+    assert isinstance(TruncatedVGG(vgg, ["relu3_1"]).module("pool1"), nn.MaxPool2d)
+
+
+def test_hooks_capture_requested_layers_with_the_right_shapes(vgg):
+    net = TruncatedVGG(vgg, ["conv1_2", "relu2_1", "relu4_2", "pool3"])
+    with capture(net, content_layers=["conv1_2", "relu4_2"], style_layers=["relu2_1", "pool3"]) as got, \
+            torch.no_grad():
+        net(torch.rand(1, 3, 64, 48))
+        assert set(got.activations) == {"conv1_2", "relu4_2"}
+        assert set(got.grams) == {"relu2_1", "pool3"}
+        assert got.activations["conv1_2"].shape == (1, 64, 64, 48)
+        assert got.activations["relu4_2"].shape == (1, 512, 8, 6)
+        assert got.grams["relu2_1"].shape == (1, 128, 128)
+        assert got.grams["pool3"].shape == (1, 256, 256)
+
+
+def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):
+    net = TruncatedVGG(vgg, ["conv1_1", "relu1_2"])
+    x = torch.rand(1, 3, 16, 16)
+    with capture(net, content_layers=["conv1_1"], style_layers=["relu1_2"]) as got, torch.no_grad():
+        net(x)
+        conv = got.activations["conv1_1"]
+    expected = vgg.features[0](net.normalize(x))
+    torch.testing.assert_close(conv, expected)
+    assert (conv < 0).any(), "a ReLU ran in place over the captured convolution output"
+
+
+def test_no_hook_is_left_after_the_block_or_an_exception(vgg):
+    net = TruncatedVGG(vgg, ["relu1_1", "relu2_1"], pooling="avg")
+    with capture(net, ["relu1_1"], ["relu2_1"]):
+        assert hooks_on(vgg) == 2
+    assert hooks_on(vgg) == 0
+    with pytest.raises(RuntimeError), capture(net, ["relu1_1"], ["relu2_1"]):
+        raise RuntimeError("boom")
+    assert hooks_on(vgg) == 0

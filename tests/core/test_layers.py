@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import pytest
+from torch import nn
+from torchvision.models.vgg import cfgs, make_layers
+
+from style_studio.core.layers import LAYER_NAMES, channels, layer_index
+
+
+def test_names_follow_torchvision_vgg19_module_order():
+    features = make_layers(cfgs["E"])
+    assert len(LAYER_NAMES) == len(features) == 37
+    for name, module in zip(LAYER_NAMES, features):
+        expected = {"conv": nn.Conv2d, "relu": nn.ReLU, "pool": nn.MaxPool2d}[name[:4]]
+        assert isinstance(module, expected), name
+    assert LAYER_NAMES[21] == "conv4_2" and LAYER_NAMES[22] == "relu4_2" and LAYER_NAMES[-1] == "pool5"
+
+
+def test_channels_match_the_convolutions():
+    features = make_layers(cfgs["E"])
+    for index, name in enumerate(LAYER_NAMES):
+        if name.startswith("conv"):
+            assert features[index].out_channels == channels(name)
+
+
+def test_unknown_layer_names_the_valid_ones():
+    with pytest.raises(KeyError, match="conv1_1 ... conv5_4"):
+        layer_index("relu6_1")

@@ -1,0 +1,79 @@
+"""Settings as data: defaults in one place, JSON in and out, every problem named, nothing half-applied."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from style_studio.core import settings as s
+from style_studio.core.errors import SettingsError
+
+
+def test_defaults_are_the_documented_ones():
+    d = s.DEFAULTS
+    assert d.content_layers == ("relu4_2",)
+    assert [n for n, _ in d.style_layers] == ["relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
+    assert (d.optimizer, d.init, d.size, d.device, d.precision, d.weights) == \
+        ("lbfgs", "content", 512, "auto", "auto", "imagenet")
+
+
+def test_json_round_trip_keeps_every_field():
+    custom = dataclasses.replace(s.DEFAULTS, size=777, optimizer="adam", init="noise", seed=42,
+                                 style_blend=(2.0, 1.0), step_size=0.05, preserve_colors=True,
+                                 weights="/tmp/w.pth", style_layers=(("conv1_1", 0.25), ("relu5_4", 3.0)))
+    assert s.loads(s.dumps(custom)) == custom
+
+
+def test_malformed_json_is_named():
+    with pytest.raises(SettingsError, match=r"^preset\.json: not valid JSON"):
+        s.loads("{oops", source="preset.json")
+
+
+def test_a_future_version_asks_for_an_update():
+    doc = json.dumps({"format": "style-studio", "version": 99, "settings": {}})
+    with pytest.raises(SettingsError, match="newer Style Studio .*version 99.*Update"):
+        s.loads(doc)
+
+
+def test_every_problem_is_listed_at_once():
+    doc = json.dumps({"format": "style-studio", "version": 1, "settings": {
+        "style_layers": {"relu9_9": 1, "relu1_1": -1, "relu2_1": "lots"},
+        "content_weight": "heavy", "tv_weight": -0.5, "size": 10, "sparkle": True}})
+    with pytest.raises(SettingsError) as info:
+        s.loads(doc)
+    problems = info.value.problems
+    assert "unknown setting 'sparkle'" in problems
+    assert "unknown style layer 'relu9_9'" in problems
+    assert any("relu1_1 weight must be a number >= 0" in p for p in problems)
+    assert any("relu2_1 weight must be a number >= 0, got 'lots'" in p for p in problems)
+    assert any(p.startswith("content_weight must be a number") for p in problems)
+    assert any(p.startswith("tv_weight must be a number >= 0") for p in problems)
+    assert any(p.startswith("size must be") for p in problems)
+
+
+def test_missing_keys_keep_the_base_values():
+    assert s.from_dict({"size": 300}) == dataclasses.replace(s.DEFAULTS, size=300)
+
+
+def test_not_a_settings_document():
+    with pytest.raises(SettingsError, match="not a Style Studio settings file"):
+        s.loads(json.dumps({"hello": 1}))
+
+
+def test_booleans_are_not_numbers():
+    with pytest.raises(SettingsError, match="content_weight must be a number"):
+        s.from_dict({"content_weight": True})
+
+
+def test_with_style_layer_keeps_network_order():
+    changed = s.DEFAULTS.with_style_layer("conv1_1", 2.0).with_style_layer("relu3_1", 0.0)
+    names = [n for n, _ in changed.style_layers]
+    assert names[0] == "conv1_1" and changed.style_layer_weights["relu3_1"] == 0.0
+    assert "relu3_1" not in changed.active_style_layers
+
+
+def test_blend_weights_normalise():
+    assert dataclasses.replace(s.DEFAULTS, style_blend=(3.0, 1.0)).blend_weights(2) == [0.75, 0.25]
+    assert s.DEFAULTS.blend_weights(3) == pytest.approx([1 / 3] * 3)
