@@ -25,19 +25,20 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
-
-import torch
-from torch import nn
-from torchvision.models.vgg import VGG19_Weights, cfgs, make_layers
+from typing import TYPE_CHECKING, Final
 
 from .errors import Cancelled, WeightsError
+
+if TYPE_CHECKING:  # torch is imported where it is used: the window shows before torch loads
+    import torch
+    from torch import nn
 
 log = logging.getLogger(__name__)
 
 IMAGENET: Final = "imagenet"
 UNTRAINED: Final = "untrained"
-IMAGENET_URL: Final[str] = VGG19_Weights.IMAGENET1K_V1.url
+#: torchvision's ``VGG19_Weights.IMAGENET1K_V1.url`` (a test keeps them equal).
+IMAGENET_URL: Final[str] = "https://download.pytorch.org/models/vgg19-dcbb9e9d.pth"
 UNTRAINED_SEED: Final = 0
 
 #: Called with (bytes received, total bytes or None) while downloading.
@@ -69,6 +70,9 @@ def vgg19_features_module() -> nn.Sequential:
     Built from torchvision's configuration rather than ``vgg19()`` so the
     103M-parameter classifier is never allocated.
     """
+    from torch import nn
+    from torchvision.models.vgg import cfgs, make_layers
+
     features = make_layers(cfgs["E"], batch_norm=False)
     for m in features.modules():
         if isinstance(m, nn.Conv2d):
@@ -81,6 +85,9 @@ def vgg19_features_module() -> nn.Sequential:
 
 def expected_feature_shapes() -> dict[str, torch.Size]:
     """Keys and shapes of a features state dict, without the ``features.`` prefix."""
+    import torch
+    from torchvision.models.vgg import cfgs, make_layers
+
     with torch.device("meta"):
         features = make_layers(cfgs["E"], batch_norm=False)
     return {k: v.shape for k, v in features.state_dict().items()}
@@ -88,6 +95,8 @@ def expected_feature_shapes() -> dict[str, torch.Size]:
 
 def imagenet_cache_path() -> Path:
     """Where torchvision's own ``load_state_dict_from_url`` keeps the file."""
+    import torch.hub
+
     hub = Path(torch.hub.get_dir())
     return hub / "checkpoints" / os.path.basename(IMAGENET_URL)
 
@@ -118,6 +127,10 @@ class LoadedWeights:
 
 def build_features(weights: LoadedWeights) -> nn.Sequential:
     """VGG19 ``features`` holding the given weights, in eval mode, frozen."""
+    import torch
+    from torch import nn
+    from torchvision.models.vgg import cfgs, make_layers
+
     if weights.untrained:
         # Seeded without touching the global RNG, so untrained features are
         # the same in every run and never disturb the caller's random state.
@@ -189,6 +202,8 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _torch_load(path: Path) -> object:
+    import torch
+
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except RuntimeError as exc:
@@ -199,6 +214,8 @@ def _torch_load(path: Path) -> object:
 
 
 def _features_only(raw: Mapping[str, object], path: Path) -> dict[str, torch.Tensor]:
+    import torch
+
     expected = expected_feature_shapes()
     prefixed = any(str(k).startswith("features.") for k in raw)
     state: dict[str, torch.Tensor] = {}

@@ -207,3 +207,8 @@ def test_an_interrupted_transfer_is_an_error_and_leaves_no_file(tmp_path):
 
 def test_the_default_url_is_torchvisions():
     assert IMAGENET_URL == "https://download.pytorch.org/models/vgg19-dcbb9e9d.pth"
+
+
+def test_the_url_is_torchvisions_own():
+    from torchvision.models.vgg import VGG19_Weights
+    assert IMAGENET_URL == VGG19_Weights.IMAGENET1K_V1.url

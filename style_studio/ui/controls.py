@@ -1,0 +1,297 @@
+"""The settings panel: one widget per setting, Settings in and out."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QPushButton, QSpinBox,
+    QToolButton, QVBoxLayout, QWidget)
+from superqt import QCollapsible
+
+from ..core import settings as settings_mod
+from ..core.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS
+from ..core.settings import Settings
+from .widgets import LayerSlider, LogSlider
+
+IMAGENET, UNTRAINED = "imagenet", "untrained"
+CHOOSE_FILE = "choose-file"
+
+TIPS = {
+    "style_layer": ("How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
+                    "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
+                    "0 turns the layer off. Changes apply to a running optimisation at once."),
+    "content_layer": ("The layer whose activations must match the content image. Deeper layers keep the "
+                      "layout but let details change; shallower ones keep the photo almost as it is."),
+    "content_weight": "How much of the content image's layout to keep. Higher: more photo, less painting.",
+    "style_weight": "How strongly the picture takes on the style. Higher: more painting, less photo.",
+    "tv_weight": "Smoothing. Higher removes speckle and noise but blurs fine strokes.",
+    "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
+    "iterations": "Optimisation steps at the final size. More steps: a more finished picture.",
+    "scales": ("Coarse-to-fine: start at a smaller size and refine. 2-3 scales give large, coherent strokes "
+               "and reach a good picture sooner. 1 = work at full size only."),
+    "optimizer": "L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
+    "init": ("Where the picture starts: the content photo (keeps layout best), random noise (more "
+             "painterly, less faithful) or the first style image."),
+    "seed": "The random seed: the same seed and settings give the same picture on the same device.",
+    "preserve_colors": "Keep the photo's own colours and take only the style's brushwork and texture.",
+    "style_scale": ("Size of the style image relative to the result. Smaller: finer, more repeated strokes; "
+                    "larger: bigger strokes."),
+    "pooling": "Max is VGG's own pooling; average pooling gives smoother, softer textures.",
+    "device": "Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU.",
+    "precision": ("Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
+                  "32-bit floats elsewhere. The picture looks the same."),
+    "weights": ("The trained network that judges content and style. ImageNet VGG19 gives real results; "
+                "untrained features only transfer colour and texture."),
+}
+
+
+def _combo(items: list[tuple[str, str]], tip: str) -> QComboBox:
+    box = QComboBox()
+    for text, data in items:
+        box.addItem(text, data)
+    box.setToolTip(tip)
+    return box
+
+
+def _select(box: QComboBox, data: str) -> None:
+    index = box.findData(data)
+    if index >= 0:
+        box.setCurrentIndex(index)
+
+
+class ControlsPanel(QWidget):
+    """Edits a Settings value. ``style_blend`` belongs to the style list, not here.
+
+    Signals:
+        changed(): any setting changed.
+        liveChanged(): a loss weight changed (a running optimisation takes it).
+        chooseWeightsFile(): the user picked "Choose file…" for the weights.
+    """
+
+    changed = Signal()
+    liveChanged = Signal()
+    chooseWeightsFile = Signal()
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None, *, show_all_layers: bool = False) -> None:
+        super().__init__(parent)
+        self._base = settings
+        self._content_layers = settings.content_layers
+        self._loading = False
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._layers_group(show_all_layers))
+        layout.addWidget(self._weights_group())
+        layout.addWidget(self._output_group())
+        layout.addWidget(self._compute_group())
+        buttons = QHBoxLayout()
+        self.reset_button = QPushButton("Reset")
+        self.reset_button.setToolTip("Restore every setting to its default")
+        self.save_preset_button = QPushButton("Save preset…")
+        self.load_preset_button = QPushButton("Load preset…")
+        for b in (self.reset_button, self.save_preset_button, self.load_preset_button):
+            buttons.addWidget(b)
+        layout.addLayout(buttons)
+        layout.addStretch(1)
+        self.set_settings(settings)
+
+    # -- building ----------------------------------------------------------
+
+    def _layers_group(self, show_all: bool) -> QGroupBox:
+        group = QGroupBox("Style layers")
+        box = QVBoxLayout(group)
+        self.layer_sliders: dict[str, LayerSlider] = {}
+        for name in PRIMARY_STYLE_LAYERS:
+            box.addWidget(self._layer_slider(name))
+        self.more_layers = QCollapsible("All layers")
+        self.more_layers.setToolTip("Show a slider for every VGG19 layer")
+        for name in LAYER_NAMES:
+            if name not in PRIMARY_STYLE_LAYERS:
+                self.more_layers.addWidget(self._layer_slider(name))
+        if show_all:
+            self.more_layers.expand(animate=False)
+        box.addWidget(self.more_layers)
+        form = QFormLayout()
+        self.content_layer = _combo([(n, n) for n in LAYER_NAMES], TIPS["content_layer"])
+        self.content_layer.currentIndexChanged.connect(self._content_layer_changed)
+        form.addRow("Content layer", self.content_layer)
+        box.addLayout(form)
+        return group
+
+    def _layer_slider(self, name: str) -> LayerSlider:
+        slider = LayerSlider(name, 0.0)
+        slider.setToolTip(TIPS["style_layer"])
+        slider.valueChanged.connect(self._live)
+        self.layer_sliders[name] = slider
+        return slider
+
+    def _weights_group(self) -> QGroupBox:
+        group = QGroupBox("Balance")
+        form = QFormLayout(group)
+        self.content_weight = LogSlider(0.01, 100, 1.0)
+        self.style_weight = LogSlider(0.01, 1000, 1.0)
+        self.tv_weight = LogSlider(0.001, 10, 0.1)
+        for key, widget, label in (("content_weight", self.content_weight, "Content"),
+                                   ("style_weight", self.style_weight, "Style"),
+                                   ("tv_weight", self.tv_weight, "Smoothing")):
+            widget.setToolTip(TIPS[key])
+            widget.valueChanged.connect(self._live)
+            form.addRow(label, widget)
+        return group
+
+    def _output_group(self) -> QGroupBox:
+        group = QGroupBox("Picture")
+        form = QFormLayout(group)
+        self.size = QSpinBox()
+        self.size.setRange(settings_mod.MIN_SIZE, settings_mod.MAX_SIZE)
+        self.size.setSingleStep(64)
+        self.size.setSuffix(" px")
+        self.iterations = QSpinBox()
+        self.iterations.setRange(1, 100_000)
+        self.iterations.setSingleStep(50)
+        self.scales = QSpinBox()
+        self.scales.setRange(1, settings_mod.MAX_SCALES)
+        self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], TIPS["optimizer"])
+        self.init = _combo([("Content image", "content"), ("Noise", "noise"), ("First style image", "style")],
+                           TIPS["init"])
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.preserve_colors = QCheckBox("Preserve content colours")
+        self.style_scale = QDoubleSpinBox()
+        self.style_scale.setRange(0.1, 4.0)
+        self.style_scale.setSingleStep(0.1)
+        self.style_scale.setDecimals(2)
+        self.pooling = _combo([("Max", "max"), ("Average", "avg")], TIPS["pooling"])
+        for key, widget, label in (("size", self.size, "Size"), ("iterations", self.iterations, "Iterations"),
+                                   ("scales", self.scales, "Scales"), ("optimizer", self.optimizer, "Optimiser"),
+                                   ("init", self.init, "Start from"), ("seed", self.seed, "Seed"),
+                                   ("style_scale", self.style_scale, "Style scale"),
+                                   ("pooling", self.pooling, "Pooling")):
+            widget.setToolTip(TIPS[key])
+            form.addRow(label, widget)
+        self.preserve_colors.setToolTip(TIPS["preserve_colors"])
+        form.addRow(self.preserve_colors)
+        for spin in (self.size, self.iterations, self.scales, self.seed):
+            spin.valueChanged.connect(self._changed)
+        self.style_scale.valueChanged.connect(self._changed)
+        for box in (self.optimizer, self.init, self.pooling):
+            box.currentIndexChanged.connect(self._changed)
+        self.preserve_colors.toggled.connect(self._changed)
+        return group
+
+    def _compute_group(self) -> QGroupBox:
+        group = QGroupBox("Computation")
+        form = QFormLayout(group)
+        self.device = _combo([("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")],
+                             TIPS["device"])
+        self.device.setEditable(False)
+        self.precision = _combo([("Automatic", "auto"), ("32-bit (fp32)", "fp32"), ("bfloat16", "bf16"),
+                                 ("float16", "fp16")], TIPS["precision"])
+        weights_row = QHBoxLayout()
+        self.weights = _combo([("ImageNet VGG19", IMAGENET), ("Untrained (colour and texture only)", UNTRAINED),
+                               ("Choose file…", CHOOSE_FILE)], TIPS["weights"])
+        self.weights.setMinimumContentsLength(18)
+        self.weights.activated.connect(self._weights_activated)
+        self.weights.currentIndexChanged.connect(self._changed)
+        weights_row.addWidget(self.weights, 1)
+        self.weights_browse = QToolButton()
+        self.weights_browse.setText("…")
+        self.weights_browse.setToolTip("Use a VGG19 weights file (.pth)")
+        self.weights_browse.clicked.connect(self.chooseWeightsFile)
+        weights_row.addWidget(self.weights_browse)
+        form.addRow("Device", self.device)
+        form.addRow("Precision", self.precision)
+        form.addRow("Weights", weights_row)
+        self.device.currentIndexChanged.connect(self._changed)
+        self.precision.currentIndexChanged.connect(self._changed)
+        return group
+
+    # -- weights choice ---------------------------------------------------------
+
+    def set_weights_file(self, path: str | Path) -> None:
+        """Add a weights file to the choices (once) and select it."""
+        path = str(path)
+        index = self.weights.findData(path)
+        if index < 0:
+            index = self.weights.count() - 1  # before "Choose file…"
+            self.weights.insertItem(index, f"File: {Path(path).name}", path)
+            self.weights.setItemData(index, path, Qt.ItemDataRole.ToolTipRole)
+        self.weights.setCurrentIndex(index)
+
+    def set_weights(self, choice: str) -> None:
+        if choice in (IMAGENET, UNTRAINED):
+            _select(self.weights, choice)
+        else:
+            self.set_weights_file(choice)
+
+    def _weights_activated(self, index: int) -> None:
+        if self.weights.itemData(index) == CHOOSE_FILE:
+            _select(self.weights, self._base.weights if self.weights.findData(self._base.weights) >= 0 else IMAGENET)
+            self.chooseWeightsFile.emit()
+
+    # -- Settings in and out -------------------------------------------------------
+
+    def settings(self) -> Settings:
+        layers = tuple((name, s.value()) for name, s in self.layer_sliders.items() if s.value() > 0)
+        ordered = tuple(sorted(layers, key=lambda kv: LAYER_NAMES.index(kv[0])))
+        weights = self.weights.currentData()
+        return dataclasses.replace(
+            self._base,
+            content_layers=self._content_layers,
+            style_layers=ordered,
+            content_weight=self.content_weight.value(), style_weight=self.style_weight.value(),
+            tv_weight=self.tv_weight.value(), size=self.size.value(), iterations=self.iterations.value(),
+            scales=self.scales.value(), optimizer=self.optimizer.currentData(), init=self.init.currentData(),
+            seed=self.seed.value(), preserve_colors=self.preserve_colors.isChecked(),
+            style_scale=round(self.style_scale.value(), 2), pooling=self.pooling.currentData(),
+            device=self.device.currentData(), precision=self.precision.currentData(),
+            weights=weights if weights != CHOOSE_FILE else self._base.weights)
+
+    def set_settings(self, settings: Settings) -> None:
+        self._loading = True
+        try:
+            self._base = settings
+            self._content_layers = settings.content_layers
+            weights = settings.style_layer_weights
+            for name, slider in self.layer_sliders.items():
+                slider.setValue(weights.get(name, 0.0))
+            if any(weights.get(n, 0) > 0 for n in LAYER_NAMES if n not in PRIMARY_STYLE_LAYERS):
+                self.more_layers.expand(animate=False)
+            if settings.content_layers:
+                _select(self.content_layer, settings.content_layers[0])
+            self.content_weight.setValue(settings.content_weight)
+            self.style_weight.setValue(settings.style_weight)
+            self.tv_weight.setValue(settings.tv_weight)
+            self.size.setValue(settings.size)
+            self.iterations.setValue(settings.iterations)
+            self.scales.setValue(settings.scales)
+            _select(self.optimizer, settings.optimizer)
+            _select(self.init, settings.init)
+            self.seed.setValue(min(settings.seed, 2**31 - 1))
+            self.preserve_colors.setChecked(settings.preserve_colors)
+            self.style_scale.setValue(settings.style_scale)
+            _select(self.pooling, settings.pooling)
+            if self.device.findData(settings.device) < 0:
+                self.device.addItem(settings.device, settings.device)
+            _select(self.device, settings.device)
+            _select(self.precision, settings.precision)
+            self.set_weights(settings.weights)
+        finally:
+            self._loading = False
+        self.changed.emit()
+
+    def _content_layer_changed(self, _: int) -> None:
+        if not self._loading:
+            self._content_layers = (self.content_layer.currentData(),)
+            self._changed()
+
+    def _changed(self, *_: object) -> None:
+        if not self._loading:
+            self.changed.emit()
+
+    def _live(self, *_: object) -> None:
+        if not self._loading:
+            self.liveChanged.emit()
+            self.changed.emit()

@@ -1,0 +1,90 @@
+"""This session's results as a strip of thumbnails: view, compare, restore settings."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from PIL import Image
+from PySide6.QtCore import QPoint, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QIcon, QPixmap
+from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
+
+from ..core.settings import Settings
+from .qt_images import pil_to_qimage
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    result: Image.Image
+    settings: Settings
+    weights_label: str
+    stop_reason: str
+    created: float = field(default_factory=time.time)
+
+    def summary(self) -> str:
+        s = self.settings
+        stamp = time.strftime("%H:%M:%S", time.localtime(self.created))
+        return (f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
+                f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
+                f"{'' if self.stop_reason == 'finished' else ' (stopped early)'}")
+
+
+class HistoryStrip(QListWidget):
+    """Signals carry the HistoryEntry: selected (view it), compare, restore."""
+
+    entrySelected = Signal(object)
+    compareRequested = Signal(object)
+    restoreRequested = Signal(object)
+    exportRequested = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setViewMode(QListWidget.ViewMode.IconMode)
+        self.setFlow(QListWidget.Flow.LeftToRight)
+        self.setWrapping(False)
+        self.setIconSize(QSize(96, 96))
+        self.setMovement(QListWidget.Movement.Static)
+        self.setFixedHeight(124)
+        self.setSpacing(4)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.setToolTip("Results of this session: click to view, right-click to compare or restore settings")
+        self.customContextMenuRequested.connect(self._menu)
+        self.currentItemChanged.connect(self._current_changed)
+        self.entries: list[HistoryEntry] = []
+
+    def add(self, entry: HistoryEntry) -> None:
+        self.entries.append(entry)
+        pixmap = QPixmap.fromImage(pil_to_qimage(entry.result))
+        item = QListWidgetItem(QIcon(pixmap.scaled(96, 96, Qt.AspectRatioMode.KeepAspectRatio,
+                                                   Qt.TransformationMode.SmoothTransformation)),
+                               f"#{len(self.entries)}")
+        item.setData(Qt.ItemDataRole.UserRole, len(self.entries) - 1)
+        item.setToolTip(entry.summary())
+        self.blockSignals(True)
+        self.addItem(item)
+        self.setCurrentItem(item)
+        self.blockSignals(False)
+        self.scrollToItem(item)
+
+    def entry(self, item: QListWidgetItem | None) -> HistoryEntry | None:
+        if item is None:
+            return None
+        return self.entries[item.data(Qt.ItemDataRole.UserRole)]
+
+    def _current_changed(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
+        entry = self.entry(current)
+        if entry is not None:
+            self.entrySelected.emit(entry)
+
+    def _menu(self, point: QPoint) -> None:
+        entry = self.entry(self.itemAt(point))
+        if entry is None:
+            return
+        menu = QMenu(self)
+        for text, signal in (("View", self.entrySelected), ("Compare with the current result", self.compareRequested),
+                             ("Restore its settings", self.restoreRequested), ("Export…", self.exportRequested)):
+            action = QAction(text, menu)
+            action.triggered.connect(lambda _=False, s=signal: s.emit(entry))
+            menu.addAction(action)
+        menu.exec(self.mapToGlobal(point))

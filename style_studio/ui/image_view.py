@@ -1,0 +1,201 @@
+"""The preview: zoom (wheel, fit, 100 %), pan (drag), and a before/after split."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap, QWheelEvent
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+_MIN_ZOOM, _MAX_ZOOM = 0.05, 16.0
+
+
+class ImageView(QWidget):
+    """Shows the current image; optionally the "before" image left of a draggable split line.
+
+    The "before" image is stretched over the same rectangle as the current
+    one, so the two line up even when the preview is smaller than the result.
+    """
+
+    zoomChanged = Signal(float)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(240, 180)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._image = QPixmap()
+        self._before = QPixmap()
+        self._logical_size: tuple[int, int] | None = None
+        self._zoom = 1.0
+        self._fit = True
+        self._offset = QPointF(0, 0)
+        self._split_enabled = False
+        self._split = 0.5
+        self._drag_start: QPointF | None = None
+        self._dragging_split = False
+        self._placeholder = "Press Start (Ctrl+Enter) to stylise the content image"
+
+    # -- content -----------------------------------------------------------
+
+    def set_image(self, image: QImage | QPixmap, logical_size: tuple[int, int] | None = None) -> None:
+        """Show ``image``; ``logical_size`` is the result's full size when ``image`` is a smaller preview."""
+        self._image = image if isinstance(image, QPixmap) else QPixmap.fromImage(image)
+        self._logical_size = logical_size
+        if self._fit:
+            self._apply_fit()
+        self.update()
+
+    def set_before(self, image: QImage | QPixmap | None) -> None:
+        if image is None:
+            self._before = QPixmap()
+        else:
+            self._before = image if isinstance(image, QPixmap) else QPixmap.fromImage(image)
+        self.update()
+
+    def has_image(self) -> bool:
+        return not self._image.isNull()
+
+    def set_placeholder(self, text: str) -> None:
+        self._placeholder = text
+        self.update()
+
+    # -- split ---------------------------------------------------------------
+
+    def set_split(self, enabled: bool) -> None:
+        self._split_enabled = enabled
+        self.update()
+
+    def split_enabled(self) -> bool:
+        return self._split_enabled
+
+    # -- zoom ------------------------------------------------------------------
+
+    def zoom(self) -> float:
+        return self._zoom
+
+    def fits(self) -> bool:
+        return self._fit
+
+    def _size(self) -> tuple[float, float]:
+        if self._logical_size:
+            return float(self._logical_size[0]), float(self._logical_size[1])
+        return float(self._image.width()), float(self._image.height())
+
+    def fit(self) -> None:
+        self._fit = True
+        self._apply_fit()
+        self.update()
+
+    def _apply_fit(self) -> None:
+        width, height = self._size()
+        if width <= 0 or height <= 0:
+            return
+        self._set_zoom(min(self.width() / width, self.height() / height, 1.0 if width > 64 else 8.0))
+        self._offset = QPointF(0, 0)
+
+    def actual_size(self) -> None:
+        self._fit = False
+        self._set_zoom(1.0)
+        self._offset = QPointF(0, 0)
+        self.update()
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        self._fit = False
+        anchor = anchor or QPointF(self.width() / 2, self.height() / 2)
+        before = self._to_image(anchor)
+        self._set_zoom(min(max(self._zoom * factor, _MIN_ZOOM), _MAX_ZOOM))
+        after = self._to_image(anchor)
+        self._offset += (after - before) * self._zoom
+        self.update()
+
+    def _set_zoom(self, zoom: float) -> None:
+        if zoom != self._zoom:
+            self._zoom = zoom
+            self.zoomChanged.emit(zoom)
+
+    def _target(self) -> QRectF:
+        width, height = self._size()
+        w, h = width * self._zoom, height * self._zoom
+        return QRectF((self.width() - w) / 2 + self._offset.x(), (self.height() - h) / 2 + self._offset.y(), w, h)
+
+    def _to_image(self, point: QPointF) -> QPointF:
+        target = self._target()
+        return QPointF((point.x() - target.x()) / self._zoom, (point.y() - target.y()) / self._zoom)
+
+    # -- events ------------------------------------------------------------------
+
+    def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+        if self._fit:
+            self._apply_fit()
+        super().resizeEvent(event)
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), self.palette().window().color().darker(115))
+        if self._image.isNull():
+            painter.setPen(self.palette().text().color())
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                             self._placeholder)
+            return
+        painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, self._zoom < 2)
+        target = self._target()
+        painter.drawPixmap(target, self._image, QRectF(self._image.rect()))
+        if self._split_enabled and not self._before.isNull():
+            split_x = target.x() + target.width() * self._split
+            painter.save()
+            painter.setClipRect(QRectF(target.x(), target.y(), split_x - target.x(), target.height()))
+            painter.drawPixmap(target, self._before, QRectF(self._before.rect()))
+            painter.restore()
+            painter.setPen(QPen(QColor(255, 255, 255, 220), 2))
+            painter.drawLine(QPointF(split_x, target.top()), QPointF(split_x, target.bottom()))
+            painter.setPen(QColor(255, 255, 255))
+            painter.drawText(QRectF(target.x() + 6, target.y() + 4, 80, 20), "Before")
+            painter.drawText(QRectF(split_x + 6, target.y() + 4, 80, 20), "After")
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
+        steps = event.angleDelta().y() / 120
+        if steps:
+            self.zoom_by(1.25 ** steps, event.position())
+        event.accept()
+
+    def _near_split(self, point: QPointF) -> bool:
+        if not (self._split_enabled and not self._before.isNull()):
+            return False
+        target = self._target()
+        return abs(point.x() - (target.x() + target.width() * self._split)) < 8
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if event.button() == Qt.MouseButton.LeftButton:
+            if self._near_split(event.position()):
+                self._dragging_split = True
+            else:
+                self._drag_start = event.position()
+                self.setCursor(Qt.CursorShape.ClosedHandCursor)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        position = event.position()
+        if self._dragging_split:
+            target = self._target()
+            if target.width() > 0:
+                self._split = min(max((position.x() - target.x()) / target.width(), 0.0), 1.0)
+            self.update()
+        elif self._drag_start is not None:
+            self._fit = False
+            self._offset += position - self._drag_start
+            self._drag_start = position
+            self.update()
+        else:
+            shape = Qt.CursorShape.SplitHCursor if self._near_split(position) else Qt.CursorShape.OpenHandCursor
+            self.setCursor(shape)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        self._drag_start = None
+        self._dragging_split = False
+        self.setCursor(Qt.CursorShape.OpenHandCursor)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self._fit:
+            self.actual_size()
+        else:
+            self.fit()

@@ -1,0 +1,69 @@
+"""Live loss curves (total, content, TV and each style layer) with pyqtgraph.
+
+pyqtgraph draws thousands of points per frame cheaply; redraws are coalesced
+to at most ~5 per second so a fast run never floods the GUI thread.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+_COLORS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324",
+           "#469990", "#808000", "#000075", "#a9a9a9"]
+
+
+class LossPlot(QWidget):
+    """Loss per step, log scale; one curve per term."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        pg.setConfigOptions(antialias=True, background="w", foreground="#333")
+        self.plot = pg.PlotWidget()
+        self.plot.setLogMode(y=True)
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.setLabel("bottom", "step")
+        self.plot.setLabel("left", "loss")
+        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt")
+        self.plot.setMenuEnabled(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot)
+        self._series: dict[str, tuple[list[float], list[float]]] = {}
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(200)
+        self._timer.timeout.connect(self._redraw)
+
+    def clear(self) -> None:
+        self._series.clear()
+        for curve in self._curves.values():
+            self.plot.removeItem(curve)
+        self._curves.clear()
+        self.plot.addLegend().clear()
+
+    def add(self, step: int, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            if value is None or not math.isfinite(value) or value <= 0:
+                continue
+            xs, ys = self._series.setdefault(name, ([], []))
+            xs.append(step)
+            ys.append(value)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def series(self, name: str) -> list[float]:
+        return list(self._series.get(name, ([], []))[1])
+
+    def _redraw(self) -> None:
+        for index, (name, (xs, ys)) in enumerate(self._series.items()):
+            curve = self._curves.get(name)
+            if curve is None:
+                width = 2.5 if name == "total" else 1.2
+                curve = self.plot.plot(name=name, pen=pg.mkPen(_COLORS[index % len(_COLORS)], width=width))
+                self._curves[name] = curve
+            curve.setData(xs, ys)

@@ -1,0 +1,96 @@
+"""Between Pillow / numpy images and Qt's QImage, and images out of drops and the clipboard."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QUrl
+from PySide6.QtGui import QImage
+
+from ..core.errors import ImageLoadError
+from ..core.imageio import decode_image, load_image
+
+
+def array_to_qimage(array: np.ndarray) -> QImage:
+    """(H, W, 3) uint8 -> a QImage that owns its pixels (safe to send across threads)."""
+    array = np.ascontiguousarray(array)
+    height, width, _ = array.shape
+    image = QImage(array.data, width, height, 3 * width, QImage.Format.Format_RGB888)
+    return image.copy()  # the QImage above only borrows numpy's buffer
+
+
+def pil_to_qimage(image: Image.Image) -> QImage:
+    return array_to_qimage(np.asarray(image.convert("RGB")))
+
+
+def qimage_to_png(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    return bytes(data.data())
+
+
+@dataclass(frozen=True)
+class InputImage:
+    """An image the user gave: its pixels and where it came from.
+
+    Attributes:
+        image: 8-bit RGB.
+        name: what to call it (file name, "pasted image", ...).
+        path: the file, when it came from one.
+    """
+
+    image: Image.Image
+    name: str
+    path: Path | None = None
+
+    @property
+    def size_text(self) -> str:
+        return f"{self.image.width} × {self.image.height} px"
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> InputImage:
+        path = Path(path)
+        return cls(load_image(path), path.name, path)
+
+
+def images_from_mime(mime: QMimeData, what: str = "dropped image") -> list[InputImage]:
+    """The images a drop or a paste carries: local files first, else image data.
+
+    Raises:
+        ImageLoadError: nothing usable; the message says why (a bad file, a
+            web address, or no image at all).
+    """
+    urls: list[QUrl] = list(mime.urls()) if mime.hasUrls() else []
+    local = [Path(u.toLocalFile()) for u in urls if u.isLocalFile()]
+    if local:
+        return [InputImage.from_file(p) for p in local]
+    if mime.hasImage():
+        data = mime.imageData()
+        if isinstance(data, QImage) and not data.isNull():
+            return [InputImage(decode_image(qimage_to_png(data), what), what)]
+    for fmt in ("image/png", "image/jpeg", "image/webp", "image/bmp", "image/gif", "image/tiff"):
+        if mime.hasFormat(fmt):
+            return [InputImage(decode_image(bytes(mime.data(fmt).data()), what), what)]
+    if urls:
+        return _refuse_remote(urls[0])
+    raise ImageLoadError(f"{what}: there is no image in it")
+
+
+def _refuse_remote(url: QUrl) -> list[InputImage]:
+    raise ImageLoadError(f"{url.toString()}: web addresses cannot be opened directly; drag the picture itself, "
+                         "or save it and open the file")
+
+
+def can_accept(mime: QMimeData) -> bool:
+    return mime.hasUrls() or mime.hasImage() or any(
+        mime.hasFormat(f) for f in ("image/png", "image/jpeg", "image/webp", "image/bmp"))
+
+
+__all__ = ["ImageLoadError", "InputImage", "array_to_qimage", "can_accept", "images_from_mime", "pil_to_qimage",
+           "qimage_to_png"]

@@ -1,0 +1,116 @@
+"""What the window remembers between sessions, in QSettings.
+
+Values are read defensively: anything that no longer makes sense (a removed
+layer, a missing file, a value of the wrong type) is dropped for the default,
+never a crash at start.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings
+
+from ..core import settings as settings_mod
+from ..core.errors import SettingsError
+from ..core.layers import is_layer
+
+log = logging.getLogger(__name__)
+
+_SETTINGS = "run/settings"
+_CONTENT = "inputs/content"
+_STYLES = "inputs/styles"
+_WEIGHTS_FILE = "weights/file"
+_GEOMETRY = "window/geometry"
+_STATE = "window/state"
+_ALL_LAYERS = "window/allLayers"
+
+
+class Store:
+    """Typed access to the app's QSettings."""
+
+    def __init__(self, qsettings: QSettings | None = None) -> None:
+        self.qs = qsettings or QSettings()
+
+    def load_settings(self) -> settings_mod.Settings:
+        text = self.qs.value(_SETTINGS, None)
+        if not isinstance(text, str) or not text:
+            return settings_mod.DEFAULTS
+        try:
+            return settings_mod.loads(text, source="saved settings")
+        except SettingsError as exc:
+            log.warning("ignoring saved settings (%s); using defaults", exc)
+            return self._salvage(text)
+
+    def _salvage(self, text: str) -> settings_mod.Settings:
+        """Keep every saved field that is still valid on its own; default the rest."""
+        import json
+
+        try:
+            saved = json.loads(text).get("settings", {})
+        except (ValueError, AttributeError):
+            return settings_mod.DEFAULTS
+        result = settings_mod.DEFAULTS
+        if not isinstance(saved, dict):
+            return result
+        if isinstance(saved.get("style_layers"), dict):
+            known = {k: v for k, v in saved["style_layers"].items() if is_layer(str(k))}
+            saved = {**saved, "style_layers": known}
+        if isinstance(saved.get("content_layers"), list):
+            saved = {**saved, "content_layers": [n for n in saved["content_layers"]
+                                                 if is_layer(str(n))] or ["relu4_2"]}
+        for key, value in saved.items():
+            try:
+                result = settings_mod.from_dict({key: value}, base=result)
+            except SettingsError:
+                continue
+        return result
+
+    def save_settings(self, settings: settings_mod.Settings) -> None:
+        self.qs.setValue(_SETTINGS, settings_mod.dumps(settings))
+
+    def _path(self, key: str) -> Path | None:
+        value = self.qs.value(key, None)
+        if isinstance(value, str) and value and Path(value).is_file():
+            return Path(value)
+        return None
+
+    def content_path(self) -> Path | None:
+        return self._path(_CONTENT)
+
+    def style_paths(self) -> list[Path]:
+        value = self.qs.value(_STYLES, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            return []
+        return [Path(v) for v in value if isinstance(v, str) and Path(v).is_file()]
+
+    def save_inputs(self, content: Path | None, styles: list[Path]) -> None:
+        self.qs.setValue(_CONTENT, str(content) if content else "")
+        self.qs.setValue(_STYLES, [str(p) for p in styles])
+
+    def weights_file(self) -> Path | None:
+        return self._path(_WEIGHTS_FILE)
+
+    def save_weights_file(self, path: Path) -> None:
+        self.qs.setValue(_WEIGHTS_FILE, str(path))
+
+    def geometry(self) -> tuple[QByteArray | None, QByteArray | None]:
+        geometry, state = self.qs.value(_GEOMETRY, None), self.qs.value(_STATE, None)
+        return (geometry if isinstance(geometry, QByteArray) else None,
+                state if isinstance(state, QByteArray) else None)
+
+    def save_geometry(self, geometry: QByteArray, state: QByteArray) -> None:
+        self.qs.setValue(_GEOMETRY, geometry)
+        self.qs.setValue(_STATE, state)
+
+    def show_all_layers(self) -> bool:
+        return str(self.qs.value(_ALL_LAYERS, "false")).lower() == "true"
+
+    def save_show_all_layers(self, value: bool) -> None:
+        self.qs.setValue(_ALL_LAYERS, "true" if value else "false")
+
+    def sync(self) -> None:
+        self.qs.sync()

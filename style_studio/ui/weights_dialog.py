@@ -1,0 +1,145 @@
+"""When the ImageNet weights are not on this computer: download them, pick a file, or go untrained."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtWidgets import (
+    QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget)
+
+from ..core.errors import Cancelled, StyleStudioError
+
+WEIGHTS_FILTER = "PyTorch weights (*.pth *.pt *.bin);;All files (*)"
+
+
+class DownloadWorker(QObject):
+    progressed = Signal(int, int)  # bytes received, total (0 = unknown)
+    finished = Signal(str)  # "" on success, else the error
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @Slot()
+    def run(self) -> None:
+        from ..core.weights import download_imagenet
+
+        try:
+            download_imagenet(progress=lambda got, total: self.progressed.emit(got, total or 0),
+                              cancelled=self._cancel.is_set)
+            message = ""
+        except Cancelled:
+            message = "The download was cancelled."
+        except StyleStudioError as exc:
+            message = str(exc)
+        self.finished.emit(message)
+
+
+class WeightsDialog(QDialog):
+    """Asks how to get VGG19 weights. ``choice`` is set when the dialog is accepted:
+    "imagenet" (downloaded), "untrained", or a file path."""
+
+    def __init__(self, parent: QWidget | None = None, *, start_dir: str = "") -> None:
+        super().__init__(parent)
+        self.setWindowTitle("VGG19 weights needed")
+        self.choice: str | None = None
+        self._start_dir = start_dir
+        self._thread: QThread | None = None
+        self._worker: DownloadWorker | None = None
+        text = QLabel(
+            "<b>Style Studio needs the trained VGG19 network</b> (548 MB, downloaded once from "
+            "download.pytorch.org and kept in PyTorch's cache).<br><br>"
+            "You can also use a VGG19 weights file you already have, or run with <i>untrained</i> "
+            "features, which transfer colours and textures but not the content's shapes.")
+        text.setWordWrap(True)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.bar = QProgressBar()
+        self.bar.setVisible(False)
+        self.download_button = QPushButton("Download")
+        self.download_button.setDefault(True)
+        self.file_button = QPushButton("Choose file…")
+        self.untrained_button = QPushButton("Use untrained features")
+        self.cancel_button = QPushButton("Cancel")
+        buttons = QHBoxLayout()
+        for b in (self.download_button, self.file_button, self.untrained_button):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.status)
+        layout.addLayout(buttons)
+        self.download_button.clicked.connect(self.start_download)
+        self.file_button.clicked.connect(self._choose_file)
+        self.untrained_button.clicked.connect(lambda: self._accept_with("untrained"))
+        self.cancel_button.clicked.connect(self.reject)
+        self.resize(520, 200)
+
+    def _accept_with(self, choice: str) -> None:
+        self.choice = choice
+        self.accept()
+
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "VGG19 weights file", self._start_dir, WEIGHTS_FILTER)
+        if path:
+            self._accept_with(str(Path(path)))
+
+    def start_download(self) -> None:
+        self.download_button.setEnabled(False)
+        self.file_button.setEnabled(False)
+        self.untrained_button.setEnabled(False)
+        self.bar.setVisible(True)
+        self.bar.setRange(0, 0)
+        self.status.setText("Connecting…")
+        worker = DownloadWorker()
+        thread = QThread()
+        worker.moveToThread(thread)
+        thread.started.connect(worker.run)
+        worker.progressed.connect(self._progress)
+        worker.finished.connect(self._done)
+        self._thread, self._worker = thread, worker
+        thread.start()
+
+    def downloading(self) -> bool:
+        return self._thread is not None
+
+    def _progress(self, got: int, total: int) -> None:
+        if total:
+            self.bar.setRange(0, 1000)
+            self.bar.setValue(int(got / total * 1000))
+            self.status.setText(f"{got / 1e6:.0f} of {total / 1e6:.0f} MB")
+        else:
+            self.status.setText(f"{got / 1e6:.0f} MB")
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None:
+            if self._worker is not None:
+                self._worker.cancel()
+            self._thread.quit()
+            self._thread.wait()
+            self._thread = self._worker = None
+
+    def _done(self, error: str) -> None:
+        self._stop_thread()
+        if not error:
+            self._accept_with("imagenet")
+            return
+        self.bar.setVisible(False)
+        self.status.setText(error)
+        for b in (self.download_button, self.file_button, self.untrained_button):
+            b.setEnabled(True)
+
+    def reject(self) -> None:
+        self._stop_thread()  # cancels a download in progress; no half file is left
+        super().reject()
+
+    def done(self, result: int) -> None:
+        self._stop_thread()
+        super().done(result)

@@ -1,0 +1,257 @@
+"""Small widgets: weight sliders and image drop zones."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QPixmap
+from PySide6.QtWidgets import (
+    QDoubleSpinBox, QFrame, QHBoxLayout, QLabel, QSizePolicy, QSlider, QToolButton, QVBoxLayout, QWidget)
+from superqt import QElidingLabel
+
+from ..core.errors import ImageLoadError
+from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
+
+_STEPS = 1000
+
+
+class LogSlider(QWidget):
+    """A slider over a logarithmic range with an editable number beside it.
+
+    Zero is allowed: the spin box can be typed down to 0, and the slider's
+    left end means 0.
+
+    Signals:
+        valueChanged(float)
+    """
+
+    valueChanged = Signal(float)
+
+    def __init__(self, minimum: float, maximum: float, value: float, *, decimals: int = 4,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._lo, self._hi = math.log10(minimum), math.log10(maximum)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, _STEPS)
+        self.spin = QDoubleSpinBox()
+        self.spin.setRange(0.0, maximum)
+        self.spin.setDecimals(decimals)
+        self.spin.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
+        self.spin.setKeyboardTracking(False)
+        self.spin.setMinimumWidth(84)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.spin)
+        self.slider.valueChanged.connect(self._from_slider)
+        self.spin.valueChanged.connect(self._from_spin)
+        self._updating = False
+        self.setValue(value)
+
+    def value(self) -> float:
+        return self.spin.value()
+
+    def setValue(self, value: float) -> None:  # noqa: N802 - Qt naming
+        self._updating = True
+        try:
+            self.spin.setValue(value)
+            self.slider.setValue(self._position(value))
+        finally:
+            self._updating = False
+
+    def _position(self, value: float) -> int:
+        if value <= 0:
+            return 0
+        fraction = (math.log10(value) - self._lo) / (self._hi - self._lo)
+        return round(min(max(fraction, 0.0), 1.0) * _STEPS)
+
+    def _from_slider(self, position: int) -> None:
+        if self._updating:
+            return
+        value = 0.0 if position == 0 else 10 ** (self._lo + (self._hi - self._lo) * position / _STEPS)
+        value = float(f"{value:.3g}")
+        self._updating = True
+        try:
+            self.spin.setValue(value)
+        finally:
+            self._updating = False
+        self.valueChanged.emit(self.spin.value())
+
+    def _from_spin(self, value: float) -> None:
+        if self._updating:
+            return
+        self._updating = True
+        try:
+            self.slider.setValue(self._position(value))
+        finally:
+            self._updating = False
+        self.valueChanged.emit(value)
+
+
+class LayerSlider(QWidget):
+    """One style layer's weight, 0 to 5 in steps of 0.05, with its name and number."""
+
+    valueChanged = Signal(str, float)
+
+    def __init__(self, layer: str, value: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.layer = layer
+        self.label = QLabel(layer)
+        self.label.setMinimumWidth(56)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 100)
+        self.number = QLabel()
+        self.number.setMinimumWidth(34)
+        self.number.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.label)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.number)
+        self.slider.valueChanged.connect(self._changed)
+        self.setValue(value)
+
+    def value(self) -> float:
+        return self.slider.value() / 20
+
+    def setValue(self, value: float) -> None:  # noqa: N802 - Qt naming
+        blocked = self.slider.blockSignals(True)
+        self.slider.setValue(round(value * 20))
+        self.slider.blockSignals(blocked)
+        self._show()
+
+    def _show(self) -> None:
+        self.number.setText(f"{self.value():.2f}")
+        self.label.setEnabled(self.value() > 0)
+
+    def _changed(self, _: int) -> None:
+        self._show()
+        self.valueChanged.emit(self.layer, self.value())
+
+
+class ImageDropZone(QFrame):
+    """Shows an image's thumbnail, name and size; accepts drops of files or image data.
+
+    Signals:
+        imagesDropped(list): InputImage objects from a drop.
+        refused(str): why a drop was refused (the previous image stays).
+    """
+
+    imagesDropped = Signal(list)
+    refused = Signal(str)
+    clicked = Signal()
+
+    def __init__(self, placeholder: str, parent: QWidget | None = None, *, thumb: int = 150) -> None:
+        super().__init__(parent)
+        self.setAcceptDrops(True)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setObjectName("dropZone")
+        self._thumb = thumb
+        self.picture = QLabel(placeholder)
+        self.picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.picture.setMinimumSize(QSize(thumb, int(thumb * 0.66)))
+        self.picture.setWordWrap(True)
+        self.picture.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.caption = QElidingLabel("")
+        self.caption.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.picture, 1)
+        layout.addWidget(self.caption)
+        self._placeholder = placeholder
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+
+    def show_image(self, item: InputImage | None) -> None:
+        if item is None:
+            self.picture.setPixmap(QPixmap())
+            self.picture.setText(self._placeholder)
+            self.caption.setText("")
+            self.setToolTip("")
+            return
+        pixmap = QPixmap.fromImage(pil_to_qimage(item.image))
+        self.picture.setPixmap(pixmap.scaled(self._thumb, self._thumb, Qt.AspectRatioMode.KeepAspectRatio,
+                                             Qt.TransformationMode.SmoothTransformation))
+        self.caption.setText(f"{item.name} — {item.size_text}")
+        self.setToolTip(str(item.path) if item.path else item.name)
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
+        super().mousePressEvent(event)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
+        if can_accept(event.mimeData()):
+            event.acceptProposedAction()
+            self.setProperty("hover", True)
+            self.style().polish(self)
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+        self.setProperty("hover", False)
+        self.style().polish(self)
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt override
+        self.setProperty("hover", False)
+        self.style().polish(self)
+        try:
+            images = images_from_mime(event.mimeData())
+        except ImageLoadError as exc:
+            self.refused.emit(str(exc))
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        self.imagesDropped.emit(images)
+
+
+class StyleRow(QWidget):
+    """A style image in the list: thumbnail, name and size, blend weight, remove button."""
+
+    blendChanged = Signal()
+    removeRequested = Signal(object)
+
+    def __init__(self, item: InputImage, blend: float = 1.0, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.item = item
+        thumb = QLabel()
+        thumb.setPixmap(QPixmap.fromImage(pil_to_qimage(item.image)).scaled(
+            56, 56, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation))
+        thumb.setFixedSize(58, 58)
+        thumb.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        name = QElidingLabel(f"{item.name} — {item.size_text}")
+        name.setToolTip(str(item.path) if item.path else item.name)
+        self.blend = QSlider(Qt.Orientation.Horizontal)
+        self.blend.setRange(0, 100)
+        self.blend.setValue(round(blend * 100))
+        self.blend.setToolTip("How much of this style goes into the blend, relative to the other styles")
+        self.blend_label = QLabel()
+        self.blend_label.setMinimumWidth(34)
+        remove = QToolButton()
+        remove.setText("✕")
+        remove.setToolTip(f"Remove {item.name} from the styles")
+        remove.setAccessibleName(f"Remove style {item.name}")
+        remove.clicked.connect(lambda: self.removeRequested.emit(self))
+        self.remove_button = remove
+        text = QVBoxLayout()
+        text.addWidget(name)
+        blend_row = QHBoxLayout()
+        blend_row.addWidget(QLabel("Blend"))
+        blend_row.addWidget(self.blend, 1)
+        blend_row.addWidget(self.blend_label)
+        text.addLayout(blend_row)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(thumb)
+        layout.addLayout(text, 1)
+        layout.addWidget(remove, 0, Qt.AlignmentFlag.AlignTop)
+        self.blend.valueChanged.connect(self._blend_changed)
+        self._show_blend()
+
+    def blend_weight(self) -> float:
+        return self.blend.value() / 100
+
+    def _show_blend(self) -> None:
+        self.blend_label.setText(f"{self.blend_weight():.2f}")
+
+    def _blend_changed(self, _: int) -> None:
+        self._show_blend()
+        self.blendChanged.emit()

@@ -1,0 +1,51 @@
+"""Window tests: offscreen, an isolated QSettings file, and no thread may outlive a test."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+
+import pytest
+from PySide6.QtCore import QSettings, QThread
+
+from style_studio.core import settings as settings_mod
+
+FAST = dataclasses.replace(settings_mod.DEFAULTS, size=48, iterations=6, weights="untrained")
+
+
+@pytest.fixture(autouse=True)
+def _no_dangling_qthreads(qapp):
+    """Fail any test that leaves a QThread running (after napari's _dangling_qthreads)."""
+    yield
+    qapp.processEvents()
+    # type(), not isinstance(): isinstance touches __class__, which some lazy modules warn about.
+    running = [t for t in gc.get_objects() if issubclass(type(t), QThread) and t.isRunning()]
+    for thread in running:
+        thread.quit()
+        thread.wait(5000)
+    assert not running, f"QThread(s) left running: {[t.objectName() for t in running]}"
+
+
+@pytest.fixture
+def store(tmp_path):
+    from style_studio.ui.store import Store
+    return Store(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+
+
+@pytest.fixture
+def make_window(qtbot, store):
+    from style_studio.ui.main_window import MainWindow
+
+    def make(settings: settings_mod.Settings | None = FAST, **kwargs):
+        window = MainWindow(store, **kwargs)
+        qtbot.addWidget(window)
+        if settings is not None:
+            window.controls.set_settings(settings)
+        return window
+
+    return make
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window()

@@ -1,0 +1,321 @@
+"""The window as a user meets it: inputs, controls, runs, export, persistence."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from PIL import Image
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QGuiApplication, QImage, QKeySequence
+
+from style_studio.core import settings as settings_mod
+from style_studio.core.imageio import read_metadata
+from style_studio.ui.qt_images import pil_to_qimage
+from tests.conftest import SAMPLES
+from tests.ui.conftest import FAST
+
+
+def drop(widget, mime: QMimeData) -> None:
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                       Qt.KeyboardModifier.NoModifier)
+    widget.dropEvent(event)
+
+
+def files(*paths) -> QMimeData:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    return mime
+
+
+def run_to_end(qtbot, window, timeout=60_000):
+    with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
+        window.start()
+    return blocker.args[0]
+
+
+# -- first start and inputs ----------------------------------------------------
+
+
+def test_first_start_loads_the_samples_so_start_works_at_once(window):
+    assert window.content is not None and window.content.name == "chelsea.png"
+    assert [r.item.name for r in window.style_rows] == ["starry_night.jpg"]
+    assert window.start_button.isEnabled() and not window.stop_button.isEnabled()
+    assert "451 × 300 px" in window.content_zone.caption.text()
+
+
+def test_dropping_files_sets_the_content_and_adds_styles(window):
+    drop(window.content_zone, files(SAMPLES / "content" / "coffee.png"))
+    assert window.content.name == "coffee.png"
+    drop(window.style_zone, files(SAMPLES / "style" / "the_scream.jpg", SAMPLES / "style" / "brick.png"))
+    assert [r.item.name for r in window.style_rows] == ["starry_night.jpg", "the_scream.jpg", "brick.png"]
+
+
+def test_dropped_image_data_is_used(window):
+    mime = QMimeData()
+    mime.setImageData(pil_to_qimage(Image.new("RGB", (40, 30), (0, 128, 255))))
+    drop(window.content_zone, mime)
+    assert window.content.name == "dropped image" and window.content.image.size == (40, 30)
+
+
+def test_a_bad_file_is_refused_with_a_message_and_the_old_image_stays(window, tmp_path):
+    bad = tmp_path / "holiday.jpg"
+    bad.write_text("not really a photo")
+    drop(window.content_zone, files(bad))
+    assert window.content.name == "chelsea.png"
+    assert "holiday.jpg: this is a text file, not an image" in window.banner.text()
+    drop(window.style_zone, files(bad))
+    assert len(window.style_rows) == 1
+
+
+def test_a_web_address_is_refused_with_what_to_do(window):
+    mime = QMimeData()
+    mime.setUrls([QUrl("https://example.com/painting.jpg")])
+    drop(window.content_zone, mime)
+    assert "web addresses cannot be opened directly" in window.banner.text()
+
+
+def test_paste_from_the_clipboard(window):
+    mime = QMimeData()
+    mime.setImageData(pil_to_qimage(Image.new("RGB", (20, 24), (255, 0, 0))))
+    QGuiApplication.clipboard().setMimeData(mime)
+    window.paste_action.trigger()
+    assert window.content.name == "pasted image" and window.content.image.size == (20, 24)
+    window.paste_style_action.trigger()
+    assert len(window.style_rows) == 2
+    assert window.paste_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Paste)
+
+
+def test_removing_a_style(window):
+    drop(window.style_zone, files(SAMPLES / "style" / "brick.png"))
+    window.style_rows[0].remove_button.click()
+    assert [r.item.name for r in window.style_rows] == ["brick.png"]
+    window.style_rows[0].remove_button.click()
+    assert not window.start_button.isEnabled()
+
+
+def test_keyboard_shortcuts(window):
+    assert QKeySequence("Ctrl+Return") in window.start_action.shortcuts()
+    assert window.stop_action.shortcut() == QKeySequence("Esc")
+    assert window.export_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
+
+
+# -- controls to settings ------------------------------------------------------------
+
+
+def test_layer_and_weight_sliders_map_to_settings(window):
+    controls = window.controls
+    controls.layer_sliders["relu3_1"].slider.setValue(50)  # 50 / 20 = 2.5
+    controls.layer_sliders["relu5_1"].slider.setValue(0)
+    controls.layer_sliders["conv2_2"].slider.setValue(10)
+    s = window.current_settings()
+    assert s.style_layer_weights["relu3_1"] == 2.5
+    assert "relu5_1" not in s.style_layer_weights
+    assert s.style_layer_weights["conv2_2"] == 0.5
+    controls.style_weight.slider.setValue(1000)
+    assert window.current_settings().style_weight == 1000
+    controls.style_weight.slider.setValue(0)
+    assert window.current_settings().style_weight == 0
+    controls.tv_weight.spin.setValue(0.25)
+    assert window.current_settings().tv_weight == 0.25
+    assert controls.tv_weight.slider.value() == round((math.log10(0.25) + 3) / 4 * 1000)
+
+
+def test_settings_show_in_the_controls_and_come_back_unchanged(window):
+    custom = dataclasses.replace(FAST, size=640, iterations=123, scales=3, optimizer="adam", init="noise", seed=9,
+                                 preserve_colors=True, style_scale=0.7, pooling="avg", precision="fp32",
+                                 content_weight=2.0, style_weight=40.0, tv_weight=0.01,
+                                 content_layers=("relu3_2",), style_layers=(("relu1_1", 0.5), ("relu4_1", 2.0)))
+    window.controls.set_settings(custom)
+    assert window.current_settings() == custom
+
+
+def test_blend_sliders_give_style_blend(window):
+    drop(window.style_zone, files(SAMPLES / "style" / "brick.png"))
+    assert window.current_settings().style_blend == ()
+    window.style_rows[1].blend.setValue(25)
+    assert window.current_settings().style_blend == (1.0, 0.25)
+
+
+# -- runs ----------------------------------------------------------------------------
+
+
+def test_a_short_run_streams_previews_and_finishes(qtbot, window):
+    previews = []
+    window.controller.preview.connect(previews.append)
+    outcome = run_to_end(qtbot, window)
+    assert outcome.stop_reason == "finished" and outcome.error is None
+    assert previews and all(isinstance(p, QImage) and not p.isNull() for p in previews)
+    assert window.result.size == (48, 32)
+    assert len(window.history.entries) == 1
+    assert window.export_action.isEnabled() and window.start_button.isEnabled()
+    assert "untrained" in window.weights_label.text()
+    assert window.progress.value() == window.progress.maximum() == 6
+    assert window.loss_plot.series("total")
+
+
+def test_stop_during_a_run_keeps_the_picture(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+        window.start()
+    assert window.stop_button.isEnabled() and not window.start_button.isEnabled()
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
+        window.stop_button.click()
+    assert blocker.args[0].stop_reason == "cancelled"
+    assert window.result is not None
+    assert "kept" in window.progress.format()
+
+
+def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
+    records = []
+    window.controller.progressed.connect(records.append)
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+        window.start()
+    window.controls.tv_weight.spin.setValue(0)
+    qtbot.waitUntil(lambda: records and records[-1].tv_loss == 0, timeout=30_000)
+    assert records[0].tv_loss > 0
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000):
+        window.stop()
+
+
+def test_closing_the_window_during_a_run_stops_it_cleanly(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+        window.start()
+    window.close()
+    assert not window.controller.running  # and the fixture checks no QThread is left
+
+
+def test_start_while_the_last_run_is_still_stopping_runs_the_new_one(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
+    outcomes = []
+    window.controller.finished.connect(outcomes.append)
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+        window.start()
+    window.stop()
+    window.controls.set_settings(FAST)
+    window.start()
+    qtbot.waitUntil(lambda: len(outcomes) == 2, timeout=60_000)
+    assert [o.stop_reason for o in outcomes] == ["cancelled", "finished"]
+    assert outcomes[1].settings.iterations == 6
+
+
+def test_a_run_error_is_shown_and_the_app_keeps_going(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, content_layers=(), style_layers=()))
+    outcome = run_to_end(qtbot, window)
+    assert outcome.error and "nothing to optimise" in window.banner.text()
+    assert window.start_button.isEnabled()
+
+
+# -- export and settings round trip ------------------------------------------------------
+
+
+def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, window, tmp_path):
+    run_to_end(qtbot, window)
+    target = tmp_path / "result.png"
+    assert window.export_to(target)
+    assert Image.open(target).size == (48, 32)
+    saved = settings_mod.loads(read_metadata(target))
+    assert saved == window.current_settings()
+    assert json.loads(read_metadata(target))["weights_label"].startswith("untrained")
+    window.controls.size.setValue(300)
+    drop(window, files(target))
+    assert window.current_settings().size == 48
+    assert "Settings restored from result.png" in window.banner.text()
+
+
+def test_export_failure_is_a_message_and_nothing_is_written(qtbot, window, tmp_path):
+    run_to_end(qtbot, window)
+    assert not window.export_to(tmp_path / "missing" / "result.png")
+    assert "does not exist" in window.banner.text()
+
+
+def test_export_before_any_result_says_so(window, tmp_path):
+    assert not window.export_to(tmp_path / "x.png")
+    assert "Nothing to export yet" in window.banner.text()
+
+
+def test_history_restore_and_compare(qtbot, window):
+    run_to_end(qtbot, window)
+    window.controls.size.setValue(64)
+    run_to_end(qtbot, window)
+    first, second = window.history.entries
+    assert first.settings.size == 48 and second.settings.size == 64
+    window.history.restoreRequested.emit(first)
+    assert window.current_settings().size == 48
+    window.history.compareRequested.emit(first)
+    assert window.view.split_enabled()
+    window.history.setCurrentRow(0)
+    assert window.result is first.result
+
+
+# -- persistence and presets -----------------------------------------------------------------
+
+
+def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
+    first = make_window()
+    first.controls.size.setValue(777)
+    drop(first.content_zone, files(SAMPLES / "content" / "coffee.png"))
+    first.close()
+    second = make_window(settings=None)
+    assert second.current_settings().size == 777
+    assert second.content.name == "coffee.png"
+
+
+def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
+    window.controls.size.setValue(999)
+    window.reset_action.trigger()
+    s = window.current_settings()
+    assert dataclasses.replace(s, weights="imagenet") == settings_mod.DEFAULTS
+    assert s.weights == "untrained"
+
+
+def test_presets_save_and_load(window, tmp_path):
+    window.controls.iterations.setValue(77)
+    assert window.save_preset(tmp_path / "mine.json")
+    window.controls.iterations.setValue(5)
+    assert window.load_preset(tmp_path / "mine.json")
+    assert window.current_settings().iterations == 77
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{broken", "not valid JSON"),
+    ('{"format": "style-studio", "version": 7, "settings": {}}', "newer Style Studio"),
+    ('{"format": "style-studio", "version": 1, "settings": {"style_layers": {"relu9_1": 1}, "size": 300}}',
+     "unknown style layer 'relu9_1'"),
+    ('{"format": "style-studio", "version": 1, "settings": {"tv_weight": -3, "size": 300}}',
+     "tv_weight must be a number >= 0"),
+    ('{"format": "style-studio", "version": 1, "settings": {"style_weight": "lots", "size": 300}}',
+     "style_weight must be a number"),
+])
+def test_a_bad_preset_is_refused_and_nothing_is_applied(window, tmp_path, text, message):
+    before = window.current_settings()
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert not window.load_preset(path)
+    assert message in window.banner.text()
+    assert window.current_settings() == before
+
+
+def test_stale_qsettings_are_ignored_at_start(qtbot, make_window, store, tmp_path):
+    doc = json.loads(settings_mod.dumps(settings_mod.DEFAULTS))
+    doc["settings"]["style_layers"] = {"relu1_1": 2.0, "relu9_9": 1.0}
+    doc["settings"]["size"] = 640
+    store.qs.setValue("run/settings", json.dumps(doc))
+    store.qs.setValue("inputs/content", str(tmp_path / "gone.png"))
+    store.qs.setValue("inputs/styles", [str(tmp_path / "gone-too.png")])
+    store.qs.setValue("weights/file", 12345)
+    store.qs.setValue("window/geometry", "not bytes")
+    window = make_window(settings=None)
+    s = window.current_settings()
+    assert s.size == 640 and s.style_layer_weights == {"relu1_1": 2.0}
+    assert window.content.name == "chelsea.png"
+
+
+def test_a_garbage_settings_value_gives_the_defaults(qtbot, make_window, store):
+    store.qs.setValue("run/settings", "{{{{")
+    window = make_window(settings=None)
+    assert window.current_settings() == settings_mod.DEFAULTS
