@@ -19,6 +19,7 @@ import http.client
 import logging
 import os
 import re
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -95,10 +96,21 @@ def expected_feature_shapes() -> dict[str, torch.Size]:
 
 def imagenet_cache_path() -> Path:
     """Where torchvision's own ``load_state_dict_from_url`` keeps the file."""
-    import torch.hub
+    return _hub_dir() / "checkpoints" / os.path.basename(IMAGENET_URL)
 
-    hub = Path(torch.hub.get_dir())
-    return hub / "checkpoints" / os.path.basename(IMAGENET_URL)
+
+def _hub_dir() -> Path:
+    """``torch.hub.get_dir()``, without importing torch when it is not loaded yet.
+
+    The window asks this before its first run; importing torch for it would
+    freeze the window for seconds. The fallback is torch's own rule
+    (``torch.hub._get_torch_home``); a test keeps the two equal.
+    """
+    hub = sys.modules.get("torch.hub")
+    if hub is not None:
+        return Path(hub.get_dir())
+    cache = os.getenv("XDG_CACHE_HOME", os.path.join("~", ".cache"))
+    return Path(os.path.expanduser(os.getenv("TORCH_HOME", os.path.join(cache, "torch")))) / "hub"
 
 
 def is_imagenet_cached() -> bool:

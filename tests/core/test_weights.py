@@ -212,3 +212,19 @@ def test_the_default_url_is_torchvisions():
 def test_the_url_is_torchvisions_own():
     from torchvision.models.vgg import VGG19_Weights
     assert IMAGENET_URL == VGG19_Weights.IMAGENET1K_V1.url
+
+
+@pytest.mark.parametrize("env", [{"TORCH_HOME": "/opt/th"}, {"XDG_CACHE_HOME": "/var/cache/me"}, {}])
+def test_the_cache_path_without_torch_loaded_is_torchs(monkeypatch, env):
+    import sys
+
+    import torch.hub
+
+    from style_studio.core import weights as w
+    for key in ("TORCH_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    expected = Path(torch.hub.get_dir()) / "checkpoints" / "vgg19-dcbb9e9d.pth"
+    monkeypatch.delitem(sys.modules, "torch.hub")
+    assert w.imagenet_cache_path() == expected
