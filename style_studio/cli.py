@@ -35,8 +35,9 @@ class _Parser(argparse.ArgumentParser):
 
 def _build_parser() -> argparse.ArgumentParser:
     d = settings_mod.DEFAULTS
-    parser = _Parser(prog="style-studio", description="Neural style transfer: a desktop app, and a "
-                     "headless renderer for scripts.")
+    parser = _Parser(
+        prog="style-studio", description="Neural style transfer: a desktop app, and a headless renderer for scripts."
+    )
     parser.add_argument("--version", action="version", version=f"style-studio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -44,38 +45,57 @@ def _build_parser() -> argparse.ArgumentParser:
     gui.add_argument("content", nargs="?", help="content image to open")
     gui.add_argument("styles", nargs="*", help="style images to open")
 
-    r = sub.add_parser("render", help="stylise an image without opening a window",
-                       description="Stylise CONTENT with one or more STYLE images and write OUT.")
+    r = sub.add_parser(
+        "render",
+        help="stylise an image without opening a window",
+        description="Stylise CONTENT with one or more STYLE images and write OUT.",
+    )
     r.add_argument("content", metavar="CONTENT", help="the photo to stylise")
     r.add_argument("styles", metavar="STYLE", nargs="+", help="one or more style images")
-    r.add_argument("-o", "--output", metavar="OUT", required=True,
-                   help="output file: .png, .jpg, .webp or .tif (settings are embedded)")
+    r.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        required=True,
+        help="output file: .png, .jpg, .webp or .tif (settings are embedded)",
+    )
     r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
     r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
-    r.add_argument("--iterations", type=int, default=d.iterations,
-                   help=f"iterations at the final scale (default {d.iterations})")
+    r.add_argument(
+        "--iterations", type=int, default=d.iterations, help=f"iterations at the final scale (default {d.iterations})"
+    )
     r.add_argument("--scales", type=int, default=d.scales, help=f"coarse-to-fine scales (default {d.scales})")
     r.add_argument("--optimizer", choices=settings_mod.OPTIMIZERS, default=d.optimizer)
     r.add_argument("--init", choices=settings_mod.INITS, default=d.init)
     r.add_argument("--content-layers", metavar="L1,L2", default=",".join(d.content_layers))
-    r.add_argument("--style-layers", metavar="L:W,...",
-                   default=",".join(f"{n}:{w:g}" for n, w in d.style_layers),
-                   help="style layers with weights, e.g. relu1_1:1,relu2_1:0.5")
+    r.add_argument(
+        "--style-layers",
+        metavar="L:W,...",
+        default=",".join(f"{n}:{w:g}" for n, w in d.style_layers),
+        help="style layers with weights, e.g. relu1_1:1,relu2_1:0.5",
+    )
     r.add_argument("--content-weight", type=float, default=d.content_weight)
     r.add_argument("--style-weight", type=float, default=d.style_weight)
     r.add_argument("--tv-weight", type=float, default=d.tv_weight)
-    r.add_argument("--style-scale", type=float, default=d.style_scale,
-                   help="style image size relative to the output")
+    r.add_argument("--style-scale", type=float, default=d.style_scale, help="style image size relative to the output")
     r.add_argument("--preserve-colors", action="store_true", help="keep the content's colours")
     r.add_argument("--pooling", choices=settings_mod.POOLINGS, default=d.pooling)
     r.add_argument("--seed", type=int, default=d.seed)
     r.add_argument("--step-size", type=float, default=None, help="optimiser step size (default: automatic)")
     r.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:N or mps (default auto)")
     r.add_argument("--precision", choices=settings_mod.PRECISIONS, default=d.precision)
-    r.add_argument("--weights", default=d.weights, metavar="imagenet|untrained|PATH",
-                   help="VGG19 weights: imagenet (downloaded once), untrained, or a .pth file")
-    r.add_argument("--progress", choices=("bar", "json", "none"), default=None,
-                   help="bar (default on a terminal), json (one object per iteration on stdout), none")
+    r.add_argument(
+        "--weights",
+        default=d.weights,
+        metavar="imagenet|untrained|PATH",
+        help="VGG19 weights: imagenet (downloaded once), untrained, or a .pth file",
+    )
+    r.add_argument(
+        "--progress",
+        choices=("bar", "json", "none"),
+        default=None,
+        help="bar (default on a terminal), json (one object per iteration on stdout), none",
+    )
     r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     return parser
 
@@ -101,21 +121,29 @@ def _parse_floats(text: str, option: str) -> list[float]:
 def settings_from_args(args: argparse.Namespace) -> settings_mod.Settings:
     """The Settings a ``render`` command line asks for (validated)."""
     data: dict[str, Any] = {
-        "size": args.size, "iterations": args.iterations, "scales": args.scales,
-        "optimizer": args.optimizer, "init": args.init,
+        "size": args.size,
+        "iterations": args.iterations,
+        "scales": args.scales,
+        "optimizer": args.optimizer,
+        "init": args.init,
         "content_layers": [n.strip() for n in args.content_layers.split(",") if n.strip()],
         "style_layers": _parse_style_layers(args.style_layers),
-        "content_weight": args.content_weight, "style_weight": args.style_weight,
-        "tv_weight": args.tv_weight, "style_scale": args.style_scale,
+        "content_weight": args.content_weight,
+        "style_weight": args.style_weight,
+        "tv_weight": args.tv_weight,
+        "style_scale": args.style_scale,
         "style_blend": _parse_floats(args.style_blend, "--style-blend") if args.style_blend else [],
-        "preserve_colors": args.preserve_colors, "pooling": args.pooling, "seed": args.seed,
-        "device": args.device, "precision": args.precision, "weights": args.weights,
+        "preserve_colors": args.preserve_colors,
+        "pooling": args.pooling,
+        "seed": args.seed,
+        "device": args.device,
+        "precision": args.precision,
+        "weights": args.weights,
         "step_size": args.step_size,
     }
     settings = settings_mod.from_dict(data)
     if settings.style_blend and len(settings.style_blend) != len(args.styles):
-        raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for "
-                         f"{len(args.styles)} style images")
+        raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for {len(args.styles)} style images")
     return settings
 
 
@@ -139,6 +167,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
     from .core import imageio, weights
+
     content = imageio.load_image(args.content)
     styles = [imageio.load_image(path) for path in args.styles]
 
@@ -152,9 +181,9 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         stderr.write(f"style-studio: using {loaded.label}\n")
 
     from .core.engine import CANCELLED, CancelToken, StyleTransfer
+
     cancel = CancelToken()
-    transfer = StyleTransfer(content, styles, settings, loaded, cancel=cancel,
-                             preview_interval=float("inf"))
+    transfer = StyleTransfer(content, styles, settings, loaded, cancel=cancel, preview_interval=float("inf"))
     reporter = _Reporter(progress_mode, stdout, stderr)
     try:
         for record in transfer.run():
@@ -169,12 +198,19 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if record.stop_reason == CANCELLED or transfer.result is None:
         stderr.write("style-studio: the run was cancelled; nothing written\n")
         return EXIT_INTERRUPTED
-    metadata = settings_mod.dumps(settings, weights_label=loaded.label, app_version=__version__,
-                                  content=Path(args.content).name, styles=[Path(p).name for p in args.styles])
+    metadata = settings_mod.dumps(
+        settings,
+        weights_label=loaded.label,
+        app_version=__version__,
+        content=Path(args.content).name,
+        styles=[Path(p).name for p in args.styles],
+    )
     imageio.save_image(transfer.result, output, metadata, software=f"Style Studio {__version__}")
     if progress_mode != "json":
-        stderr.write(f"style-studio: wrote {output} ({transfer.result.width}×{transfer.result.height}, "
-                     f"{record.elapsed:.1f} s, {record.compute})\n")
+        stderr.write(
+            f"style-studio: wrote {output} ({transfer.result.width}×{transfer.result.height}, "
+            f"{record.elapsed:.1f} s, {record.compute})\n"
+        )
     return 0
 
 
@@ -188,8 +224,15 @@ class _DownloadBar:
     def __call__(self, received: int, total: int | None) -> None:
         if self._bar is None:
             from tqdm import tqdm
-            self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=self._stream,
-                             desc="Downloading VGG19 weights")
+
+            self._bar = tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=self._stream,
+                desc="Downloading VGG19 weights",
+            )
         self._bar.update(received - self._bar.n)
 
     def close(self) -> None:
@@ -215,10 +258,12 @@ class _Reporter:
             return
         if self._bar is None:
             from tqdm import tqdm
-            self._bar = tqdm(total=record.steps, file=self.stderr, unit="it", dynamic_ncols=True,
-                             desc=record.compute)
-        self._bar.set_postfix_str(f"scale {record.scale}/{record.scales} {record.width}×{record.height} "
-                                  f"loss {record.total_loss:.4g}", refresh=False)
+
+            self._bar = tqdm(total=record.steps, file=self.stderr, unit="it", dynamic_ncols=True, desc=record.compute)
+        self._bar.set_postfix_str(
+            f"scale {record.scale}/{record.scales} {record.width}×{record.height} loss {record.total_loss:.4g}",
+            refresh=False,
+        )
         self._bar.update(record.step - self._bar.n)
 
     def _write(self, line: str) -> None:
@@ -233,8 +278,7 @@ class _Reporter:
             self._bar = None
 
 
-def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
-         stderr: IO[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Entry point of ``style-studio`` and ``python -m style_studio``."""
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -242,8 +286,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
     try:
         args = parser.parse_args(argv)
         if args.command == "render":
-            logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
-                                format="style-studio: %(message)s", stream=stderr)
+            logging.basicConfig(
+                level=logging.INFO if args.verbose else logging.ERROR, format="style-studio: %(message)s", stream=stderr
+            )
             return render(args, stdout, stderr)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
@@ -258,4 +303,5 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None,
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     from .ui.app import run_app
+
     return run_app(content=getattr(args, "content", None), styles=getattr(args, "styles", None) or [])

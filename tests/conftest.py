@@ -23,22 +23,26 @@ def _isolated_torch_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 @pytest.fixture(scope="session")
 def untrained():
     from style_studio.core.weights import load_weights
+
     return load_weights("untrained")
 
 
 @pytest.fixture(scope="session")
 def content_image():
     from PIL import Image
+
     return Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((72, 48))
 
 
 @pytest.fixture(scope="session")
 def style_image():
     from PIL import Image
+
     return Image.open(SAMPLES / "style" / "starry_night.jpg").convert("RGB").resize((64, 52))
 
 
 @pytest.fixture(scope="session")
 def second_style_image():
     from PIL import Image
+
     return Image.open(SAMPLES / "style" / "the_scream.jpg").convert("RGB").resize((48, 60))

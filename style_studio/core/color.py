@@ -11,11 +11,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-_RGB_TO_YIQ = torch.tensor([
-    [0.299, 0.587, 0.114],
-    [0.595716, -0.274453, -0.321263],
-    [0.211456, -0.522591, 0.311135],
-])
+_RGB_TO_YIQ = torch.tensor(
+    [
+        [0.299, 0.587, 0.114],
+        [0.595716, -0.274453, -0.321263],
+        [0.211456, -0.522591, 0.311135],
+    ]
+)
 _YIQ_TO_RGB = torch.linalg.inv(_RGB_TO_YIQ)
 
 

@@ -58,7 +58,7 @@ def mps_available() -> bool:
 
 
 def resolve_device(name: str) -> torch.device:
-    """"auto" -> CUDA if available, then MPS, else CPU; anything else as given.
+    """ "auto" -> CUDA if available, then MPS, else CPU; anything else as given.
 
     Raises:
         StyleStudioError: the device was asked for by name but is not available.
@@ -74,15 +74,16 @@ def resolve_device(name: str) -> torch.device:
         if not torch.cuda.is_available():
             raise StyleStudioError(f"device {name} was asked for, but no CUDA GPU is available; use --device auto")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise StyleStudioError(f"device {name} does not exist: this machine has "
-                                   f"{torch.cuda.device_count()} CUDA device(s)")
+            raise StyleStudioError(
+                f"device {name} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
     if device.type == "mps" and not mps_available():
         raise StyleStudioError("device mps was asked for, but Apple's Metal backend is not available here")
     return device
 
 
 def resolve_precision(name: str, device: torch.device) -> str:
-    """"auto" -> mixed precision where the device does it well, else fp32.
+    """ "auto" -> mixed precision where the device does it well, else fp32.
 
     bf16 on CUDA GPUs that support it (fp16 on older ones) and on CPUs with
     AVX512-BF16 or AMX; fp32 on MPS and other CPUs.

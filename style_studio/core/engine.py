@@ -22,7 +22,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,7 +38,7 @@ from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import VGG19, Captured, TruncatedVGG, capture
 from .imageio import fit_size
 from .layers import LAYER_NAMES, deepest
-from .losses import gram, magnitude, relative_mse, total_variation
+from .losses import magnitude, relative_mse, total_variation
 from .settings import Settings
 from .weights import LoadedWeights, build_features
 
@@ -166,7 +166,7 @@ def features_for(weights: LoadedWeights, compute: Compute) -> VGG19:
 
 @functools.lru_cache(maxsize=2)
 def _features_on(weights: LoadedWeights, device: str, memory_format: torch.memory_format) -> VGG19:
-    return VGG19(build_features(weights)).to(device=device, memory_format=memory_format)
+    return VGG19(build_features(weights)).to(device).to(memory_format=memory_format)
 
 
 def pil_to_tensor(image: Image.Image) -> Tensor:
@@ -222,27 +222,26 @@ class _Objective:
     Entering it registers the hooks; exiting removes them.
     """
 
-    def __init__(self, features: VGG19, scale: _Scale, settings: Settings,
-                 compute: Compute, to_input: Any) -> None:
+    def __init__(self, features: VGG19, scale: _Scale, settings: Settings, compute: Compute, to_input: Any) -> None:
         self.settings = settings
         self.compute = compute
         self.content_layers = tuple(settings.content_layers)
         self.style_layers = tuple(settings.active_style_layers)
         layers = set(self.content_layers) | set(self.style_layers)
         if not layers:
-            raise StyleStudioError("nothing to optimise: give a style layer a weight above 0 "
-                                   "or choose a content layer")
+            raise StyleStudioError("nothing to optimise: give a style layer a weight above 0 or choose a content layer")
         need = min_input_side(list(layers))
         width, height = scale.size
         if min(width, height) < need:
-            raise StyleStudioError(f"the image is {width}×{height} pixels at this scale; the layers in use "
-                                   f"need at least {need} pixels on each side. Use a larger size or "
-                                   "fewer scales")
+            raise StyleStudioError(
+                f"the image is {width}×{height} pixels at this scale; the layers in use "
+                f"need at least {need} pixels on each side. Use a larger size or "
+                "fewer scales"
+            )
         self.net = TruncatedVGG(features, layers, settings.pooling)
         self.net.to(compute.device)
         self._stack = contextlib.ExitStack()
-        self.captured: Captured = self._stack.enter_context(
-            capture(self.net, self.content_layers, self.style_layers))
+        self.captured: Captured = self._stack.enter_context(capture(self.net, self.content_layers, self.style_layers))
         try:
             self._targets(scale, to_input)
         except BaseException:
@@ -272,8 +271,9 @@ class _Objective:
         """Weighted Gram targets of the style images (Gatys et al.'s style blending)."""
         weights = settings.blend_weights(len(self.style_grams))
         self.style_targets = {
-            layer: sum(w * grams[layer] for w, grams in zip(weights, self.style_grams))
-            for layer in self.style_layers}
+            layer: torch.stack([w * grams[layer] for w, grams in zip(weights, self.style_grams, strict=True)]).sum(0)
+            for layer in self.style_layers
+        }
         self.style_magnitudes = {k: magnitude(v) for k, v in self.style_targets.items()}
         self.settings = settings
 
@@ -284,13 +284,20 @@ class _Objective:
         zero = rgb.new_zeros(())
         content = zero
         if self.content_layers:
-            content = sum((relative_mse(self.captured.activations[k], self.content_targets[k],
-                                        self.content_magnitudes[k]) for k in self.content_layers),
-                          zero) / len(self.content_layers)
+            content = sum(
+                (
+                    relative_mse(self.captured.activations[k], self.content_targets[k], self.content_magnitudes[k])
+                    for k in self.content_layers
+                ),
+                zero,
+            ) / len(self.content_layers)
         layer_weights = s.style_layer_weights
-        style = {k: s.style_weight * layer_weights[k] * relative_mse(
-                     self.captured.grams[k], self.style_targets[k], self.style_magnitudes[k])
-                 for k in self.style_layers}
+        style = {
+            k: s.style_weight
+            * layer_weights[k]
+            * relative_mse(self.captured.grams[k], self.style_targets[k], self.style_magnitudes[k])
+            for k in self.style_layers
+        }
         tv = s.tv_weight * total_variation(image) / self.tv_reference
         content = s.content_weight * content
         total = content + tv + sum(style.values(), zero)
@@ -314,9 +321,17 @@ class StyleTransfer:
         preview_max_side: longest side of preview images.
     """
 
-    def __init__(self, content: Image.Image, styles: Sequence[Image.Image], settings: Settings,
-                 weights: LoadedWeights, *, cancel: CancelToken | None = None,
-                 preview_interval: float = 0.15, preview_max_side: int = 512) -> None:
+    def __init__(
+        self,
+        content: Image.Image,
+        styles: Sequence[Image.Image],
+        settings: Settings,
+        weights: LoadedWeights,
+        *,
+        cancel: CancelToken | None = None,
+        preview_interval: float = 0.15,
+        preview_max_side: int = 512,
+    ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
         self.settings = settings.validate()
@@ -336,7 +351,8 @@ class StyleTransfer:
             raise StyleStudioError(
                 f"the content image ({content.width}×{content.height}) would be {final[0]}×{final[1]} pixels "
                 f"at size {settings.size}; at least {min_input_side(layers)} pixels are needed on each side. "
-                "Use a larger size or a less elongated image")
+                "Use a larger size or a less elongated image"
+            )
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._result: Tensor | None = None
@@ -359,8 +375,10 @@ class StyleTransfer:
             pending, self._pending = self._pending, None
         if pending is None:
             return None
-        live = {k: getattr(pending, k) for k in ("content_weight", "style_weight", "tv_weight",
-                                                  "style_layers", "style_blend")}
+        live = {
+            k: getattr(pending, k)
+            for k in ("content_weight", "style_weight", "tv_weight", "style_layers", "style_blend")
+        }
         return dataclasses.replace(self.settings, **live)
 
     # -- result ---------------------------------------------------------------
@@ -392,7 +410,7 @@ class StyleTransfer:
                 (e.g. out of memory). ``result`` keeps the best image so far.
         """
         self._started = time.perf_counter()
-        self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes))
+        self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes, strict=True))
         self._work_done = 0
         self._last_preview = -math.inf
         self._last: Progress | None = None
@@ -407,8 +425,9 @@ class StyleTransfer:
                 if image is None:
                     image = self._initial_image(scale)
                 else:
-                    image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic",
-                                          align_corners=False).clamp_(0, 1)
+                    image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic", align_corners=False).clamp_(
+                        0, 1
+                    )
                 image = yield from self._optimise(index, image, scale, features)
             yield self._end(FINISHED)
         except Cancelled:
@@ -416,9 +435,11 @@ class StyleTransfer:
         except torch.OutOfMemoryError as exc:
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-            raise ResourceError(f"the {device} device ran out of memory at {self._last_size()} pixels "
-                                f"({exc.args[0].splitlines()[0] if exc.args else 'out of memory'}); "
-                                "lower the size or the number of style images, or use the CPU") from None
+            raise ResourceError(
+                f"the {device} device ran out of memory at {self._last_size()} pixels "
+                f"({exc.args[0].splitlines()[0] if exc.args else 'out of memory'}); "
+                "lower the size or the number of style images, or use the CPU"
+            ) from None
 
     def _last_size(self) -> str:
         return f"{self._last.width}×{self._last.height}" if self._last else "the requested size"
@@ -460,11 +481,9 @@ class StyleTransfer:
             return torch.optim.Adam([image], lr=lr)
         # One evaluation per step, history kept across steps. The losses are
         # relative (order 1), so torch's absolute tolerances would stop it early.
-        return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=50,
-                                 tolerance_grad=0.0, tolerance_change=0.0)
+        return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=50, tolerance_grad=0.0, tolerance_change=0.0)
 
-    def _optimise(self, index: int, start: Tensor, scale: _Scale,
-                  features: VGG19) -> Iterator[Progress]:
+    def _optimise(self, index: int, start: Tensor, scale: _Scale, features: VGG19) -> Generator[Progress, None, Tensor]:
         """Optimise at one scale; returns the best image (generator return value)."""
         pending = self._take_pending()
         if pending is not None:
@@ -510,8 +529,19 @@ class StyleTransfer:
                     closure()
                     optimizer.step()
                 t = terms[0]
-                values = torch.stack([t.total.detach(), t.content.detach(), t.tv.detach(), grad_norm[0],
-                                      *(v.detach() for v in t.style.values())]).float().tolist()
+                values = (
+                    torch.stack(
+                        [
+                            t.total.detach(),
+                            t.content.detach(),
+                            t.tv.detach(),
+                            grad_norm[0],
+                            *(v.detach() for v in t.style.values()),
+                        ]
+                    )
+                    .float()
+                    .tolist()
+                )
                 total = values[0]
                 event = None
                 if not math.isfinite(total) or total > DIVERGENCE_FACTOR * best:
@@ -521,13 +551,16 @@ class StyleTransfer:
                         image.copy_(last_good)
                     optimizer = self._optimizer(image, lr)
                     what = "became non-finite" if not math.isfinite(total) else "jumped"
-                    event = (f"the loss {what} at iteration {iteration}: restored the last good image "
-                             f"and lowered the step size to {lr:.3g}")
+                    event = (
+                        f"the loss {what} at iteration {iteration}: restored the last good image "
+                        f"and lowered the step size to {lr:.3g}"
+                    )
                     log.warning(event)
                     if blowups >= MAX_BLOWUPS:
                         raise StyleStudioError(
                             f"the optimisation kept diverging ({blowups} times in a row, last step size "
-                            f"{lr:.3g}); lower the step size or the style weight, or use L-BFGS")
+                            f"{lr:.3g}); lower the step size or the style weight, or use L-BFGS"
+                        )
                 else:
                     blowups = 0
                     best = min(best, total)
@@ -536,15 +569,22 @@ class StyleTransfer:
                 self._step += 1
                 self._work_done += scale.size[0] * scale.size[1]
                 last = iteration == iterations
-                yield self._record(index, iteration, scale, values, list(t.style), event, last_good,
-                                   force_preview=iteration == 1 or last)
+                yield self._record(
+                    index,
+                    iteration,
+                    scale,
+                    values,
+                    list(t.style),
+                    event,
+                    last_good,
+                    force_preview=iteration == 1 or last,
+                )
             return last_good
         finally:
             grad_handle.remove()
             objective.close()
 
-    def _apply(self, settings: Settings, objective: _Objective, features: VGG19,
-               scale: _Scale) -> _Objective:
+    def _apply(self, settings: Settings, objective: _Objective, features: VGG19, scale: _Scale) -> _Objective:
         """New loss weights; rebuild hooks and targets only when the style layers change."""
         self.settings = settings
         if tuple(settings.active_style_layers) == objective.style_layers:
@@ -553,8 +593,18 @@ class StyleTransfer:
         objective.close()
         return _Objective(features, scale, settings, self.compute, self._to_input)
 
-    def _record(self, index: int, iteration: int, scale: _Scale, values: list[float],
-                style_layers: list[str], event: str | None, image: Tensor, *, force_preview: bool) -> Progress:
+    def _record(
+        self,
+        index: int,
+        iteration: int,
+        scale: _Scale,
+        values: list[float],
+        style_layers: list[str],
+        event: str | None,
+        image: Tensor,
+        *,
+        force_preview: bool,
+    ) -> Progress:
         now = time.perf_counter()
         elapsed = now - self._started
         eta = None
@@ -566,11 +616,26 @@ class StyleTransfer:
             self._last_preview = now
         total, content, tv, grad, *style = values
         self._last = Progress(
-            scale=index + 1, scales=len(self.sizes), iteration=iteration, iterations=self.iterations[index],
-            step=self._step, steps=sum(self.iterations), width=scale.size[0], height=scale.size[1],
-            total_loss=total, content_loss=content, style_losses=dict(zip(style_layers, style)), tv_loss=tv,
-            grad_norm=grad, elapsed=elapsed, eta=eta, weights=self.weights.label,
-            compute=self.compute.describe(), preview=preview, event=event)
+            scale=index + 1,
+            scales=len(self.sizes),
+            iteration=iteration,
+            iterations=self.iterations[index],
+            step=self._step,
+            steps=sum(self.iterations),
+            width=scale.size[0],
+            height=scale.size[1],
+            total_loss=total,
+            content_loss=content,
+            style_losses=dict(zip(style_layers, style, strict=True)),
+            tv_loss=tv,
+            grad_norm=grad,
+            elapsed=elapsed,
+            eta=eta,
+            weights=self.weights.label,
+            compute=self.compute.describe(),
+            preview=preview,
+            event=event,
+        )
         return self._last
 
     @torch.no_grad()
@@ -580,9 +645,13 @@ class StyleTransfer:
             w, h = fit_size(width, height, self.preview_max_side)
             image = F.interpolate(image, size=(h, w), mode="bilinear", antialias=True, align_corners=False)
         if self.settings.preserve_colors:
-            content = F.interpolate(_resized(self.content_image, self.sizes[-1]).to(image.device),
-                                    size=image.shape[-2:], mode="bilinear", antialias=True,
-                                    align_corners=False)
+            content = F.interpolate(
+                _resized(self.content_image, self.sizes[-1]).to(image.device),
+                size=image.shape[-2:],
+                mode="bilinear",
+                antialias=True,
+                align_corners=False,
+            )
             image = color.with_chroma(image, content)
         return tensor_to_uint8(image)
 
@@ -592,13 +661,31 @@ class StyleTransfer:
         if self._last is None:
             nan = math.nan
             width, height = self.sizes[0]
-            return Progress(scale=1, scales=len(self.sizes), iteration=0, iterations=self.iterations[0],
-                            step=0, steps=sum(self.iterations), width=width, height=height, total_loss=nan,
-                            content_loss=nan, style_losses={}, tv_loss=nan, grad_norm=nan, elapsed=elapsed,
-                            eta=0.0, weights=self.weights.label, compute=self.compute.describe(),
-                            preview=preview, done=True, stop_reason=reason)
-        return dataclasses.replace(self._last, elapsed=elapsed, eta=0.0, preview=preview, event=None,
-                                   done=True, stop_reason=reason)
+            return Progress(
+                scale=1,
+                scales=len(self.sizes),
+                iteration=0,
+                iterations=self.iterations[0],
+                step=0,
+                steps=sum(self.iterations),
+                width=width,
+                height=height,
+                total_loss=nan,
+                content_loss=nan,
+                style_losses={},
+                tv_loss=nan,
+                grad_norm=nan,
+                elapsed=elapsed,
+                eta=0.0,
+                weights=self.weights.label,
+                compute=self.compute.describe(),
+                preview=preview,
+                done=True,
+                stop_reason=reason,
+            )
+        return dataclasses.replace(
+            self._last, elapsed=elapsed, eta=0.0, preview=preview, event=None, done=True, stop_reason=reason
+        )
 
 
 __all__ = ["CANCELLED", "FINISHED", "CancelToken", "Progress", "StyleTransfer", "scale_sizes"]

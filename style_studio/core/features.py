@@ -54,8 +54,9 @@ class VGG19(nn.Module):
         if len(features) != len(LAYER_NAMES):
             raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
         self.features = features
-        self.avg_pools = nn.ModuleDict({name: nn.AvgPool2d(kernel_size=2, stride=2)
-                                        for name in LAYER_NAMES if name.startswith("pool")})
+        self.avg_pools = nn.ModuleDict(
+            {name: nn.AvgPool2d(kernel_size=2, stride=2) for name in LAYER_NAMES if name.startswith("pool")}
+        )
         self.eval().requires_grad_(False)
 
     def layer(self, name: str, pooling: str = "max") -> nn.Module:
@@ -117,8 +118,9 @@ class Captured:
 
 
 @contextmanager
-def capture(net: TruncatedVGG, content_layers: Iterable[str] = (),
-            style_layers: Iterable[str] = ()) -> Iterator[Captured]:
+def capture(
+    net: TruncatedVGG, content_layers: Iterable[str] = (), style_layers: Iterable[str] = ()
+) -> Iterator[Captured]:
     """Forward hooks on the named layers for the duration of the block.
 
     Content layers store their activation, style layers their Gram matrix

@@ -70,18 +70,20 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
         with warnings.catch_warnings():
             # Pillow warns between 1x and 2x its limit and raises above; we refuse both, below.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
+            image: Image.Image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError:
-        raise ImageLoadError(f"{name}: the image is too large to open safely (over "
-                             f"{MAX_PIXELS // 1_000_000} megapixels)") from None
+        raise ImageLoadError(
+            f"{name}: the image is too large to open safely (over {MAX_PIXELS // 1_000_000} megapixels)"
+        ) from None
     except UnidentifiedImageError:
         raise ImageLoadError(f"{name}: {_not_an_image_reason(data)}") from None
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageLoadError(f"{name}: the file is damaged ({exc})") from None
     width, height = image.size
     if width * height > MAX_PIXELS:
-        raise ImageLoadError(f"{name}: the image is {width}×{height} pixels, over the "
-                             f"{MAX_PIXELS // 1_000_000}-megapixel limit")
+        raise ImageLoadError(
+            f"{name}: the image is {width}×{height} pixels, over the {MAX_PIXELS // 1_000_000}-megapixel limit"
+        )
     if width < 1 or height < 1:
         raise ImageLoadError(f"{name}: the image has no pixels")
     try:
@@ -138,8 +140,14 @@ def fit_size(width: int, height: int, longest: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def save_image(image: Image.Image, path: str | os.PathLike[str], metadata: str | None = None,
-               *, quality: int = 95, software: str = "Style Studio") -> Path:
+def save_image(
+    image: Image.Image,
+    path: str | os.PathLike[str],
+    metadata: str | None = None,
+    *,
+    quality: int = 95,
+    software: str = "Style Studio",
+) -> Path:
     """Write ``image`` atomically, with ``metadata`` (a JSON text) embedded.
 
     PNG keeps it in an iTXt chunk named "style-studio"; JPEG, WebP and TIFF in
@@ -152,8 +160,7 @@ def save_image(image: Image.Image, path: str | os.PathLike[str], metadata: str |
     path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise ImageSaveError(f"{path}: unknown file type {path.suffix or '(none)'}; "
-                             "use .png, .jpg, .webp or .tif")
+        raise ImageSaveError(f"{path}: unknown file type {path.suffix or '(none)'}; use .png, .jpg, .webp or .tif")
     folder = path.parent
     if not folder.is_dir():
         raise ImageSaveError(f"{path}: the folder {folder} does not exist")

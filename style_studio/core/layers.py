@@ -42,8 +42,10 @@ def layer_index(name: str) -> int:
     try:
         return LAYER_INDEX[name]
     except KeyError:
-        raise KeyError(f"unknown VGG19 layer {name!r}; valid names are conv1_1 ... conv5_4, "
-                       "relu1_1 ... relu5_4 and pool1 ... pool5") from None
+        raise KeyError(
+            f"unknown VGG19 layer {name!r}; valid names are conv1_1 ... conv5_4, "
+            "relu1_1 ... relu5_4 and pool1 ... pool5"
+        ) from None
 
 
 def is_layer(name: str) -> bool:
@@ -57,6 +59,6 @@ def channels(name: str) -> int:
     return (64, 128, 256, 512, 512)[block - 1]
 
 
-def deepest(names: "list[str] | tuple[str, ...] | set[str]") -> int:
+def deepest(names: list[str] | tuple[str, ...] | set[str]) -> int:
     """Index of the deepest layer among ``names`` (the truncation point)."""
     return max(layer_index(n) for n in names)

@@ -151,8 +151,9 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
         raise SettingsError(problems, source)
     merged["content_layers"] = tuple(merged["content_layers"])
     order = {name: i for i, name in enumerate(LAYER_NAMES)}
-    merged["style_layers"] = tuple(sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()),
-                                          key=lambda kv: order[kv[0]]))
+    merged["style_layers"] = tuple(
+        sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()), key=lambda kv: order[kv[0]])
+    )
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
     for key in ("content_weight", "style_weight", "tv_weight", "style_scale"):
         merged[key] = float(merged[key])
@@ -189,8 +190,11 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
     if not isinstance(version, int) or isinstance(version, bool):
         raise SettingsError("the settings file has no valid version number", source)
     if version > FORMAT_VERSION:
-        raise SettingsError(f"made by a newer Style Studio (format version {version}); "
-                            f"this version reads up to version {FORMAT_VERSION}. Update Style Studio", source)
+        raise SettingsError(
+            f"made by a newer Style Studio (format version {version}); "
+            f"this version reads up to version {FORMAT_VERSION}. Update Style Studio",
+            source,
+        )
     return from_dict(doc.get("settings", {}), source=source)
 
 
@@ -210,29 +214,42 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         if not ok:
             problems.append(message)
 
-    need(_is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
-         f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {d['size']!r}")
-    need(_is_int(d["iterations"]) and 1 <= d["iterations"] <= 100_000,
-         f"iterations must be a whole number from 1 to 100000, got {d['iterations']!r}")
-    need(_is_int(d["scales"]) and 1 <= d["scales"] <= MAX_SCALES,
-         f"scales must be a whole number from 1 to {MAX_SCALES}, got {d['scales']!r}")
+    need(
+        _is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
+        f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {d['size']!r}",
+    )
+    need(
+        _is_int(d["iterations"]) and 1 <= d["iterations"] <= 100_000,
+        f"iterations must be a whole number from 1 to 100000, got {d['iterations']!r}",
+    )
+    need(
+        _is_int(d["scales"]) and 1 <= d["scales"] <= MAX_SCALES,
+        f"scales must be a whole number from 1 to {MAX_SCALES}, got {d['scales']!r}",
+    )
     need(d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {d['optimizer']!r}")
     need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {d['init']!r}")
     need(d["pooling"] in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}, got {d['pooling']!r}")
-    need(d["precision"] in PRECISIONS,
-         f"precision must be one of {', '.join(PRECISIONS)}, got {d['precision']!r}")
-    need(isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
-         f"device must be auto, cpu, cuda, cuda:N or mps, got {d['device']!r}")
-    need(isinstance(d["weights"], str) and d["weights"].strip() != "",
-         "weights must be 'imagenet', 'untrained' or a file path")
+    need(d["precision"] in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {d['precision']!r}")
+    need(
+        isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
+        f"device must be auto, cpu, cuda, cuda:N or mps, got {d['device']!r}",
+    )
+    need(
+        isinstance(d["weights"], str) and d["weights"].strip() != "",
+        "weights must be 'imagenet', 'untrained' or a file path",
+    )
     need(isinstance(d["preserve_colors"], bool), f"preserve_colors must be true or false, got {d['preserve_colors']!r}")
     need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {d['seed']!r}")
     for key in ("content_weight", "style_weight", "tv_weight"):
         need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {d[key]!r}")
-    need(_is_number(d["style_scale"]) and 0.1 <= d["style_scale"] <= 4,
-         f"style_scale must be a number from 0.1 to 4, got {d['style_scale']!r}")
-    need(d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
-         f"step_size must be a number > 0 or null, got {d['step_size']!r}")
+    need(
+        _is_number(d["style_scale"]) and 0.1 <= d["style_scale"] <= 4,
+        f"style_scale must be a number from 0.1 to 4, got {d['style_scale']!r}",
+    )
+    need(
+        d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
+        f"step_size must be a number > 0 or null, got {d['step_size']!r}",
+    )
 
     content = d["content_layers"]
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):

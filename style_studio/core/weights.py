@@ -60,9 +60,11 @@ def describe(choice: str) -> str:
 
 
 def options_hint() -> str:
-    return ("choose one of: 'imagenet' (downloaded once from download.pytorch.org), "
-            "a local VGG19 .pth file, or 'untrained' (random features: colour and texture only, "
-            "no content)")
+    return (
+        "choose one of: 'imagenet' (downloaded once from download.pytorch.org), "
+        "a local VGG19 .pth file, or 'untrained' (random features: colour and texture only, "
+        "no content)"
+    )
 
 
 def vgg19_features_module() -> nn.Sequential:
@@ -157,8 +159,13 @@ def build_features(weights: LoadedWeights) -> nn.Sequential:
     return features.eval().requires_grad_(False)
 
 
-def load_weights(choice: str, *, download: bool = False, progress: DownloadProgress | None = None,
-                 cancelled: Callable[[], bool] | None = None) -> LoadedWeights:
+def load_weights(
+    choice: str,
+    *,
+    download: bool = False,
+    progress: DownloadProgress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> LoadedWeights:
     """Resolve a weights choice into tensors.
 
     Args:
@@ -177,8 +184,9 @@ def load_weights(choice: str, *, download: bool = False, progress: DownloadProgr
         path = imagenet_cache_path()
         if not path.is_file():
             if not download:
-                raise WeightsError(f"the ImageNet VGG19 weights are not downloaded yet (expected at {path}); "
-                                   + options_hint())
+                raise WeightsError(
+                    f"the ImageNet VGG19 weights are not downloaded yet (expected at {path}); " + options_hint()
+                )
             download_imagenet(progress=progress, cancelled=cancelled)
         return LoadedWeights(IMAGENET, describe(IMAGENET), read_state_dict(path))
     path = Path(choice).expanduser()
@@ -203,13 +211,16 @@ def read_state_dict(path: Path) -> dict[str, torch.Tensor]:
         # features is read; the classifier's pages are never touched.
         raw = _torch_load(path)
     except Exception as exc:  # torch raises many types for a bad file
-        raise WeightsError(f"{path} is not a readable PyTorch weights file ({_short(exc)}); "
-                           "expected a VGG19 state dict saved with torch.save") from exc
+        raise WeightsError(
+            f"{path} is not a readable PyTorch weights file ({_short(exc)}); "
+            "expected a VGG19 state dict saved with torch.save"
+        ) from exc
     if isinstance(raw, Mapping) and "state_dict" in raw and isinstance(raw["state_dict"], Mapping):
         raw = raw["state_dict"]
     if not isinstance(raw, Mapping):
-        raise WeightsError(f"{path} holds a {type(raw).__name__}, not a state dict; "
-                           "expected a VGG19 state dict saved with torch.save")
+        raise WeightsError(
+            f"{path} holds a {type(raw).__name__}, not a state dict; expected a VGG19 state dict saved with torch.save"
+        )
     return _features_only(raw, path)
 
 
@@ -236,7 +247,7 @@ def _features_only(raw: Mapping[str, object], path: Path) -> dict[str, torch.Ten
         if prefixed:
             if not key.startswith("features."):
                 continue  # the classifier of a full model
-            key = key[len("features."):]
+            key = key[len("features.") :]
         state[key] = value  # type: ignore[assignment]
     missing = sorted(set(expected) - set(state), key=_key_order)
     unexpected = sorted(set(state) - set(expected))
@@ -246,8 +257,10 @@ def _features_only(raw: Mapping[str, object], path: Path) -> dict[str, torch.Ten
             detail.append(f"missing {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}")
         if unexpected:
             detail.append(f"unexpected {', '.join(unexpected[:4])}{' ...' if len(unexpected) > 4 else ''}")
-        raise WeightsError(f"{path} is not a VGG19 state dict ({'; '.join(detail)}); expected torchvision's "
-                           "vgg19 keys features.0.weight ... features.34.bias")
+        raise WeightsError(
+            f"{path} is not a VGG19 state dict ({'; '.join(detail)}); expected torchvision's "
+            "vgg19 keys features.0.weight ... features.34.bias"
+        )
     out: dict[str, torch.Tensor] = {}
     for key, shape in expected.items():
         value = state[key]
@@ -271,9 +284,14 @@ def _short(exc: BaseException) -> str:
     return text[0][:200] if text else type(exc).__name__
 
 
-def download_imagenet(*, url: str | None = None, dest: Path | None = None,
-                      progress: DownloadProgress | None = None,
-                      cancelled: Callable[[], bool] | None = None, timeout: float = 30.0) -> Path:
+def download_imagenet(
+    *,
+    url: str | None = None,
+    dest: Path | None = None,
+    progress: DownloadProgress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    timeout: float = 30.0,
+) -> Path:
     """Download the ImageNet weights into torch's cache, atomically.
 
     The file is written to a temporary name in the destination folder and
@@ -313,19 +331,21 @@ def download_imagenet(*, url: str | None = None, dest: Path | None = None,
                 if progress:
                     progress(received, total)
             if total is not None and received != total:
-                raise WeightsError(f"the download of {url} stopped after {received} of {total} bytes; "
-                                   "try again")
+                raise WeightsError(f"the download of {url} stopped after {received} of {total} bytes; try again")
             out.flush()
             os.fsync(out.fileno())
         digest = sha.hexdigest()
         if hash_prefix and not digest.startswith(hash_prefix):
-            raise WeightsError(f"the file downloaded from {url} is corrupt (sha256 {digest[:12]}..., "
-                               f"expected {hash_prefix}...); try again")
+            raise WeightsError(
+                f"the file downloaded from {url} is corrupt (sha256 {digest[:12]}..., "
+                f"expected {hash_prefix}...); try again"
+            )
         os.replace(tmp, dest)
         log.info("downloaded %s to %s", url, dest)
         return dest
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-        raise WeightsError(f"could not download the ImageNet VGG19 weights from {url} ({_short(exc)}); "
-                           + options_hint()) from exc
+        raise WeightsError(
+            f"could not download the ImageNet VGG19 weights from {url} ({_short(exc)}); " + options_hint()
+        ) from exc
     finally:
         tmp.unlink(missing_ok=True)

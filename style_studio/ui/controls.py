@@ -7,8 +7,18 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QPushButton, QSpinBox,
-    QToolButton, QVBoxLayout, QWidget)
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt import QCollapsible
 
 from ..core import settings as settings_mod
@@ -20,31 +30,44 @@ IMAGENET, UNTRAINED = "imagenet", "untrained"
 CHOOSE_FILE = "choose-file"
 
 TIPS = {
-    "style_layer": ("How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
-                    "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
-                    "0 turns the layer off. Changes apply to a running optimisation at once."),
-    "content_layer": ("The layer whose activations must match the content image. Deeper layers keep the "
-                      "layout but let details change; shallower ones keep the photo almost as it is."),
+    "style_layer": (
+        "How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
+        "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
+        "0 turns the layer off. Changes apply to a running optimisation at once."
+    ),
+    "content_layer": (
+        "The layer whose activations must match the content image. Deeper layers keep the "
+        "layout but let details change; shallower ones keep the photo almost as it is."
+    ),
     "content_weight": "How much of the content image's layout to keep. Higher: more photo, less painting.",
     "style_weight": "How strongly the picture takes on the style. Higher: more painting, less photo.",
     "tv_weight": "Smoothing. Higher removes speckle and noise but blurs fine strokes.",
     "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
     "iterations": "Optimisation steps at the final size. More steps: a more finished picture.",
-    "scales": ("Coarse-to-fine: start at a smaller size and refine. 2-3 scales give large, coherent strokes "
-               "and reach a good picture sooner. 1 = work at full size only."),
+    "scales": (
+        "Coarse-to-fine: start at a smaller size and refine. 2-3 scales give large, coherent strokes "
+        "and reach a good picture sooner. 1 = work at full size only."
+    ),
     "optimizer": "L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
-    "init": ("Where the picture starts: the content photo (keeps layout best), random noise (more "
-             "painterly, less faithful) or the first style image."),
+    "init": (
+        "Where the picture starts: the content photo (keeps layout best), random noise (more "
+        "painterly, less faithful) or the first style image."
+    ),
     "seed": "The random seed: the same seed and settings give the same picture on the same device.",
     "preserve_colors": "Keep the photo's own colours and take only the style's brushwork and texture.",
-    "style_scale": ("Size of the style image relative to the result. Smaller: finer, more repeated strokes; "
-                    "larger: bigger strokes."),
+    "style_scale": (
+        "Size of the style image relative to the result. Smaller: finer, more repeated strokes; larger: bigger strokes."
+    ),
     "pooling": "Max is VGG's own pooling; average pooling gives smoother, softer textures.",
     "device": "Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU.",
-    "precision": ("Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
-                  "32-bit floats elsewhere. The picture looks the same."),
-    "weights": ("The trained network that judges content and style. ImageNet VGG19 gives real results; "
-                "untrained features only transfer colour and texture."),
+    "precision": (
+        "Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
+        "32-bit floats elsewhere. The picture looks the same."
+    ),
+    "weights": (
+        "The trained network that judges content and style. ImageNet VGG19 gives real results; "
+        "untrained features only transfer colour and texture."
+    ),
 }
 
 
@@ -133,9 +156,11 @@ class ControlsPanel(QWidget):
         self.content_weight = LogSlider(0.01, 100, 1.0)
         self.style_weight = LogSlider(0.01, 1000, 1.0)
         self.tv_weight = LogSlider(0.001, 10, 0.1)
-        for key, widget, label in (("content_weight", self.content_weight, "Content"),
-                                   ("style_weight", self.style_weight, "Style"),
-                                   ("tv_weight", self.tv_weight, "Smoothing")):
+        for key, widget, label in (
+            ("content_weight", self.content_weight, "Content"),
+            ("style_weight", self.style_weight, "Style"),
+            ("tv_weight", self.tv_weight, "Smoothing"),
+        ):
             widget.setToolTip(TIPS[key])
             widget.valueChanged.connect(self._live)
             form.addRow(label, widget)
@@ -154,8 +179,9 @@ class ControlsPanel(QWidget):
         self.scales = QSpinBox()
         self.scales.setRange(1, settings_mod.MAX_SCALES)
         self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], TIPS["optimizer"])
-        self.init = _combo([("Content image", "content"), ("Noise", "noise"), ("First style image", "style")],
-                           TIPS["init"])
+        self.init = _combo(
+            [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], TIPS["init"]
+        )
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.preserve_colors = QCheckBox("Preserve content colours")
@@ -164,11 +190,16 @@ class ControlsPanel(QWidget):
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
         self.pooling = _combo([("Max", "max"), ("Average", "avg")], TIPS["pooling"])
-        for key, widget, label in (("size", self.size, "Size"), ("iterations", self.iterations, "Iterations"),
-                                   ("scales", self.scales, "Scales"), ("optimizer", self.optimizer, "Optimiser"),
-                                   ("init", self.init, "Start from"), ("seed", self.seed, "Seed"),
-                                   ("style_scale", self.style_scale, "Style scale"),
-                                   ("pooling", self.pooling, "Pooling")):
+        for key, widget, label in (
+            ("size", self.size, "Size"),
+            ("iterations", self.iterations, "Iterations"),
+            ("scales", self.scales, "Scales"),
+            ("optimizer", self.optimizer, "Optimiser"),
+            ("init", self.init, "Start from"),
+            ("seed", self.seed, "Seed"),
+            ("style_scale", self.style_scale, "Style scale"),
+            ("pooling", self.pooling, "Pooling"),
+        ):
             widget.setToolTip(TIPS[key])
             form.addRow(label, widget)
         self.preserve_colors.setToolTip(TIPS["preserve_colors"])
@@ -184,14 +215,23 @@ class ControlsPanel(QWidget):
     def _compute_group(self) -> QGroupBox:
         group = QGroupBox("Computation")
         form = QFormLayout(group)
-        self.device = _combo([("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")],
-                             TIPS["device"])
+        self.device = _combo(
+            [("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")], TIPS["device"]
+        )
         self.device.setEditable(False)
-        self.precision = _combo([("Automatic", "auto"), ("32-bit (fp32)", "fp32"), ("bfloat16", "bf16"),
-                                 ("float16", "fp16")], TIPS["precision"])
+        self.precision = _combo(
+            [("Automatic", "auto"), ("32-bit (fp32)", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16")],
+            TIPS["precision"],
+        )
         weights_row = QHBoxLayout()
-        self.weights = _combo([("ImageNet VGG19", IMAGENET), ("Untrained (colour and texture only)", UNTRAINED),
-                               ("Choose file…", CHOOSE_FILE)], TIPS["weights"])
+        self.weights = _combo(
+            [
+                ("ImageNet VGG19", IMAGENET),
+                ("Untrained (colour and texture only)", UNTRAINED),
+                ("Choose file…", CHOOSE_FILE),
+            ],
+            TIPS["weights"],
+        )
         self.weights.setMinimumContentsLength(18)
         self.weights.activated.connect(self._weights_activated)
         self.weights.currentIndexChanged.connect(self._changed)
@@ -241,13 +281,22 @@ class ControlsPanel(QWidget):
             self._base,
             content_layers=self._content_layers,
             style_layers=ordered,
-            content_weight=self.content_weight.value(), style_weight=self.style_weight.value(),
-            tv_weight=self.tv_weight.value(), size=self.size.value(), iterations=self.iterations.value(),
-            scales=self.scales.value(), optimizer=self.optimizer.currentData(), init=self.init.currentData(),
-            seed=self.seed.value(), preserve_colors=self.preserve_colors.isChecked(),
-            style_scale=round(self.style_scale.value(), 2), pooling=self.pooling.currentData(),
-            device=self.device.currentData(), precision=self.precision.currentData(),
-            weights=weights if weights != CHOOSE_FILE else self._base.weights)
+            content_weight=self.content_weight.value(),
+            style_weight=self.style_weight.value(),
+            tv_weight=self.tv_weight.value(),
+            size=self.size.value(),
+            iterations=self.iterations.value(),
+            scales=self.scales.value(),
+            optimizer=self.optimizer.currentData(),
+            init=self.init.currentData(),
+            seed=self.seed.value(),
+            preserve_colors=self.preserve_colors.isChecked(),
+            style_scale=round(self.style_scale.value(), 2),
+            pooling=self.pooling.currentData(),
+            device=self.device.currentData(),
+            precision=self.precision.currentData(),
+            weights=weights if weights != CHOOSE_FILE else self._base.weights,
+        )
 
     def set_settings(self, settings: Settings) -> None:
         self._loading = True

@@ -25,9 +25,11 @@ class HistoryEntry:
     def summary(self) -> str:
         s = self.settings
         stamp = time.strftime("%H:%M:%S", time.localtime(self.created))
-        return (f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
-                f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
-                f"{'' if self.stop_reason == 'finished' else ' (stopped early)'}")
+        return (
+            f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
+            f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
+            f"{'' if self.stop_reason == 'finished' else ' (stopped early)'}"
+        )
 
 
 class HistoryStrip(QListWidget):
@@ -56,9 +58,12 @@ class HistoryStrip(QListWidget):
     def add(self, entry: HistoryEntry) -> None:
         self.entries.append(entry)
         pixmap = QPixmap.fromImage(pil_to_qimage(entry.result))
-        item = QListWidgetItem(QIcon(pixmap.scaled(96, 96, Qt.AspectRatioMode.KeepAspectRatio,
-                                                   Qt.TransformationMode.SmoothTransformation)),
-                               f"#{len(self.entries)}")
+        item = QListWidgetItem(
+            QIcon(
+                pixmap.scaled(96, 96, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
+            ),
+            f"#{len(self.entries)}",
+        )
         item.setData(Qt.ItemDataRole.UserRole, len(self.entries) - 1)
         item.setToolTip(entry.summary())
         self.blockSignals(True)
@@ -82,8 +87,12 @@ class HistoryStrip(QListWidget):
         if entry is None:
             return
         menu = QMenu(self)
-        for text, signal in (("View", self.entrySelected), ("Compare with the current result", self.compareRequested),
-                             ("Restore its settings", self.restoreRequested), ("Export…", self.exportRequested)):
+        for text, signal in (
+            ("View", self.entrySelected),
+            ("Compare with the current result", self.compareRequested),
+            ("Restore its settings", self.restoreRequested),
+            ("Export…", self.exportRequested),
+        ):
             action = QAction(text, menu)
             action.triggered.connect(lambda _=False, s=signal: s.emit(entry))
             menu.addAction(action)

@@ -125,7 +125,7 @@ class ImageView(QWidget):
 
     # -- events ------------------------------------------------------------------
 
-    def resizeEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         if self._fit:
             self._apply_fit()
         super().resizeEvent(event)
@@ -135,8 +135,7 @@ class ImageView(QWidget):
         painter.fillRect(self.rect(), self.palette().window().color().darker(115))
         if self._image.isNull():
             painter.setPen(self.palette().text().color())
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
-                             self._placeholder)
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self._placeholder)
             return
         painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, self._zoom < 2)
         target = self._target()
@@ -156,7 +155,7 @@ class ImageView(QWidget):
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() / 120
         if steps:
-            self.zoom_by(1.25 ** steps, event.position())
+            self.zoom_by(1.25**steps, event.position())
         event.accept()
 
     def _near_split(self, point: QPointF) -> bool:

@@ -12,11 +12,32 @@ from pathlib import Path
 
 from PIL import Image
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QIcon, QImage, \
-    QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QIcon,
+    QImage,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel, QMainWindow, QMessageBox, QProgressBar, QPushButton,
-    QScrollArea, QSplitter, QToolButton, QVBoxLayout, QWidget)
+    QDockWidget,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .. import APP_NAME, __version__
 from ..core import settings as settings_mod
@@ -37,8 +58,12 @@ from .widgets import ImageDropZone, StyleRow
 log = logging.getLogger(__name__)
 
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif);;All files (*)"
-EXPORT_FILTERS = {"PNG image (*.png)": ".png", "JPEG image (*.jpg *.jpeg)": ".jpg", "WebP image (*.webp)": ".webp",
-                  "TIFF image (*.tif *.tiff)": ".tif"}
+EXPORT_FILTERS = {
+    "PNG image (*.png)": ".png",
+    "JPEG image (*.jpg *.jpeg)": ".jpg",
+    "WebP image (*.webp)": ".webp",
+    "TIFF image (*.tif *.tiff)": ".tif",
+}
 PRESET_FILTER = "Style Studio preset (*.json);;All files (*)"
 
 
@@ -70,8 +95,9 @@ class MessageBanner(QFrame):
     def show_message(self, text: str, kind: str = "error") -> None:
         colors = {"error": ("#fdecea", "#8a1c12"), "info": ("#e8f1fb", "#123f6b")}
         background, foreground = colors.get(kind, colors["info"])
-        self.setStyleSheet(f"#banner {{ background: {background}; border-radius: 4px; }} "
-                           f"#banner QLabel {{ color: {foreground}; }}")
+        self.setStyleSheet(
+            f"#banner {{ background: {background}; border-radius: 4px; }} #banner QLabel {{ color: {foreground}; }}"
+        )
         self.label.setText(text)
         self.kind = kind
         self.show()
@@ -85,8 +111,14 @@ class MainWindow(QMainWindow):
 
     resultChanged = Signal()
 
-    def __init__(self, store: Store | None = None, *, content: Path | None = None, styles: Sequence[Path] = (),
-                 load_defaults: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        content: Path | None = None,
+        styles: Sequence[Path] = (),
+        load_defaults: bool = True,
+    ) -> None:
         super().__init__()
         self.store = store or Store()
         self.setWindowTitle(APP_NAME)
@@ -155,8 +187,9 @@ class MainWindow(QMainWindow):
         self.rate_label = QLabel("")
         self.eta_label = QLabel("")
         self.grad_label = QLabel("")
-        self.grad_label.setToolTip("Norm of the loss gradient with respect to the image: how hard the "
-                                   "optimisation is still pushing")
+        self.grad_label.setToolTip(
+            "Norm of the loss gradient with respect to the image: how hard the optimisation is still pushing"
+        )
         self.start_button = QPushButton("Start")
         self.start_button.setToolTip("Start stylising (Ctrl+Enter)")
         self.stop_button = QPushButton("Stop")
@@ -214,7 +247,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.weights_label)
         self.setAcceptDrops(True)
 
-    def _action(self, text: str, shortcut: QKeySequence | str | list | None, slot, tip: str = "") -> QAction:  # noqa: ANN001
+    def _action(self, text: str, shortcut: QKeySequence | str | list | None, slot, tip: str = "") -> QAction:
         action = QAction(text, self)
         if isinstance(shortcut, list):
             action.setShortcuts(shortcut)
@@ -228,32 +261,47 @@ class MainWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
-        K = QKeySequence
-        self.open_action = self._action("Open content image…", K.StandardKey.Open, self.open_content)
+        keys = QKeySequence
+        self.open_action = self._action("Open content image…", keys.StandardKey.Open, self.open_content)
         self.add_style_action = self._action("Add style image…", "Ctrl+Shift+O", self.add_style_dialog)
-        self.paste_action = self._action("Paste as content", K.StandardKey.Paste, self.paste_content)
+        self.paste_action = self._action("Paste as content", keys.StandardKey.Paste, self.paste_content)
         self.paste_style_action = self._action("Paste as style", "Ctrl+Shift+V", self.paste_style)
-        self.export_action = self._action("Export…", K.StandardKey.Save, self.export_dialog,
-                                          "Save the full-resolution result with its settings embedded")
+        self.export_action = self._action(
+            "Export…",
+            keys.StandardKey.Save,
+            self.export_dialog,
+            "Save the full-resolution result with its settings embedded",
+        )
         self.save_preset_action = self._action("Save preset…", None, self.save_preset_dialog)
         self.load_preset_action = self._action("Load preset…", None, self.load_preset_dialog)
-        self.quit_action = self._action("Quit", K.StandardKey.Quit, self.close)
+        self.quit_action = self._action("Quit", keys.StandardKey.Quit, self.close)
         self.start_action = self._action("Start", ["Ctrl+Return", "Ctrl+Enter"], self.start, "Start stylising")
         self.stop_action = self._action("Stop", "Esc", self.stop, "Stop and keep the picture so far")
         self.fit_action = self._action("Fit to window", "Ctrl+0", self.view.fit)
         self.actual_action = self._action("Actual size (100%)", "Ctrl+1", self.view.actual_size)
-        self.zoom_in_action = self._action("Zoom in", K.StandardKey.ZoomIn, lambda: self.view.zoom_by(1.25))
-        self.zoom_out_action = self._action("Zoom out", K.StandardKey.ZoomOut, lambda: self.view.zoom_by(0.8))
-        self.split_action = self._action("Before / after", "B", self.toggle_split,
-                                         "Compare with the content image: drag the line to move it")
+        self.zoom_in_action = self._action("Zoom in", keys.StandardKey.ZoomIn, lambda: self.view.zoom_by(1.25))
+        self.zoom_out_action = self._action("Zoom out", keys.StandardKey.ZoomOut, lambda: self.view.zoom_by(0.8))
+        self.split_action = self._action(
+            "Before / after", "B", self.toggle_split, "Compare with the content image: drag the line to move it"
+        )
         self.split_action.setCheckable(True)
         self.reset_action = self._action("Reset settings", None, self.reset_settings)
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        for a in (self.open_action, self.add_style_action, self.paste_action, self.paste_style_action, None,
-                  self.export_action, None, self.load_preset_action, self.save_preset_action, None,
-                  self.quit_action):
+        for a in (
+            self.open_action,
+            self.add_style_action,
+            self.paste_action,
+            self.paste_style_action,
+            None,
+            self.export_action,
+            None,
+            self.load_preset_action,
+            self.save_preset_action,
+            None,
+            self.quit_action,
+        ):
             file_menu.addSeparator() if a is None else file_menu.addAction(a)
         run_menu = menu.addMenu("&Run")
         run_menu.addAction(self.start_action)
@@ -272,8 +320,19 @@ class MainWindow(QMainWindow):
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
         toolbar.setIconSize(QSize(18, 18))
-        for a in (self.open_action, self.add_style_action, None, self.start_action, self.stop_action, None,
-                  self.export_action, None, self.fit_action, self.actual_action, self.split_action):
+        for a in (
+            self.open_action,
+            self.add_style_action,
+            None,
+            self.start_action,
+            self.stop_action,
+            None,
+            self.export_action,
+            None,
+            self.fit_action,
+            self.actual_action,
+            self.split_action,
+        ):
             toolbar.addSeparator() if a is None else toolbar.addAction(a)
 
     def _connect(self) -> None:
@@ -291,16 +350,18 @@ class MainWindow(QMainWindow):
         self.controls.reset_button.clicked.connect(self.reset_settings)
         self.controls.save_preset_button.clicked.connect(self.save_preset_dialog)
         self.controls.load_preset_button.clicked.connect(self.load_preset_dialog)
-        self.controls.more_layers.toggled.connect(lambda: self.store.save_show_all_layers(
-            self.controls.more_layers.isExpanded()))
+        self.controls.more_layers.toggled.connect(
+            lambda: self.store.save_show_all_layers(self.controls.more_layers.isExpanded())
+        )
         self.controller.progressed.connect(self._on_progress)
         self.controller.preview.connect(self._on_preview)
         self.controller.finished.connect(self._on_finished)
         self.controller.busy_changed.connect(lambda _: self._update_state())
         self.history.entrySelected.connect(self.view_entry)
         self.history.compareRequested.connect(self.compare_entry)
-        self.history.restoreRequested.connect(lambda e: self.apply_settings(e.settings, "Settings restored from "
-                                                                                         "the history"))
+        self.history.restoreRequested.connect(
+            lambda e: self.apply_settings(e.settings, "Settings restored from the history")
+        )
         self.history.exportRequested.connect(lambda e: self.export_dialog(entry=e))
 
     # -- inputs ----------------------------------------------------------------------
@@ -364,7 +425,7 @@ class MainWindow(QMainWindow):
         for path in paths:
             self._load_file(path, self.add_style)
 
-    def _load_file(self, path: str | Path, use) -> bool:  # noqa: ANN001
+    def _load_file(self, path: str | Path, use) -> bool:
         try:
             use(InputImage.from_file(path))
             return True
@@ -440,7 +501,7 @@ class MainWindow(QMainWindow):
         self.controls.set_settings(settings)
         if settings.style_blend and len(settings.style_blend) == len(self.style_rows):
             total = max(settings.style_blend)
-            for row, weight in zip(self.style_rows, settings.style_blend):
+            for row, weight in zip(self.style_rows, settings.style_blend, strict=True):
                 row.blend.setValue(round(weight / total * 100))
         if message:
             self.show_info(message)
@@ -528,8 +589,13 @@ class MainWindow(QMainWindow):
         if settings is None:
             return
         self.banner.hide()
-        job = RenderJob(self.content.image, tuple(r.item.image for r in self.style_rows), settings,
-                        self.content.name, tuple(r.item.name for r in self.style_rows))
+        job = RenderJob(
+            self.content.image,
+            tuple(r.item.image for r in self.style_rows),
+            settings,
+            self.content.name,
+            tuple(r.item.name for r in self.style_rows),
+        )
         self._final_size = fit_size(*self.content.image.size, settings.size)
         self._rates.clear()
         self.loss_plot.clear()
@@ -549,8 +615,10 @@ class MainWindow(QMainWindow):
         if settings.weights != IMAGENET:
             if Path(settings.weights).is_file():
                 return settings
-            self.show_error(f"The weights file {settings.weights} is missing. Choose another file, the ImageNet "
-                            "weights, or untrained features under Computation → Weights.")
+            self.show_error(
+                f"The weights file {settings.weights} is missing. Choose another file, the ImageNet "
+                "weights, or untrained features under Computation → Weights."
+            )
             return None
         if is_imagenet_cached():
             return settings
@@ -569,7 +637,7 @@ class MainWindow(QMainWindow):
             self.progress.setFormat("Stopping…")
             self._update_state()
 
-    def _on_progress(self, record) -> None:  # noqa: ANN001 - Progress
+    def _on_progress(self, record) -> None:
         now = time.perf_counter()
         self._rates.append((now, record.step))
         rate = 0.0
@@ -579,8 +647,10 @@ class MainWindow(QMainWindow):
         if self.progress.maximum() != record.steps:
             self.progress.setRange(0, record.steps)
         self.progress.setValue(record.step)
-        self.progress.setFormat(f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/"
-                                f"{record.iterations} · {record.width}×{record.height}")
+        self.progress.setFormat(
+            f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/"
+            f"{record.iterations} · {record.width}×{record.height}"
+        )
         self.rate_label.setText(f"{rate:.1f} it/s" if rate else "")
         self.eta_label.setText(f"ETA {_duration(record.eta)}" if record.eta is not None and not record.done else "")
         self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
@@ -606,8 +676,11 @@ class MainWindow(QMainWindow):
             self._compare = None
             self.view.set_image(pil_to_qimage(outcome.result))
             self.view.set_before(pil_to_qimage(self.content.image) if self.content else None)
-            self.history.add(HistoryEntry(outcome.result, outcome.settings, outcome.weights_label or "",
-                                          outcome.stop_reason or "failed"))
+            self.history.add(
+                HistoryEntry(
+                    outcome.result, outcome.settings, outcome.weights_label or "", outcome.stop_reason or "failed"
+                )
+            )
             self.resultChanged.emit()
         if outcome.error:
             self.show_error(outcome.error)
@@ -657,9 +730,11 @@ class MainWindow(QMainWindow):
         target = Path(path)
         if target.suffix.lower() not in FORMATS:
             target = target.with_suffix(EXPORT_FILTERS.get(chosen, ".png"))
-            if target.exists() and QMessageBox.question(
-                    self, "Replace file?", f"{target.name} already exists. Replace it?") != \
-                    QMessageBox.StandardButton.Yes:
+            if (
+                target.exists()
+                and QMessageBox.question(self, "Replace file?", f"{target.name} already exists. Replace it?")
+                != QMessageBox.StandardButton.Yes
+            ):
                 return
         self.export_to(target, entry=entry)
 
@@ -671,9 +746,13 @@ class MainWindow(QMainWindow):
             self.show_error("Nothing to export yet: press Start to make a picture first.")
             return False
         weights = entry.weights_label if entry else (self.weights_in_use or "")
-        metadata = settings_mod.dumps(settings, app_version=__version__, weights_label=weights,
-                                      content=self.content.name if self.content else None,
-                                      styles=[r.item.name for r in self.style_rows])
+        metadata = settings_mod.dumps(
+            settings,
+            app_version=__version__,
+            weights_label=weights,
+            content=self.content.name if self.content else None,
+            styles=[r.item.name for r in self.style_rows],
+        )
         try:
             save_image(image, path, metadata, software=f"{APP_NAME} {__version__}")
         except StyleStudioError as exc:
@@ -715,13 +794,18 @@ class MainWindow(QMainWindow):
 
     def _persist(self) -> None:
         self.store.save_settings(self.current_settings())
-        self.store.save_inputs(self.content.path if self.content else None,
-                               [r.item.path for r in self.style_rows if r.item.path is not None])
+        self.store.save_inputs(
+            self.content.path if self.content else None,
+            [r.item.path for r in self.style_rows if r.item.path is not None],
+        )
 
     def about(self) -> None:
-        QMessageBox.about(self, f"About {APP_NAME}",
-                          f"<b>{APP_NAME} {__version__}</b><br>Neural style transfer on your own computer.<br>"
-                          "VGG19 by Simonyan &amp; Zisserman; method by Gatys, Ecker &amp; Bethge.")
+        QMessageBox.about(
+            self,
+            f"About {APP_NAME}",
+            f"<b>{APP_NAME} {__version__}</b><br>Neural style transfer on your own computer.<br>"
+            "VGG19 by Simonyan &amp; Zisserman; method by Gatys, Ecker &amp; Bethge.",
+        )
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         self._closing = True
@@ -735,7 +819,7 @@ class MainWindow(QMainWindow):
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return ""
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds} s"
     minutes, seconds = divmod(seconds, 60)

@@ -83,14 +83,26 @@ def images_from_mime(mime: QMimeData, what: str = "dropped image") -> list[Input
 
 
 def _refuse_remote(url: QUrl) -> list[InputImage]:
-    raise ImageLoadError(f"{url.toString()}: web addresses cannot be opened directly; drag the picture itself, "
-                         "or save it and open the file")
+    raise ImageLoadError(
+        f"{url.toString()}: web addresses cannot be opened directly; drag the picture itself, "
+        "or save it and open the file"
+    )
 
 
 def can_accept(mime: QMimeData) -> bool:
-    return mime.hasUrls() or mime.hasImage() or any(
-        mime.hasFormat(f) for f in ("image/png", "image/jpeg", "image/webp", "image/bmp"))
+    return (
+        mime.hasUrls()
+        or mime.hasImage()
+        or any(mime.hasFormat(f) for f in ("image/png", "image/jpeg", "image/webp", "image/bmp"))
+    )
 
 
-__all__ = ["ImageLoadError", "InputImage", "array_to_qimage", "can_accept", "images_from_mime", "pil_to_qimage",
-           "qimage_to_png"]
+__all__ = [
+    "ImageLoadError",
+    "InputImage",
+    "array_to_qimage",
+    "can_accept",
+    "images_from_mime",
+    "pil_to_qimage",
+    "qimage_to_png",
+]

@@ -146,8 +146,9 @@ class RenderWorker(QObject):
             weights = self._weights.get(job.settings.weights)
             label = weights.label
             self._cancel.raise_if_cancelled()
-            transfer = StyleTransfer(job.content, list(job.styles), job.settings, weights, cancel=self._cancel,
-                                     preview_interval=0.15)
+            transfer = StyleTransfer(
+                job.content, list(job.styles), job.settings, weights, cancel=self._cancel, preview_interval=0.15
+            )
             with self._lock:
                 self._transfer = transfer
                 pending, self._pending_settings = self._pending_settings, None
@@ -159,8 +160,9 @@ class RenderWorker(QObject):
                     record = dataclasses.replace(record, preview=None)
                 self.progressed.emit(record)
                 last = record
-            outcome = RunOutcome(last.stop_reason if last else "cancelled", None, transfer.result,
-                                 transfer.settings, label, last)
+            outcome = RunOutcome(
+                last.stop_reason if last else "cancelled", None, transfer.result, transfer.settings, label, last
+            )
         except Cancelled:
             outcome = RunOutcome("cancelled", None, None, job.settings, label, last)
         except StyleStudioError as exc:

@@ -58,8 +58,7 @@ class Store:
             known = {k: v for k, v in saved["style_layers"].items() if is_layer(str(k))}
             saved = {**saved, "style_layers": known}
         if isinstance(saved.get("content_layers"), list):
-            saved = {**saved, "content_layers": [n for n in saved["content_layers"]
-                                                 if is_layer(str(n))] or ["relu4_2"]}
+            saved = {**saved, "content_layers": [n for n in saved["content_layers"] if is_layer(str(n))] or ["relu4_2"]}
         for key, value in saved.items():
             try:
                 result = settings_mod.from_dict({key: value}, base=result)
@@ -99,8 +98,10 @@ class Store:
 
     def geometry(self) -> tuple[QByteArray | None, QByteArray | None]:
         geometry, state = self.qs.value(_GEOMETRY, None), self.qs.value(_STATE, None)
-        return (geometry if isinstance(geometry, QByteArray) else None,
-                state if isinstance(state, QByteArray) else None)
+        return (
+            geometry if isinstance(geometry, QByteArray) else None,
+            state if isinstance(state, QByteArray) else None,
+        )
 
     def save_geometry(self, geometry: QByteArray, state: QByteArray) -> None:
         self.qs.setValue(_GEOMETRY, geometry)

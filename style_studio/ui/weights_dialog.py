@@ -6,8 +6,7 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
-from PySide6.QtWidgets import (
-    QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from ..core.errors import Cancelled, StyleStudioError
 
@@ -30,8 +29,9 @@ class DownloadWorker(QObject):
         from ..core.weights import download_imagenet
 
         try:
-            download_imagenet(progress=lambda got, total: self.progressed.emit(got, total or 0),
-                              cancelled=self._cancel.is_set)
+            download_imagenet(
+                progress=lambda got, total: self.progressed.emit(got, total or 0), cancelled=self._cancel.is_set
+            )
             message = ""
         except Cancelled:
             message = "The download was cancelled."
@@ -55,7 +55,8 @@ class WeightsDialog(QDialog):
             "<b>Style Studio needs the trained VGG19 network</b> (548 MB, downloaded once from "
             "download.pytorch.org and kept in PyTorch's cache).<br><br>"
             "You can also use a VGG19 weights file you already have, or run with <i>untrained</i> "
-            "features, which transfer colours and textures but not the content's shapes.")
+            "features, which transfer colours and textures but not the content's shapes."
+        )
         text.setWordWrap(True)
         self.status = QLabel("")
         self.status.setWordWrap(True)

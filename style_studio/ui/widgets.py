@@ -7,7 +7,16 @@ import math
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QPixmap
 from PySide6.QtWidgets import (
-    QDoubleSpinBox, QFrame, QHBoxLayout, QLabel, QSizePolicy, QSlider, QToolButton, QVBoxLayout, QWidget)
+    QDoubleSpinBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QSlider,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt import QElidingLabel
 
 from ..core.errors import ImageLoadError
@@ -28,8 +37,9 @@ class LogSlider(QWidget):
 
     valueChanged = Signal(float)
 
-    def __init__(self, minimum: float, maximum: float, value: float, *, decimals: int = 4,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self, minimum: float, maximum: float, value: float, *, decimals: int = 4, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._lo, self._hi = math.log10(minimum), math.log10(maximum)
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -170,12 +180,15 @@ class ImageDropZone(QFrame):
             self.setToolTip("")
             return
         pixmap = QPixmap.fromImage(pil_to_qimage(item.image))
-        self.picture.setPixmap(pixmap.scaled(self._thumb, self._thumb, Qt.AspectRatioMode.KeepAspectRatio,
-                                             Qt.TransformationMode.SmoothTransformation))
+        self.picture.setPixmap(
+            pixmap.scaled(
+                self._thumb, self._thumb, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+            )
+        )
         self.caption.setText(f"{item.name} — {item.size_text}")
         self.setToolTip(str(item.path) if item.path else item.name)
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.button() == Qt.MouseButton.LeftButton:
             self.clicked.emit()
         super().mousePressEvent(event)
@@ -186,7 +199,7 @@ class ImageDropZone(QFrame):
             self.setProperty("hover", True)
             self.style().polish(self)
 
-    def dragLeaveEvent(self, event) -> None:  # noqa: N802, ANN001 - Qt override
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
         self.setProperty("hover", False)
         self.style().polish(self)
 
@@ -213,8 +226,11 @@ class StyleRow(QWidget):
         super().__init__(parent)
         self.item = item
         thumb = QLabel()
-        thumb.setPixmap(QPixmap.fromImage(pil_to_qimage(item.image)).scaled(
-            56, 56, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation))
+        thumb.setPixmap(
+            QPixmap.fromImage(pil_to_qimage(item.image)).scaled(
+                56, 56, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
+            )
+        )
         thumb.setFixedSize(58, 58)
         thumb.setAlignment(Qt.AlignmentFlag.AlignCenter)
         name = QElidingLabel(f"{item.name} — {item.size_text}")

@@ -31,8 +31,8 @@ def test_render_writes_an_image_with_settings_and_the_weights_named(tmp_path):
     target = tmp_path / "out.png"
     code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--seed", "3")
     assert code == 0, err
-    image = Image.open(target)
-    assert image.size == (48, 32)
+    with Image.open(target) as image:
+        assert image.size == (48, 32)
     metadata = json.loads(read_metadata(target))
     assert metadata["weights_label"].startswith("untrained")
     assert settings_mod.loads(json.dumps(metadata)).seed == 3
@@ -40,8 +40,7 @@ def test_render_writes_an_image_with_settings_and_the_weights_named(tmp_path):
 
 
 def test_progress_json_prints_one_object_per_iteration(tmp_path):
-    code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST,
-                             "--progress", "json")
+    code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST, "--progress", "json")
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["iteration"] for r in records] == [1, 2, 3, 3]
@@ -52,24 +51,28 @@ def test_progress_json_prints_one_object_per_iteration(tmp_path):
 
 def test_two_styles_with_blend_weights(tmp_path):
     other = str(SAMPLES / "style" / "the_scream.jpg")
-    code, _, err = run_cli("render", CONTENT, STYLE, other, "--style-blend", "2,1", "-o", str(tmp_path / "o.png"),
-                           *FAST)
+    code, _, err = run_cli(
+        "render", CONTENT, STYLE, other, "--style-blend", "2,1", "-o", str(tmp_path / "o.png"), *FAST
+    )
     assert code == 0, err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["render", CONTENT], "the following arguments are required"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--size", "big"], "invalid int value"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu9_1:1"], "unknown style layer 'relu9_1'"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu1_1:x"], "'x' is not a number"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--tv-weight", "-1"], "tv_weight must be a number >= 0"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-blend", "1,2"], "2 weights for 1 style images"),
-    (["render", CONTENT, STYLE, "-o", "OUT.gif"], "unknown output type .gif"),
-    (["render", CONTENT, STYLE, "-o", "missing-dir/o.png"], "does not exist"),
-    (["render", "nope.png", STYLE, "-o", "OUT.png", "--weights", "untrained"], "nope.png: does not exist"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "missing.pth"], "missing.pth does not exist"),
-    (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "imagenet"], "imagenet"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["render", CONTENT], "the following arguments are required"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--size", "big"], "invalid int value"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu9_1:1"], "unknown style layer 'relu9_1'"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu1_1:x"], "'x' is not a number"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--tv-weight", "-1"], "tv_weight must be a number >= 0"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-blend", "1,2"], "2 weights for 1 style images"),
+        (["render", CONTENT, STYLE, "-o", "OUT.gif"], "unknown output type .gif"),
+        (["render", CONTENT, STYLE, "-o", "missing-dir/o.png"], "does not exist"),
+        (["render", "nope.png", STYLE, "-o", "OUT.png", "--weights", "untrained"], "nope.png: does not exist"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "missing.pth"], "missing.pth does not exist"),
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--weights", "imagenet"], "imagenet"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     # No network: the imagenet case must fail fast with the three options.
@@ -88,6 +91,7 @@ def test_version():
 
 
 def test_python_dash_m_entry_point_runs(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "style_studio", "--version"], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "style_studio", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0 and result.stdout.strip() == f"style-studio {__version__}"

@@ -11,8 +11,15 @@ import torch
 
 from style_studio.core import color
 from style_studio.core.device import resolve
-from style_studio.core.engine import CANCELLED, FINISHED, CancelToken, StyleTransfer, features_for, \
-    pil_to_tensor, scale_sizes
+from style_studio.core.engine import (
+    CANCELLED,
+    FINISHED,
+    CancelToken,
+    StyleTransfer,
+    features_for,
+    pil_to_tensor,
+    scale_sizes,
+)
 from style_studio.core.errors import StyleStudioError
 from style_studio.core.settings import Settings
 
@@ -30,8 +37,9 @@ def vgg_hooks(weights) -> int:
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
 def test_total_loss_falls_over_20_iterations(optimizer, untrained, content_image, style_image):
-    records = run_all(StyleTransfer(content_image, [style_image],
-                                    dataclasses.replace(SMALL, optimizer=optimizer), untrained))
+    records = run_all(
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), untrained)
+    )
     iterations = [r for r in records if not r.done]
     assert len(iterations) == 20
     assert iterations[-1].total_loss < 0.5 * iterations[0].total_loss
@@ -39,13 +47,15 @@ def test_total_loss_falls_over_20_iterations(optimizer, untrained, content_image
 
 
 def test_records_carry_every_loss_term_and_previews(untrained, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=3),
-                             untrained, preview_interval=0)
+    transfer = StyleTransfer(
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=3), untrained, preview_interval=0
+    )
     records = run_all(transfer)
     first = records[0]
     assert set(first.style_losses) == {"relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
-    assert first.total_loss == pytest.approx(first.content_loss + first.tv_loss + sum(first.style_losses.values()),
-                                             rel=1e-4)
+    assert first.total_loss == pytest.approx(
+        first.content_loss + first.tv_loss + sum(first.style_losses.values()), rel=1e-4
+    )
     assert first.grad_norm > 0 and first.elapsed > 0 and first.eta is not None
     assert "untrained" in first.weights
     for r in records:
@@ -55,8 +65,9 @@ def test_records_carry_every_loss_term_and_previews(untrained, content_image, st
 
 
 def test_previews_are_throttled_by_time(untrained, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=6),
-                             untrained, preview_interval=3600)
+    transfer = StyleTransfer(
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=6), untrained, preview_interval=3600
+    )
     previews = [r.preview is not None for r in transfer.run()]
     # The first iteration, the last one and the end record; nothing in between.
     assert previews == [True, False, False, False, False, True, True]
@@ -79,8 +90,9 @@ def test_scale_sizes_halve_and_skip_scales_that_are_too_small():
 
 def test_cancel_stops_within_one_iteration_and_keeps_the_image(untrained, content_image, style_image):
     cancel = CancelToken()
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=50),
-                             untrained, cancel=cancel)
+    transfer = StyleTransfer(
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=50), untrained, cancel=cancel
+    )
     records = []
     for record in transfer.run():
         records.append(record)
@@ -113,7 +125,7 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(untrained, 
     assert vgg_hooks(untrained) == 0
 
     cancel = CancelToken()
-    for record in StyleTransfer(content_image, [style_image], settings, untrained, cancel=cancel).run():
+    for _ in StyleTransfer(content_image, [style_image], settings, untrained, cancel=cancel).run():
         cancel.cancel()
     assert vgg_hooks(untrained) == 0
 
@@ -157,8 +169,9 @@ def test_same_seed_same_settings_give_the_same_image(init, untrained, content_im
 def test_a_different_seed_gives_a_different_noise_start(untrained, content_image, style_image):
     results = []
     for seed in (1, 2):
-        t = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise",
-                                                                             seed=seed), untrained)
+        t = StyleTransfer(
+            content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise", seed=seed), untrained
+        )
         run_all(t)
         results.append(np.asarray(t.result))
     assert not np.array_equal(*results)
@@ -192,10 +205,16 @@ def test_loss_weight_changes_take_effect_at_the_next_iteration(untrained, conten
     for record in transfer.run():
         records.append(record)
         if record.iteration == 2 and not record.done:
-            transfer.update_settings(dataclasses.replace(transfer.settings, tv_weight=0.0,
-                                                         style_layers=(("relu1_1", 2.0), ("relu3_2", 1.0))))
+            transfer.update_settings(
+                dataclasses.replace(transfer.settings, tv_weight=0.0, style_layers=(("relu1_1", 2.0), ("relu3_2", 1.0)))
+            )
     assert records[1].tv_loss > 0 and set(records[1].style_losses) == {
-        "relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
+        "relu1_1",
+        "relu2_1",
+        "relu3_1",
+        "relu4_1",
+        "relu5_1",
+    }
     assert records[2].tv_loss == 0
     assert set(records[2].style_losses) == {"relu1_1", "relu3_2"}
 
@@ -231,6 +250,7 @@ def test_nothing_to_optimise_is_a_clear_error(untrained, content_image, style_im
 
 def test_an_image_too_thin_for_the_network_is_refused_before_starting(untrained, style_image):
     from PIL import Image
+
     with pytest.raises(StyleStudioError, match="at least 16 pixels"):
         StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, untrained)
 

@@ -12,8 +12,7 @@ from style_studio.core.weights import build_features
 
 
 def hooks_on(module: nn.Module) -> int:
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
-               for m in module.modules())
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks) for m in module.modules())
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +72,7 @@ def test_average_pooling_swaps_the_pools_and_keeps_the_convolutions(vgg):
 
 def test_hooks_capture_requested_layers_with_the_right_shapes(vgg):
     net = TruncatedVGG(vgg, ["conv1_2", "relu2_1", "relu4_2", "pool3"])
-    with capture(net, content_layers=["conv1_2", "relu4_2"], style_layers=["relu2_1", "pool3"]) as got, \
-            torch.no_grad():
+    with capture(net, content_layers=["conv1_2", "relu4_2"], style_layers=["relu2_1", "pool3"]) as got, torch.no_grad():
         net(torch.rand(1, 3, 64, 48))
         assert set(got.activations) == {"conv1_2", "relu4_2"}
         assert set(got.grams) == {"relu2_1", "pool3"}

@@ -108,15 +108,17 @@ def test_a_decompression_bomb_is_refused_before_decoding(tmp_path):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", 40000, 40000, 8, 2, 0, 0, 0)
-    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100)) + \
-        chunk(b"IEND", b"")
+    data = (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100)) + chunk(b"IEND", b"")
+    )
     with pytest.raises(ImageLoadError, match=r"bomb\.png: the image is too large to open safely"):
         load_image(write(tmp_path / "bomb.png", data))
 
 
 def test_cmyk_jpeg_becomes_rgb(tmp_path):
-    image = load_image(write(tmp_path / "cmyk.jpg", png_bytes(Image.new("CMYK", (8, 8), (0, 255, 255, 0)),
-                                                              format="JPEG")))
+    image = load_image(
+        write(tmp_path / "cmyk.jpg", png_bytes(Image.new("CMYK", (8, 8), (0, 255, 255, 0)), format="JPEG"))
+    )
     assert image.mode == "RGB"
     r, g, b = image.getpixel((4, 4))
     assert r > 200 and g < 60 and b < 60  # cyan 0, magenta+yellow full: red
@@ -174,8 +176,13 @@ def test_decode_image_names_the_source():
 
 @pytest.mark.parametrize("suffix", [".png", ".jpg", ".webp", ".tif"])
 def test_exported_metadata_round_trips(tmp_path, suffix):
-    settings = settings_mod.Settings(size=300, style_weight=2.5, preserve_colors=True, weights="untrained",
-                                     style_layers=(("relu1_1", 0.5), ("relu3_1", 1.0)))
+    settings = settings_mod.Settings(
+        size=300,
+        style_weight=2.5,
+        preserve_colors=True,
+        weights="untrained",
+        style_layers=(("relu1_1", 0.5), ("relu3_1", 1.0)),
+    )
     text = settings_mod.dumps(settings, weights_label="untrained VGG19", content="café.png")
     path = save_image(Image.new("RGB", (16, 12), (10, 200, 30)), tmp_path / f"out{suffix}", text)
     assert load_image(path).size == (16, 12)
@@ -230,5 +237,6 @@ def test_export_is_atomic_and_readable(tmp_path):
     target = tmp_path / "out.jpg"
     target.write_bytes(b"old")
     save_image(Image.new("RGB", (4, 4)), target)
-    assert Image.open(target).format == "JPEG"
+    with Image.open(target) as written:
+        assert written.format == "JPEG"
     assert oct(target.stat().st_mode & 0o777) != oct(0o600)

@@ -10,7 +10,7 @@ from style_studio.core.layers import LAYER_NAMES, channels, layer_index
 def test_names_follow_torchvision_vgg19_module_order():
     features = make_layers(cfgs["E"])
     assert len(LAYER_NAMES) == len(features) == 37
-    for name, module in zip(LAYER_NAMES, features):
+    for name, module in zip(LAYER_NAMES, features, strict=True):
         expected = {"conv": nn.Conv2d, "relu": nn.ReLU, "pool": nn.MaxPool2d}[name[:4]]
         assert isinstance(module, expected), name
     assert LAYER_NAMES[21] == "conv4_2" and LAYER_NAMES[22] == "relu4_2" and LAYER_NAMES[-1] == "pool5"

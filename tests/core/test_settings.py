@@ -15,14 +15,29 @@ def test_defaults_are_the_documented_ones():
     d = s.DEFAULTS
     assert d.content_layers == ("relu4_2",)
     assert [n for n, _ in d.style_layers] == ["relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
-    assert (d.optimizer, d.init, d.size, d.device, d.precision, d.weights) == \
-        ("lbfgs", "content", 512, "auto", "auto", "imagenet")
+    assert (d.optimizer, d.init, d.size, d.device, d.precision, d.weights) == (
+        "lbfgs",
+        "content",
+        512,
+        "auto",
+        "auto",
+        "imagenet",
+    )
 
 
 def test_json_round_trip_keeps_every_field():
-    custom = dataclasses.replace(s.DEFAULTS, size=777, optimizer="adam", init="noise", seed=42,
-                                 style_blend=(2.0, 1.0), step_size=0.05, preserve_colors=True,
-                                 weights="/tmp/w.pth", style_layers=(("conv1_1", 0.25), ("relu5_4", 3.0)))
+    custom = dataclasses.replace(
+        s.DEFAULTS,
+        size=777,
+        optimizer="adam",
+        init="noise",
+        seed=42,
+        style_blend=(2.0, 1.0),
+        step_size=0.05,
+        preserve_colors=True,
+        weights="/tmp/w.pth",
+        style_layers=(("conv1_1", 0.25), ("relu5_4", 3.0)),
+    )
     assert s.loads(s.dumps(custom)) == custom
 
 
@@ -38,9 +53,19 @@ def test_a_future_version_asks_for_an_update():
 
 
 def test_every_problem_is_listed_at_once():
-    doc = json.dumps({"format": "style-studio", "version": 1, "settings": {
-        "style_layers": {"relu9_9": 1, "relu1_1": -1, "relu2_1": "lots"},
-        "content_weight": "heavy", "tv_weight": -0.5, "size": 10, "sparkle": True}})
+    doc = json.dumps(
+        {
+            "format": "style-studio",
+            "version": 1,
+            "settings": {
+                "style_layers": {"relu9_9": 1, "relu1_1": -1, "relu2_1": "lots"},
+                "content_weight": "heavy",
+                "tv_weight": -0.5,
+                "size": 10,
+                "sparkle": True,
+            },
+        }
+    )
     with pytest.raises(SettingsError) as info:
         s.loads(doc)
     problems = info.value.problems

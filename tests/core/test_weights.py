@@ -13,7 +13,13 @@ from torchvision.models import vgg19
 
 from style_studio.core.errors import Cancelled, WeightsError
 from style_studio.core.weights import (
-    IMAGENET_URL, build_features, download_imagenet, imagenet_cache_path, load_weights, read_state_dict)
+    IMAGENET_URL,
+    build_features,
+    download_imagenet,
+    imagenet_cache_path,
+    load_weights,
+    read_state_dict,
+)
 from tests.conftest import PROXY_WEIGHTS
 
 
@@ -85,8 +91,11 @@ def test_a_wrong_shape_is_named(tmp_path, full_state_file):
     state["features.0.weight"] = torch.zeros(32, 3, 3, 3)
     path = tmp_path / "shape.pth"
     torch.save(state, path)
-    with pytest.raises(WeightsError, match=r"features\.0\.weight has shape \(32, 3, 3, 3\), VGG19 expects "
-                                           r"\(64, 3, 3, 3\)"):
+    with pytest.raises(
+        WeightsError,
+        match=r"features\.0\.weight has shape \(32, 3, 3, 3\), VGG19 expects "
+        r"\(64, 3, 3, 3\)",
+    ):
         load_weights(str(path))
 
 
@@ -185,8 +194,7 @@ def test_download_over_http_writes_where_torchvision_looks(tmp_path, monkeypatch
     digest = hashlib.sha256(payload).hexdigest()[:8]
     server = _Server(payload, len(payload))
     try:
-        path = download_imagenet(url=f"{server.url}/vgg19-{digest}.pth",
-                                 dest=imagenet_cache_path())
+        path = download_imagenet(url=f"{server.url}/vgg19-{digest}.pth", dest=imagenet_cache_path())
     finally:
         server.close()
     assert path == tmp_path / "hub" / "checkpoints" / "vgg19-dcbb9e9d.pth"
@@ -211,7 +219,8 @@ def test_the_default_url_is_torchvisions():
 
 def test_the_url_is_torchvisions_own():
     from torchvision.models.vgg import VGG19_Weights
-    assert IMAGENET_URL == VGG19_Weights.IMAGENET1K_V1.url
+
+    assert VGG19_Weights.IMAGENET1K_V1.url == IMAGENET_URL
 
 
 @pytest.mark.parametrize("env", [{"TORCH_HOME": "/opt/th"}, {"XDG_CACHE_HOME": "/var/cache/me"}, {}])
@@ -221,6 +230,7 @@ def test_the_cache_path_without_torch_loaded_is_torchs(monkeypatch, env):
     import torch.hub
 
     from style_studio.core import weights as w
+
     for key in ("TORCH_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():

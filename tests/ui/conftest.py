@@ -29,6 +29,7 @@ def _no_dangling_qthreads(qapp):
 @pytest.fixture
 def store(tmp_path):
     from style_studio.ui.store import Store
+
     return Store(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
 
 

@@ -43,8 +43,9 @@ def test_a_failed_download_says_why_and_offers_the_other_choices(qtbot, tmp_path
     qtbot.waitUntil(lambda: not dialog.downloading(), timeout=30_000)
     assert "could not download" in dialog.status.text()
     assert dialog.untrained_button.isEnabled() and dialog.file_button.isEnabled()
-    assert not weights.imagenet_cache_path().parent.exists() or \
-        list(weights.imagenet_cache_path().parent.iterdir()) == []
+    assert (
+        not weights.imagenet_cache_path().parent.exists() or list(weights.imagenet_cache_path().parent.iterdir()) == []
+    )
 
 
 def test_cancel_during_a_download_leaves_no_file(qtbot, tmp_path, monkeypatch):

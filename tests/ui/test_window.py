@@ -19,8 +19,9 @@ from tests.ui.conftest import FAST
 
 
 def drop(widget, mime: QMimeData) -> None:
-    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
+    event = QDropEvent(
+        QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    )
     widget.dropEvent(event)
 
 
@@ -77,10 +78,19 @@ def test_a_web_address_is_refused_with_what_to_do(window):
     assert "web addresses cannot be opened directly" in window.banner.text()
 
 
-def test_paste_from_the_clipboard(window):
+@pytest.fixture
+def clipboard():
+    board = QGuiApplication.clipboard()
+    yield board
+    # The clipboard owns the QMimeData; left there, Qt deletes its Python
+    # wrapper after the interpreter is gone and the process crashes at exit.
+    board.clear()
+
+
+def test_paste_from_the_clipboard(window, clipboard):
     mime = QMimeData()
     mime.setImageData(pil_to_qimage(Image.new("RGB", (20, 24), (255, 0, 0))))
-    QGuiApplication.clipboard().setMimeData(mime)
+    clipboard.setMimeData(mime)
     window.paste_action.trigger()
     assert window.content.name == "pasted image" and window.content.image.size == (20, 24)
     window.paste_style_action.trigger()
@@ -124,10 +134,24 @@ def test_layer_and_weight_sliders_map_to_settings(window):
 
 
 def test_settings_show_in_the_controls_and_come_back_unchanged(window):
-    custom = dataclasses.replace(FAST, size=640, iterations=123, scales=3, optimizer="adam", init="noise", seed=9,
-                                 preserve_colors=True, style_scale=0.7, pooling="avg", precision="fp32",
-                                 content_weight=2.0, style_weight=40.0, tv_weight=0.01,
-                                 content_layers=("relu3_2",), style_layers=(("relu1_1", 0.5), ("relu4_1", 2.0)))
+    custom = dataclasses.replace(
+        FAST,
+        size=640,
+        iterations=123,
+        scales=3,
+        optimizer="adam",
+        init="noise",
+        seed=9,
+        preserve_colors=True,
+        style_scale=0.7,
+        pooling="avg",
+        precision="fp32",
+        content_weight=2.0,
+        style_weight=40.0,
+        tv_weight=0.01,
+        content_layers=("relu3_2",),
+        style_layers=(("relu1_1", 0.5), ("relu4_1", 2.0)),
+    )
     window.controls.set_settings(custom)
     assert window.current_settings() == custom
 
@@ -217,7 +241,8 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
     run_to_end(qtbot, window)
     target = tmp_path / "result.png"
     assert window.export_to(target)
-    assert Image.open(target).size == (48, 32)
+    with Image.open(target) as exported:
+        assert exported.size == (48, 32)
     saved = settings_mod.loads(read_metadata(target))
     assert saved == window.current_settings()
     assert json.loads(read_metadata(target))["weights_label"].startswith("untrained")
@@ -281,16 +306,25 @@ def test_presets_save_and_load(window, tmp_path):
     assert window.current_settings().iterations == 77
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{broken", "not valid JSON"),
-    ('{"format": "style-studio", "version": 7, "settings": {}}', "newer Style Studio"),
-    ('{"format": "style-studio", "version": 1, "settings": {"style_layers": {"relu9_1": 1}, "size": 300}}',
-     "unknown style layer 'relu9_1'"),
-    ('{"format": "style-studio", "version": 1, "settings": {"tv_weight": -3, "size": 300}}',
-     "tv_weight must be a number >= 0"),
-    ('{"format": "style-studio", "version": 1, "settings": {"style_weight": "lots", "size": 300}}',
-     "style_weight must be a number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{broken", "not valid JSON"),
+        ('{"format": "style-studio", "version": 7, "settings": {}}', "newer Style Studio"),
+        (
+            '{"format": "style-studio", "version": 1, "settings": {"style_layers": {"relu9_1": 1}, "size": 300}}',
+            "unknown style layer 'relu9_1'",
+        ),
+        (
+            '{"format": "style-studio", "version": 1, "settings": {"tv_weight": -3, "size": 300}}',
+            "tv_weight must be a number >= 0",
+        ),
+        (
+            '{"format": "style-studio", "version": 1, "settings": {"style_weight": "lots", "size": 300}}',
+            "style_weight must be a number",
+        ),
+    ],
+)
 def test_a_bad_preset_is_refused_and_nothing_is_applied(window, tmp_path, text, message):
     before = window.current_settings()
     path = tmp_path / "bad.json"
