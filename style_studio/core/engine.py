@@ -32,12 +32,12 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
-from . import color
+from . import color, memory
 from .device import Compute, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import VGG19, Captured, TruncatedVGG, capture
-from .imageio import fit_size
-from .layers import LAYER_NAMES, deepest
+from .imageio import check_image_fits, fit_size
+from .layers import min_input_side
 from .losses import magnitude, relative_mse, total_variation
 from .settings import Settings
 from .weights import LoadedWeights, build_features
@@ -153,20 +153,19 @@ def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[t
     return sizes
 
 
-def min_input_side(layers: Sequence[str]) -> int:
-    """Smallest image side the network can read the deepest layer from (2 ** pools before it)."""
-    stop = deepest(list(layers))
-    return 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool"))
-
-
 def features_for(weights: LoadedWeights, compute: Compute) -> VGG19:
-    """VGG19 with ``weights`` on the compute device, shared between runs."""
-    return _features_on(weights, str(compute.device), compute.memory_format)
+    """VGG19 with ``weights`` on the compute device, in the compute dtype, shared between runs.
+
+    Under mixed precision the weights are stored in the autocast dtype: autocast
+    would otherwise cast all 20 M parameters on every forward pass.
+    """
+    dtype = compute.autocast_dtype or torch.float32
+    return _features_on(weights, str(compute.device), compute.memory_format, dtype)
 
 
 @functools.lru_cache(maxsize=2)
-def _features_on(weights: LoadedWeights, device: str, memory_format: torch.memory_format) -> VGG19:
-    return VGG19(build_features(weights)).to(device).to(memory_format=memory_format)
+def _features_on(weights: LoadedWeights, device: str, memory_format: torch.memory_format, dtype: torch.dtype) -> VGG19:
+    return VGG19(build_features(weights)).to(device=device, dtype=dtype).to(memory_format=memory_format)
 
 
 def pil_to_tensor(image: Image.Image) -> Tensor:
@@ -345,18 +344,33 @@ class StyleTransfer:
         self.compute = resolve(settings.device, settings.precision)
         self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scales)
         self.iterations = [settings.iterations] * len(self.sizes)
-        final = self.sizes[-1]
         layers = list(settings.content_layers) + list(settings.active_style_layers)
-        if layers and min(final) < min_input_side(layers):
-            raise StyleStudioError(
-                f"the content image ({content.width}×{content.height}) would be {final[0]}×{final[1]} pixels "
-                f"at size {settings.size}; at least {min_input_side(layers)} pixels are needed on each side. "
-                "Use a larger size or a less elongated image"
-            )
+        if layers:
+            check_image_fits(self.content_image, settings.size, layers, "the content image")
+            for number, style in enumerate(self.style_images, start=1):
+                longest = max(1, round(settings.size * settings.style_scale))
+                check_image_fits(style, longest, layers, f"style image {number}")
+        self._check_memory()
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._result: Tensor | None = None
         self._final_content: Tensor | None = None
+
+    def _check_memory(self) -> None:
+        """Refuse, before anything is allocated, a run that will not fit in memory."""
+        device = self.compute.device
+        final = self.sizes[-1]
+        longest = max(1, round(max(final) * self.settings.style_scale))
+        style_sizes = [fit_size(s.width, s.height, longest) for s in self.style_images]
+        cuda_free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else None
+        memory.check_fits(
+            self.content_image.size,
+            self.settings.size,
+            style_sizes,
+            self.compute.precision,
+            memory.available_bytes(device.type, cuda_free),
+            "GPU" if device.type == "cuda" else "computer",
+        )
 
     # -- live changes -------------------------------------------------------
 
@@ -399,6 +413,28 @@ class StyleTransfer:
                 self._final_content = _resized(self.content_image, (width, height)).to(image.device)
             return color.with_chroma(image, self._final_content)
         return image
+
+    def evaluate(self, image: Image.Image) -> dict[str, float]:
+        """Loss terms of ``image`` at the requested size, as this run defines them.
+
+        For comparing results (e.g. a bf16 run's result judged by an fp32
+        objective). Returns {"total", "content", "tv", <style layer>: ...}.
+        Not available with preserve_colors (the result is not what is optimised).
+        """
+        if self.settings.preserve_colors:
+            raise StyleStudioError("evaluate() does not apply to preserve-colours runs")
+        features = features_for(self.weights, self.compute)
+        scale = self._scale_inputs(self.sizes[-1])
+        objective = _Objective(features, scale, self.settings, self.compute, self._to_input)
+        try:
+            rgb = _resized(image, self.sizes[-1]).to(self.compute.device)
+            with torch.no_grad():
+                terms = objective.evaluate(rgb, rgb)
+            values = {"total": terms.total.item(), "content": terms.content.item(), "tv": terms.tv.item()}
+            values.update({k: v.item() for k, v in terms.style.items()})
+            return values
+        finally:
+            objective.close()
 
     # -- the run ----------------------------------------------------------------
 
@@ -481,7 +517,9 @@ class StyleTransfer:
             return torch.optim.Adam([image], lr=lr)
         # One evaluation per step, history kept across steps. The losses are
         # relative (order 1), so torch's absolute tolerances would stop it early.
-        return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=50, tolerance_grad=0.0, tolerance_change=0.0)
+        # 20 corrections: 7 % less time per run than 50, 0.2 % higher loss after
+        # 150 iterations at 256 px (measured with the proxy weights).
+        return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=20, tolerance_grad=0.0, tolerance_change=0.0)
 
     def _optimise(self, index: int, start: Tensor, scale: _Scale, features: VGG19) -> Generator[Progress, None, Tensor]:
         """Optimise at one scale; returns the best image (generator return value)."""

@@ -8,6 +8,7 @@ metadata) speaks in the names defined here: ``conv1_1`` ... ``conv5_4``,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 # Convolutions per block in VGG19 (torchvision's configuration "E").
@@ -59,6 +60,12 @@ def channels(name: str) -> int:
     return (64, 128, 256, 512, 512)[block - 1]
 
 
-def deepest(names: list[str] | tuple[str, ...] | set[str]) -> int:
+def deepest(names: Iterable[str]) -> int:
     """Index of the deepest layer among ``names`` (the truncation point)."""
     return max(layer_index(n) for n in names)
+
+
+def min_input_side(names: Iterable[str]) -> int:
+    """Smallest image side from which VGG can compute all ``names``: 2 ** (pools before the deepest)."""
+    stop = deepest(names)
+    return 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool"))

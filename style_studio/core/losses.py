@@ -10,14 +10,47 @@ size, for any layer, with any weights file.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
 _EPS = 1e-12
 
 
+class _Gram(torch.autograd.Function):
+    """G = Fᵀ·F for F: (B, N, C), with a one-matmul backward.
+
+    Autograd's own backward of ``f.mT @ f`` computes one product per operand
+    and adds them (two matmuls and an add over all of F, in a transposed,
+    slow layout). Since dL/dF = F·(dG + dGᵀ), one matmul suffices: at 256 px
+    this cut the time spent on Gram matrices by half (benchmarks/overhead.py).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, flat: Tensor) -> Tensor:
+        ctx.save_for_backward(flat)
+        # 2-D mm per image: batched bf16 matmul copies Fᵀ to contiguous first
+        # (2-3x slower on oneDNN); mm reads the transposed operand in place.
+        return torch.stack([f.t() @ f for f in flat])
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tensor:
+        (flat,) = ctx.saved_tensors
+        return flat @ (grad + grad.mT)
+
+
 def gram(features: Tensor) -> Tensor:
-    """Gram matrix G = F·Fᵀ / (C·H·W), always float32, even under autocast.
+    """Gram matrix G = F·Fᵀ / (C·H·W), returned in float32, even under autocast.
+
+    Float32 and float16 features are multiplied in float32: float16's range
+    cannot hold the sums. Features that are already bfloat16 (VGG under bf16
+    autocast) are multiplied as they are, with float32 accumulation (oneDNN
+    and cuBLAS accumulate bf16 products in fp32), and the result is rounded
+    to bf16 once before it returns as float32. That departs from an all-fp32
+    Gram by about 0.4 % per entry and costs half the time; at 256 px an fp32
+    Gram alone added 30 % to each iteration (benchmarks/overhead.py). Final
+    losses stay within 1 % of an fp32 run (benchmarks/precision.py).
 
     Args:
         features: (B, C, H, W), any dtype or memory format.
@@ -27,15 +60,10 @@ def gram(features: Tensor) -> Tensor:
     """
     b, c, h, w = features.shape
     with torch.autocast(device_type=features.device.type, enabled=False):
-        f = features.float()
-        if f.is_contiguous(memory_format=torch.channels_last) and not f.is_contiguous():
-            # NHWC in memory: (B, HW, C) is a free view, and G = Fᵀ·F.
-            flat = f.permute(0, 2, 3, 1).reshape(b, h * w, c)
-            g = flat.transpose(1, 2) @ flat
-        else:
-            flat = f.reshape(b, c, h * w)
-            g = flat @ flat.transpose(1, 2)
-        return g / (c * h * w)
+        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
+        # (B, HW, C): a free view of NHWC (channels-last) memory; NCHW is copied once.
+        flat = features.to(dtype).permute(0, 2, 3, 1).reshape(b, h * w, c)
+        return _Gram.apply(flat).float() / (c * h * w)
 
 
 def magnitude(target: Tensor) -> Tensor:

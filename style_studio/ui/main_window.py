@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -42,7 +43,7 @@ from PySide6.QtWidgets import (
 from .. import APP_NAME, __version__
 from ..core import settings as settings_mod
 from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
-from ..core.imageio import FORMATS, fit_size, read_metadata, save_image
+from ..core.imageio import FORMATS, check_image_fits, fit_size, read_metadata, save_image
 from ..core.settings import Settings
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, icon_path, resources_dir, sample
 from .controls import ControlsPanel
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
     """Style Studio's window. ``store`` is injectable for tests."""
 
     resultChanged = Signal()
+    exportFinished = Signal(str, str)  # path, error ("" when it worked)
 
     def __init__(
         self,
@@ -133,7 +135,7 @@ class MainWindow(QMainWindow):
         self._rates: deque[tuple[float, int]] = deque(maxlen=20)
         self._final_size: tuple[int, int] | None = None
         self._compare: HistoryEntry | None = None
-        self._closing = False
+        self._export_thread: threading.Thread | None = None
 
         self._build_ui()
         self._build_actions()
@@ -336,10 +338,10 @@ class MainWindow(QMainWindow):
             toolbar.addSeparator() if a is None else toolbar.addAction(a)
 
     def _connect(self) -> None:
-        self.content_zone.imagesDropped.connect(lambda items: self.set_content(items[0]))
+        self.content_zone.imagesDropped.connect(lambda items: self.use_as_content(items[0]))
         self.content_zone.refused.connect(self.show_error)
         self.content_zone.clicked.connect(self.open_content)
-        self.style_zone.imagesDropped.connect(lambda items: [self.add_style(i) for i in items])
+        self.style_zone.imagesDropped.connect(lambda items: [self.use_as_style(i) for i in items])
         self.style_zone.refused.connect(self.show_error)
         self.style_zone.clicked.connect(self.add_style_dialog)
         self.start_button.clicked.connect(self.start)
@@ -363,6 +365,7 @@ class MainWindow(QMainWindow):
             lambda e: self.apply_settings(e.settings, "Settings restored from the history")
         )
         self.history.exportRequested.connect(lambda e: self.export_dialog(entry=e))
+        self.exportFinished.connect(self._export_done)
 
     # -- inputs ----------------------------------------------------------------------
 
@@ -382,6 +385,28 @@ class MainWindow(QMainWindow):
             self.set_content(InputImage.from_file(sample(*DEFAULT_CONTENT)))
         if not self.style_rows:
             self.add_style(InputImage.from_file(sample(*DEFAULT_STYLE)))
+
+    def _fits(self, item: InputImage, role: str) -> bool:
+        """Refuse, with a message, an image too thin to stylise at the current settings."""
+        settings = self.controls.settings()
+        layers = list(settings.content_layers) + list(settings.active_style_layers)
+        longest = settings.size if role == "content" else max(1, round(settings.size * settings.style_scale))
+        try:
+            if layers:
+                check_image_fits(item.image, longest, layers, f"the {role} image")
+        except StyleStudioError as exc:
+            self.show_error(f"{item.name}: {exc}")
+            return False
+        return True
+
+    def use_as_content(self, item: InputImage) -> None:
+        """The user gave a content image (drop, paste, Open): check it, then use it."""
+        if self._fits(item, "content"):
+            self.set_content(item)
+
+    def use_as_style(self, item: InputImage) -> None:
+        if self._fits(item, "style"):
+            self.add_style(item)
 
     def set_content(self, item: InputImage) -> None:
         self.content = item
@@ -417,13 +442,13 @@ class MainWindow(QMainWindow):
     def open_content(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open content image", self._open_dir(), IMAGE_FILTER)
         if path:
-            self._load_file(path, self.set_content)
+            self._load_file(path, self.use_as_content)
 
     def add_style_dialog(self) -> None:
         start = str(resources_dir() / "samples" / "style")
         paths, _ = QFileDialog.getOpenFileNames(self, "Add style images", start, IMAGE_FILTER)
         for path in paths:
-            self._load_file(path, self.add_style)
+            self._load_file(path, self.use_as_style)
 
     def _load_file(self, path: str | Path, use) -> bool:
         try:
@@ -443,11 +468,11 @@ class MainWindow(QMainWindow):
     def paste_content(self) -> None:
         items = self._paste("content")
         if items:
-            self.set_content(items[0])
+            self.use_as_content(items[0])
 
     def paste_style(self) -> None:
         for item in self._paste("a style"):
-            self.add_style(item)
+            self.use_as_style(item)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
         if can_accept(event.mimeData()):
@@ -466,7 +491,7 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return
         event.acceptProposedAction()
-        self.set_content(items[0])
+        self.use_as_content(items[0])
 
     def _restore_from_file(self, path: Path) -> bool:
         try:
@@ -739,11 +764,19 @@ class MainWindow(QMainWindow):
         self.export_to(target, entry=entry)
 
     def export_to(self, path: Path, *, entry: HistoryEntry | None = None) -> bool:
-        """Write the result (or a history entry) with its settings embedded."""
+        """Start writing the result (or a history entry) with its settings embedded.
+
+        The file is written in a background thread (a large TIFF takes
+        seconds) and atomically; ``exportFinished`` reports the outcome.
+        Returns False when nothing could be started.
+        """
         image = entry.result if entry else self.result
         settings = entry.settings if entry else self.result_settings
         if image is None or settings is None:
             self.show_error("Nothing to export yet: press Start to make a picture first.")
+            return False
+        if self.exporting():
+            self.show_error("An export is still being written; try again in a moment.")
             return False
         weights = entry.weights_label if entry else (self.weights_in_use or "")
         metadata = settings_mod.dumps(
@@ -753,13 +786,36 @@ class MainWindow(QMainWindow):
             content=self.content.name if self.content else None,
             styles=[r.item.name for r in self.style_rows],
         )
-        try:
-            save_image(image, path, metadata, software=f"{APP_NAME} {__version__}")
-        except StyleStudioError as exc:
-            self.show_error(str(exc))
-            return False
-        self.show_info(f"Exported {path.name} ({image.width}×{image.height})")
+
+        def write() -> None:
+            try:
+                save_image(image, path, metadata, software=f"{APP_NAME} {__version__}")
+                error = ""
+            except StyleStudioError as exc:
+                error = str(exc)
+            except Exception as exc:  # never lose the window over an export
+                log.exception("export failed")
+                error = f"{path}: the export failed ({exc})"
+            self.exportFinished.emit(str(path), error)  # queued to the GUI thread
+
+        self.show_info(f"Exporting {path.name}…")
+        self._export_thread = threading.Thread(target=write, name="style-studio-export")
+        self._export_thread.start()
+        self._update_state()
         return True
+
+    def exporting(self) -> bool:
+        return self._export_thread is not None and self._export_thread.is_alive()
+
+    def _export_done(self, path: str, error: str) -> None:
+        if self._export_thread is not None:
+            self._export_thread.join()
+            self._export_thread = None
+        if error:
+            self.show_error(error)
+        else:
+            self.show_info(f"Exported {Path(path).name}")
+        self._update_state()
 
     # -- state and messages --------------------------------------------------------------------
 
@@ -789,7 +845,7 @@ class MainWindow(QMainWindow):
         self.start_button.setEnabled(self.start_action.isEnabled())
         self.stop_action.setEnabled(running and not stopping)
         self.stop_button.setEnabled(self.stop_action.isEnabled())
-        self.export_action.setEnabled(self.result is not None)
+        self.export_action.setEnabled(self.result is not None and not self.exporting())
         self._update_weights_label()
 
     def _persist(self) -> None:
@@ -808,8 +864,9 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
-        self._closing = True
         self.controller.shutdown()
+        if self._export_thread is not None:
+            self._export_thread.join()  # an export in progress is finished, never cut off
         self._persist()
         self.store.save_geometry(self.saveGeometry(), self.saveState())
         self.store.sync()

@@ -34,11 +34,31 @@ def test_gram_matches_the_definition_for_random_features_in_both_memory_formats(
     torch.testing.assert_close(gram(f.contiguous(memory_format=torch.channels_last)), expected)
 
 
-def test_gram_is_float32_under_bf16_autocast():
-    f = torch.randn(1, 8, 6, 7)
+def test_gram_is_float32_under_bf16_autocast_and_close_to_the_fp32_gram():
+    f = torch.randn(1, 64, 32, 32).bfloat16()
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        g = gram(f.bfloat16())
+        g = gram(f)
     assert g.dtype == torch.float32
+    exact = gram(f.float())
+    assert ((g - exact).abs().max() / exact.abs().max()).item() < 0.01
+
+
+def test_float16_features_are_multiplied_in_float32():
+    # 300² · 64 · 64 would overflow float16 (max 65504) before normalisation.
+    f = torch.full((1, 4, 64, 64), 300.0).half()
+    g = gram(f)
+    assert torch.isfinite(g).all()
+    torch.testing.assert_close(g, torch.full((1, 4, 4), 300.0**2 / 4))
+
+
+def test_gram_gradient_matches_autograd_of_the_definition():
+    x = torch.randn(1, 8, 5, 6, requires_grad=True)
+    weights = torch.randn(1, 8, 8)
+    (gram(x) * weights).sum().backward()
+    y = x.detach().clone().requires_grad_(True)
+    flat = y.reshape(1, 8, 30)
+    ((flat @ flat.mT / 240) * weights).sum().backward()
+    torch.testing.assert_close(x.grad, y.grad)
 
 
 def test_relative_loss_is_zero_at_target_and_one_for_zero_image():

@@ -240,7 +240,9 @@ def test_a_run_error_is_shown_and_the_app_keeps_going(qtbot, window):
 def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, window, tmp_path):
     run_to_end(qtbot, window)
     target = tmp_path / "result.png"
-    assert window.export_to(target)
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as blocker:
+        assert window.export_to(target)
+    assert blocker.args == [str(target), ""]
     with Image.open(target) as exported:
         assert exported.size == (48, 32)
     saved = settings_mod.loads(read_metadata(target))
@@ -254,8 +256,11 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
 
 def test_export_failure_is_a_message_and_nothing_is_written(qtbot, window, tmp_path):
     run_to_end(qtbot, window)
-    assert not window.export_to(tmp_path / "missing" / "result.png")
-    assert "does not exist" in window.banner.text()
+    target = tmp_path / "missing" / "result.png"
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as blocker:
+        window.export_to(target)
+    assert "does not exist" in blocker.args[1] and "does not exist" in window.banner.text()
+    assert not target.exists()
 
 
 def test_export_before_any_result_says_so(window, tmp_path):

@@ -1,0 +1,103 @@
+"""Automatic precision against fp32: speed per iteration, and the losses it reaches.
+
+Speed: iterations of an fp32 run and an ``auto``-precision run are
+interleaved one for one in the same process at 512 px; the ratio of their
+medians is the speed-up. Quality: both runs' results are judged by the same
+fp32 objective; the relative difference of the total losses must stay under
+5 %. Both with trained features (the proxy weights) and untrained ones.
+Side-by-side images go to benchmarks/out/precision-*.png to look at.
+
+    python benchmarks/precision.py                   # 512 px, 100 iterations
+    python benchmarks/precision.py --iterations 300  # the full default run
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from _common import PROXY, images, machine, median, table, weights
+
+SPEED_TARGET = 1.8
+LOSS_TOLERANCE = 0.05
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def compare(choice: str, size: int, iterations: int, speed_pairs: int) -> list[object]:
+    from PIL import Image
+
+    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.settings import DEFAULTS
+
+    loaded = weights(choice)
+    content, style = images(size)
+    base = dataclasses.replace(DEFAULTS, size=size, iterations=iterations, weights=loaded.choice, device="cpu")
+    runs = {
+        p: StyleTransfer(
+            content, [style], dataclasses.replace(base, precision=p), loaded, preview_interval=float("inf")
+        )
+        for p in ("fp32", "auto")
+    }
+    generators = {p: t.run() for p, t in runs.items()}
+    times: dict[str, list[float]] = {p: [] for p in runs}
+    for step in range(iterations + 1):  # + the final record
+        for precision, generator in generators.items():
+            start = time.perf_counter()
+            next(generator, None)
+            if 2 <= step < 2 + speed_pairs:
+                times[precision].append(time.perf_counter() - start)
+    judge = runs["fp32"]
+    losses = {p: judge.evaluate(t.result)["total"] for p, t in runs.items()}
+    OUT.mkdir(exist_ok=True)
+    a, b = runs["fp32"].result, runs["auto"].result
+    sheet = Image.new("RGB", (a.width * 2 + 8, a.height), "white")
+    sheet.paste(a, (0, 0))
+    sheet.paste(b, (a.width + 8, 0))
+    name = "proxy" if Path(choice) == PROXY else choice
+    sheet.save(OUT / f"precision-{name}.png")
+    speedup = median(times["fp32"]) / median(times["auto"])
+    difference = abs(losses["auto"] - losses["fp32"]) / losses["fp32"]
+    return [
+        loaded.label.split(" (")[0],
+        runs["auto"].compute.precision,
+        f"{median(times['fp32']) * 1000:.0f}",
+        f"{median(times['auto']) * 1000:.0f}",
+        f"{speedup:.2f}",
+        f"{losses['fp32']:.4f}",
+        f"{losses['auto']:.4f}",
+        f"{difference * 100:.2f} %",
+        "yes" if speedup >= SPEED_TARGET and difference <= LOSS_TOLERANCE else "NO",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--pairs", type=int, default=10, help="iterations timed per precision")
+    args = parser.parse_args()
+    choices = ([str(PROXY)] if PROXY.exists() else []) + ["untrained"]
+    rows = [compare(choice, args.size, args.iterations, args.pairs) for choice in choices]
+    print(f"Automatic precision vs fp32 at {args.size} px, {args.iterations} L-BFGS iterations ({machine()})")
+    print(
+        table(
+            [
+                "weights",
+                "auto is",
+                "fp32 ms/it",
+                "auto ms/it",
+                "speed-up",
+                "fp32 loss",
+                "auto loss",
+                "difference",
+                f">= {SPEED_TARGET}x, <= 5 %",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
