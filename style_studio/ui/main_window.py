@@ -459,8 +459,9 @@ class MainWindow(QMainWindow):
             return False
 
     def _paste(self, what: str) -> list[InputImage]:
+        """Images on the clipboard (image data, or copied files), named "pasted image"."""
         try:
-            return images_from_mime(QGuiApplication.clipboard().mimeData(), "pasted image")
+            return images_from_mime(QGuiApplication.clipboard().mimeData(), "pasted image", "the clipboard")
         except ImageLoadError as exc:
             self.show_error(f"Nothing to paste as {what}: {exc}")
             return []

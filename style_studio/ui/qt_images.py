@@ -59,13 +59,18 @@ class InputImage:
         return cls(load_image(path), path.name, path)
 
 
-def images_from_mime(mime: QMimeData, what: str = "dropped image") -> list[InputImage]:
+def images_from_mime(mime: QMimeData | None, what: str = "dropped image", source: str = "the drop") -> list[InputImage]:
     """The images a drop or a paste carries: local files first, else image data.
+
+    ``what`` names image data that comes without a file; ``source`` is where
+    it came from, for the message when there is nothing usable.
 
     Raises:
         ImageLoadError: nothing usable; the message says why (a bad file, a
             web address, or no image at all).
     """
+    if mime is None:
+        raise ImageLoadError(f"there is no image on {source}")
     urls: list[QUrl] = list(mime.urls()) if mime.hasUrls() else []
     local = [Path(u.toLocalFile()) for u in urls if u.isLocalFile()]
     if local:
@@ -79,7 +84,7 @@ def images_from_mime(mime: QMimeData, what: str = "dropped image") -> list[Input
             return [InputImage(decode_image(bytes(mime.data(fmt).data()), what), what)]
     if urls:
         return _refuse_remote(urls[0])
-    raise ImageLoadError(f"{what}: there is no image in it")
+    raise ImageLoadError(f"there is no image on {source}")
 
 
 def _refuse_remote(url: QUrl) -> list[InputImage]:
