@@ -33,6 +33,7 @@ from PIL import Image
 from torch import Tensor
 
 from . import color, memory
+from .cancel import CancelToken
 from .device import Compute, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import VGG19, Captured, TruncatedVGG, capture
@@ -120,24 +121,6 @@ def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-class CancelToken:
-    """A thread-safe flag the run checks every iteration (and inside L-BFGS's closure)."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def raise_if_cancelled(self) -> None:
-        if self._event.is_set():
-            raise Cancelled()
-
-
 def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[tuple[int, int]]:
     """(width, height) of each scale, coarse to fine; the last is the requested size.
 
@@ -160,6 +143,9 @@ def features_for(weights: LoadedWeights, compute: Compute) -> VGG19:
     would otherwise cast all 20 M parameters on every forward pass.
     """
     dtype = compute.autocast_dtype or torch.float32
+    if compute.device.type == "cuda":
+        # The image size is fixed for hundreds of iterations: let cuDNN pick its fastest kernels.
+        torch.backends.cudnn.benchmark = True
     return _features_on(weights, str(compute.device), compute.memory_format, dtype)
 
 
