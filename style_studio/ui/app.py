@@ -13,7 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from .. import APP_ID, APP_NAME, __version__
-from ..resources import icon_path
+from ..resources import icon_files
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,13 @@ def _warm_up() -> None:
         log.exception("loading the compute engine failed")
 
 
+def app_icon() -> QIcon:
+    icon = QIcon()
+    for path in icon_files():
+        icon.addFile(str(path))
+    return icon
+
+
 def create_application(argv: Sequence[str] | None = None) -> QApplication:
     app = QApplication.instance()
     if not isinstance(app, QApplication):
@@ -35,8 +42,7 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     QCoreApplication.setApplicationName(APP_NAME)
     QCoreApplication.setApplicationVersion(__version__)
     app.setDesktopFileName(APP_ID)
-    if icon_path().is_file():
-        app.setWindowIcon(QIcon(str(icon_path())))
+    app.setWindowIcon(app_icon())
     return app
 
 

@@ -19,7 +19,6 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDropEvent,
     QGuiApplication,
-    QIcon,
     QImage,
     QKeySequence,
 )
@@ -45,7 +44,7 @@ from ..core import settings as settings_mod
 from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import FORMATS, check_image_fits, fit_size, read_metadata, save_image
 from ..core.settings import Settings
-from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, icon_path, resources_dir, sample
+from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .controls import ControlsPanel
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
@@ -124,8 +123,6 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.store = store or Store()
         self.setWindowTitle(APP_NAME)
-        if icon_path().is_file():
-            self.setWindowIcon(QIcon(str(icon_path())))
         self.controller = RunController(self)
         self.content: InputImage | None = None
         self.style_rows: list[StyleRow] = []
