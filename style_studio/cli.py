@@ -62,7 +62,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
     r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
     r.add_argument(
-        "--iterations", type=int, default=d.iterations, help=f"iterations at the final scale (default {d.iterations})"
+        "--iterations", type=int, default=d.iterations, help=f"iterations at each scale (default {d.iterations})"
     )
     r.add_argument("--scales", type=int, default=d.scales, help=f"coarse-to-fine scales (default {d.scales})")
     r.add_argument("--optimizer", choices=settings_mod.OPTIMIZERS, default=d.optimizer)

@@ -56,7 +56,7 @@ class Settings:
     size: int = 512
     """Longest side of the output, in pixels."""
     iterations: int = 300
-    """Optimiser steps (one forward and backward pass each) at the final scale."""
+    """Optimiser steps (one forward and backward pass each) at each scale."""
     scales: int = 1
     """Coarse-to-fine scales; each coarser one halves the size. 1 = single scale."""
     optimizer: str = "lbfgs"

@@ -43,7 +43,7 @@ TIPS = {
     "style_weight": "How strongly the picture takes on the style. Higher: more painting, less photo.",
     "tv_weight": "Smoothing. Higher removes speckle and noise but blurs fine strokes.",
     "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
-    "iterations": "Optimisation steps at the final size. More steps: a more finished picture.",
+    "iterations": "Optimisation steps at each scale. More steps: a more finished picture.",
     "scales": (
         "Coarse-to-fine: start at a smaller size and refine. 2-3 scales give large, coherent strokes "
         "and reach a good picture sooner. 1 = work at full size only."

@@ -498,12 +498,17 @@ class MainWindow(QMainWindow):
             return False
         if text is None:
             return False
+        self._apply_document(text, path.name, f"Settings restored from {path.name}")
+        return True
+
+    def _apply_document(self, text: str | bytes, source: str, message: str) -> bool:
+        """Apply a settings document (preset or embedded metadata), or say what is wrong with it."""
         try:
-            settings = settings_mod.loads(text, source=path.name)
+            settings = settings_mod.loads(text, source=source)
         except SettingsError as exc:
             self.show_error(str(exc))
-            return True
-        self.apply_settings(settings, f"Settings restored from {path.name}")
+            return False
+        self.apply_settings(settings, message)
         return True
 
     # -- settings ----------------------------------------------------------------------
@@ -574,15 +579,11 @@ class MainWindow(QMainWindow):
 
     def load_preset(self, path: Path) -> bool:
         try:
-            settings = settings_mod.loads(path.read_bytes(), source=path.name)
+            text = path.read_bytes()
         except OSError as exc:
             self.show_error(f"{path}: could not read the preset ({exc.strerror or exc})")
             return False
-        except SettingsError as exc:
-            self.show_error(str(exc))
-            return False
-        self.apply_settings(settings, f"Preset {path.name} loaded")
-        return True
+        return self._apply_document(text, path.name, f"Preset {path.name} loaded")
 
     def choose_weights_file(self) -> None:
         start = str(self.store.weights_file().parent) if self.store.weights_file() else str(Path.home())

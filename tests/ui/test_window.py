@@ -31,6 +31,13 @@ def files(*paths) -> QMimeData:
     return mime
 
 
+def start_long_run(qtbot, window) -> None:
+    """Start a run that would take minutes, and return once its first iteration is done."""
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+        window.start()
+
+
 def run_to_end(qtbot, window, timeout=60_000):
     with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
         window.start()
@@ -181,9 +188,7 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
 
 
 def test_stop_during_a_run_keeps_the_picture(qtbot, window):
-    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
-    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
-        window.start()
+    start_long_run(qtbot, window)
     assert window.stop_button.isEnabled() and not window.start_button.isEnabled()
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
         window.stop_button.click()
@@ -193,11 +198,9 @@ def test_stop_during_a_run_keeps_the_picture(qtbot, window):
 
 
 def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
-    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
     records = []
     window.controller.progressed.connect(records.append)
-    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
-        window.start()
+    start_long_run(qtbot, window)
     window.controls.tv_weight.spin.setValue(0)
     qtbot.waitUntil(lambda: records and records[-1].tv_loss == 0, timeout=30_000)
     assert records[0].tv_loss > 0
@@ -206,19 +209,15 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
 
 
 def test_closing_the_window_during_a_run_stops_it_cleanly(qtbot, window):
-    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
-    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
-        window.start()
+    start_long_run(qtbot, window)
     window.close()
     assert not window.controller.running  # and the fixture checks no QThread is left
 
 
 def test_start_while_the_last_run_is_still_stopping_runs_the_new_one(qtbot, window):
-    window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
     outcomes = []
     window.controller.finished.connect(outcomes.append)
-    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
-        window.start()
+    start_long_run(qtbot, window)
     window.stop()
     window.controls.set_settings(FAST)
     window.start()
