@@ -22,7 +22,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -172,6 +172,9 @@ def _resized(image: Image.Image, size: tuple[int, int]) -> Tensor:
     return pil_to_tensor(image)
 
 
+ToInput = Callable[[Tensor], Tensor]
+
+
 @dataclass
 class _Scale:
     """The inputs at one scale, on the compute device.
@@ -204,10 +207,12 @@ class _Terms:
 class _Objective:
     """The loss at one scale for one set of layers: network, hooks and targets.
 
-    Entering it registers the hooks; exiting removes them.
+    Creating it registers the hooks (and computes the targets through them);
+    ``close()`` removes them. ``to_input`` turns the optimised tensor into
+    VGG's RGB input.
     """
 
-    def __init__(self, features: VGG19, scale: _Scale, settings: Settings, compute: Compute, to_input: Any) -> None:
+    def __init__(self, features: VGG19, scale: _Scale, settings: Settings, compute: Compute, to_input: ToInput) -> None:
         self.settings = settings
         self.compute = compute
         self.content_layers = tuple(settings.content_layers)
@@ -240,7 +245,7 @@ class _Objective:
             self.net(image, self.compute.memory_format)
 
     @torch.no_grad()
-    def _targets(self, scale: _Scale, to_input: Any) -> None:
+    def _targets(self, scale: _Scale, to_input: ToInput) -> None:
         self._forward(to_input(scale.content))
         self.content_targets = {k: v.detach().clone() for k, v in self.captured.activations.items()}
         self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
