@@ -439,6 +439,7 @@ class StyleTransfer:
         self._started = time.perf_counter()
         self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes, strict=True))
         self._work_done = 0
+        self._rate_origin: tuple[float, int] | None = None
         self._last_preview = -math.inf
         self._last: Progress | None = None
         self._step = 0
@@ -636,9 +637,15 @@ class StyleTransfer:
     ) -> Progress:
         now = time.perf_counter()
         elapsed = now - self._started
+        # The rate comes from the iterations since the first one: the set-up before
+        # it (network, targets) would make an early ETA far too long.
+        if self._rate_origin is None:
+            self._rate_origin = (now, self._work_done)
         eta = None
-        if self._work_done:
-            eta = elapsed / self._work_done * (self._work_total - self._work_done)
+        origin_time, origin_work = self._rate_origin
+        if self._work_done > origin_work and now > origin_time:
+            rate = (self._work_done - origin_work) / (now - origin_time)
+            eta = (self._work_total - self._work_done) / rate
         preview = None
         if force_preview or now - self._last_preview >= self.preview_interval:
             preview = self._preview(image)
