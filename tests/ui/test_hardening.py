@@ -19,7 +19,6 @@ from style_studio.core import settings as settings_mod
 from style_studio.core.device import resolve
 from style_studio.core.engine import features_for
 from style_studio.core.imageio import save_image
-from style_studio.core.weights import load_weights
 from tests.ui.conftest import FAST
 
 
@@ -38,8 +37,9 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * 4096
 
 
-def vgg_hooks() -> int:
-    vgg = features_for(load_weights("untrained"), resolve("auto", "auto"))
+def vgg_hooks(window) -> int:
+    """Hooks left on the very VGG19 modules the window's runs use (its cached weights, the shared network)."""
+    vgg = features_for(window.controller.weights.get("untrained"), resolve("auto", "auto"))
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in vgg.modules())
 
 
@@ -66,7 +66,7 @@ def test_fifty_start_stop_cycles(qtbot, window):
                 qtbot.waitUntil(lambda w=wanted: len(records) >= w, timeout=30_000)
                 window.stop()
         assert not window.controller.running
-        assert vgg_hooks() == 0
+        assert vgg_hooks(window) == 0
         if cycle == 5:
             gc.collect()
             baseline = rss_bytes()
