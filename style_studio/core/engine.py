@@ -40,7 +40,7 @@ from .features import VGG19, Captured, TruncatedVGG, capture
 from .imageio import check_image_fits, fit_size
 from .layers import min_input_side
 from .losses import magnitude, relative_mse, total_variation
-from .settings import Settings
+from .settings import LIVE_FIELDS, Settings
 from .weights import LoadedWeights, build_features
 
 log = logging.getLogger(__name__)
@@ -380,11 +380,7 @@ class StyleTransfer:
             pending, self._pending = self._pending, None
         if pending is None:
             return None
-        live = {
-            k: getattr(pending, k)
-            for k in ("content_weight", "style_weight", "tv_weight", "style_layers", "style_blend")
-        }
-        return dataclasses.replace(self.settings, **live)
+        return dataclasses.replace(self.settings, **{k: getattr(pending, k) for k in LIVE_FIELDS})
 
     # -- result ---------------------------------------------------------------
 

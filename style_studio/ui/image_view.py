@@ -53,13 +53,6 @@ class ImageView(QWidget):
             self._before = image if isinstance(image, QPixmap) else QPixmap.fromImage(image)
         self.update()
 
-    def has_image(self) -> bool:
-        return not self._image.isNull()
-
-    def set_placeholder(self, text: str) -> None:
-        self._placeholder = text
-        self.update()
-
     # -- split ---------------------------------------------------------------
 
     def set_split(self, enabled: bool) -> None:

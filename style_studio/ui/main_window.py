@@ -109,7 +109,6 @@ class MessageBanner(QFrame):
 class MainWindow(QMainWindow):
     """Style Studio's window. ``store`` is injectable for tests."""
 
-    resultChanged = Signal()
     exportFinished = Signal(str, str)  # path, error ("" when it worked)
 
     def __init__(
@@ -242,6 +241,10 @@ class MainWindow(QMainWindow):
 
         self.weights_label = QLabel()
         self.device_label = QLabel()
+        self.zoom_label = QLabel()
+        self.zoom_label.setToolTip("Preview zoom: wheel to zoom, Ctrl+0 to fit, Ctrl+1 for 100 %")
+        self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
+        self.statusBar().addPermanentWidget(self.zoom_label)
         self.statusBar().addPermanentWidget(self.device_label)
         self.statusBar().addPermanentWidget(self.weights_label)
         self.setAcceptDrops(True)
@@ -705,7 +708,6 @@ class MainWindow(QMainWindow):
                     outcome.result, outcome.settings, outcome.weights_label or "", outcome.stop_reason or "failed"
                 )
             )
-            self.resultChanged.emit()
         if outcome.error:
             self.show_error(outcome.error)
             self.progress.setFormat("Stopped with an error")
