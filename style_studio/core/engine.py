@@ -396,10 +396,14 @@ class StyleTransfer:
         if image.shape[-2:] != (height, width):
             image = F.interpolate(image, size=(height, width), mode="bicubic", align_corners=False)
         if self.settings.preserve_colors:
-            if self._final_content is None:
-                self._final_content = _resized(self.content_image, (width, height)).to(image.device)
-            return color.with_chroma(image, self._final_content)
+            return color.with_chroma(image, self._chroma_source(image.device))
         return image
+
+    def _chroma_source(self, device: torch.device) -> Tensor:
+        """The content image at the requested size, resized once: the chroma of every preview and result."""
+        if self._final_content is None:
+            self._final_content = _resized(self.content_image, self.sizes[-1]).to(device)
+        return self._final_content
 
     def evaluate(self, image: Image.Image) -> dict[str, float]:
         """Loss terms of ``image`` at the requested size, as this run defines them.
@@ -678,7 +682,7 @@ class StyleTransfer:
             image = F.interpolate(image, size=(h, w), mode="bilinear", antialias=True, align_corners=False)
         if self.settings.preserve_colors:
             content = F.interpolate(
-                _resized(self.content_image, self.sizes[-1]).to(image.device),
+                self._chroma_source(image.device),
                 size=image.shape[-2:],
                 mode="bilinear",
                 antialias=True,

@@ -681,9 +681,10 @@ class MainWindow(QMainWindow):
         self.rate_label.setText(f"{rate:.1f} it/s" if rate else "")
         self.eta_label.setText(f"ETA {_duration(record.eta)}" if record.eta is not None and not record.done else "")
         self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
-        self.weights_in_use = record.weights
+        if record.weights != self.weights_in_use:
+            self.weights_in_use = record.weights
+            self._update_weights_label()
         self.device_label.setText(record.compute)
-        self._update_weights_label()
         values = {"total": record.total_loss, "content": record.content_loss, "tv": record.tv_loss}
         values.update(record.style_losses)
         if not record.done:

@@ -83,15 +83,11 @@ def images_from_mime(mime: QMimeData | None, what: str = "dropped image", source
         if mime.hasFormat(fmt):
             return [InputImage(decode_image(bytes(mime.data(fmt).data()), what), what)]
     if urls:
-        return _refuse_remote(urls[0])
+        raise ImageLoadError(
+            f"{urls[0].toString()}: web addresses cannot be opened directly; drag the picture itself, "
+            "or save it and open the file"
+        )
     raise ImageLoadError(f"there is no image on {source}")
-
-
-def _refuse_remote(url: QUrl) -> list[InputImage]:
-    raise ImageLoadError(
-        f"{url.toString()}: web addresses cannot be opened directly; drag the picture itself, "
-        "or save it and open the file"
-    )
 
 
 def can_accept(mime: QMimeData) -> bool:
