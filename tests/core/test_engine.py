@@ -273,3 +273,15 @@ def test_asking_for_a_missing_gpu_is_a_clear_error(untrained, content_image, sty
         pytest.skip("this machine has a GPU")
     with pytest.raises(StyleStudioError, match="no CUDA GPU"):
         StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), untrained)
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, untrained, content_image, style_image):
+    # Left free, the optimiser pushes pixels outside [0, 1]: the loss it reports is
+    # then that of an image nobody sees, and the exported (clamped) one scores worse.
+    settings = dataclasses.replace(SMALL, iterations=40, optimizer=optimizer, precision="fp32", style_weight=30.0)
+    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    records = run_all(transfer)
+    assert records[-1].stop_reason == FINISHED
+    exported = transfer.evaluate(transfer.result)["total"]
+    assert exported == pytest.approx(records[-2].total_loss, rel=0.02)
