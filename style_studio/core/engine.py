@@ -39,7 +39,7 @@ from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import VGG19, Captured, TruncatedVGG, capture
 from .imageio import check_image_fits, fit_size
 from .layers import min_input_side
-from .losses import magnitude, relative_mse, total_variation
+from .losses import magnitude, total_variation, weighted_mse
 from .settings import LIVE_FIELDS, Settings
 from .weights import LoadedWeights, build_features
 
@@ -257,40 +257,42 @@ class _Objective:
         self.blend(self.settings)
         self.captured.clear()
 
+    @torch.no_grad()
     def blend(self, settings: Settings) -> None:
-        """Weighted Gram targets of the style images (Gatys et al.'s style blending)."""
+        """Take ``settings``' loss weights: the style targets and every term's factor.
+
+        A style target is the weighted sum of the style images' Gram matrices
+        (Gatys et al.'s style blending). A term's factor is its weight over its
+        target's magnitude, so the loss needs one multiplication per term.
+        """
         weights = settings.blend_weights(len(self.style_grams))
         self.style_targets = {
             layer: torch.stack([w * grams[layer] for w, grams in zip(weights, self.style_grams, strict=True)]).sum(0)
             for layer in self.style_layers
         }
-        self.style_magnitudes = {k: magnitude(v) for k, v in self.style_targets.items()}
+        layer_weights = settings.style_layer_weights
+        self.style_factors = {
+            k: settings.style_weight * layer_weights[k] / magnitude(v) for k, v in self.style_targets.items()
+        }
+        # Content layers are averaged.
+        self.content_factors = {
+            k: settings.content_weight / (len(self.content_layers) * m) for k, m in self.content_magnitudes.items()
+        }
+        self.tv_factor = settings.tv_weight / self.tv_reference
         self.settings = settings
 
     def evaluate(self, image: Tensor, rgb: Tensor) -> _Terms:
         """Loss terms for ``image`` (the optimised tensor) seen by VGG as ``rgb``."""
-        s = self.settings
         self._forward(rgb)
-        zero = rgb.new_zeros(())
-        content = zero
-        if self.content_layers:
-            content = sum(
-                (
-                    relative_mse(self.captured.activations[k], self.content_targets[k], self.content_magnitudes[k])
-                    for k in self.content_layers
-                ),
-                zero,
-            ) / len(self.content_layers)
-        layer_weights = s.style_layer_weights
-        style = {
-            k: s.style_weight
-            * layer_weights[k]
-            * relative_mse(self.captured.grams[k], self.style_targets[k], self.style_magnitudes[k])
-            for k in self.style_layers
-        }
-        tv = s.tv_weight * total_variation(image) / self.tv_reference
-        content = s.content_weight * content
-        total = content + tv + sum(style.values(), zero)
+        activations, grams = self.captured.activations, self.captured.grams
+        content_terms = [
+            weighted_mse(activations[k], self.content_targets[k], self.content_factors[k]) for k in self.content_layers
+        ]
+        style = {k: weighted_mse(grams[k], self.style_targets[k], self.style_factors[k]) for k in self.style_layers}
+        tv = total_variation(image) * self.tv_factor
+        content = torch.stack(content_terms).sum() if content_terms else rgb.new_zeros(())
+        # One stack and sum: fewer autograd nodes than a chain of additions.
+        total = torch.stack([content, tv, *style.values()]).sum()
         self.captured.clear()
         return _Terms(total, content, style, tv)
 

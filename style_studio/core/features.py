@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from .layers import LAYER_NAMES, deepest
-from .losses import gram
+from .losses import gram_tap
 
 # torchvision's VGG19 was trained on RGB in [0, 1] normalised with these.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -124,7 +124,8 @@ def capture(
     """Forward hooks on the named layers for the duration of the block.
 
     Content layers store their activation, style layers their Gram matrix
-    (computed inside the hook, so the activation itself need not be kept).
+    (computed inside the hook, so the activation itself need not be kept;
+    the hook puts a ``gram_tap`` in the network's path).
     Every handle is removed on exit: normal, exception, or generator close.
 
     Yields:
@@ -134,18 +135,24 @@ def capture(
     handles: list[RemovableHandle] = []
     content, style = set(content_layers), set(style_layers)
 
-    def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], None]:
+    def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], Tensor | None]:
         keep, summarise = name in content, name in style
-        # VGG's ReLUs run in place (as torchvision builds them): a convolution's
-        # output must be copied before the next ReLU overwrites it. Autograd
-        # stays correct: the copy's backward needs nothing the ReLU changed.
+        # VGG's ReLUs run in place (as torchvision builds them): after a
+        # convolution, the network goes on with a copy, so that the ReLU
+        # cannot change what the losses saved.
         copy = name.startswith("conv")
 
-        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
-            if keep:
-                captured.activations[name] = output.clone() if copy else output
+        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor | None:
+            passed_on = output
             if summarise:
-                captured.grams[name] = gram(output)  # before an in-place ReLU can change it
+                # The Gram tap goes into the network's path: its backward adds
+                # the Gram's gradient to the downstream one in the same matmul.
+                passed_on, captured.grams[name] = gram_tap(output)
+            if keep:
+                captured.activations[name] = output
+            if copy:
+                return passed_on.clone()
+            return passed_on if summarise else None
 
         return hook
 

@@ -19,26 +19,67 @@ from torch import Tensor
 _EPS = 1e-12
 
 
-class _Gram(torch.autograd.Function):
-    """G = Fᵀ·F for F: (B, N, C), with a one-matmul backward.
+class _GramTap(torch.autograd.Function):
+    """Features in; the same features and G = Fᵀ·F / (C·H·W) in float32 out.
 
-    Autograd's own backward of ``f.mT @ f`` computes one product per operand
-    and adds them (two matmuls and an add over all of F, in a transposed,
-    slow layout). Since dL/dF = F·(dG + dGᵀ), one matmul suffices: at 256 px
-    this cut the time spent on Gram matrices by half (benchmarks/overhead.py).
+    A tap on the network: the features flow on unchanged and their Gram
+    matrix comes out on the side. The backward returns the downstream
+    gradient plus the Gram's, F·(dG + dGᵀ) / (C·H·W), as one fused
+    multiply-add. Each part of that was measured (benchmarks/overhead.py):
+
+    - autograd's own backward of ``f.mT @ f`` computes one product per
+      operand and adds them, in a transposed, slow layout: twice the time;
+    - a Gram computed to the side of the network makes autograd add its
+      gradient to the downstream one: one more pass over the activations;
+    - the cast to float32 and the division as separate autograd nodes: 4
+      more dispatches per layer each way, as costly as their arithmetic.
     """
 
     @staticmethod
-    def forward(ctx: Any, flat: Tensor) -> Tensor:
+    def forward(ctx: Any, features: Tensor) -> tuple[Tensor, Tensor]:
+        b, c, h, w = features.shape
+        # Float32 and float16 features are multiplied in float32 (float16
+        # cannot hold the sums); bfloat16 ones as they are.
+        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
+        # (B, HW, C): a free view of NHWC (channels-last) memory; NCHW is copied once.
+        flat = features.to(dtype).permute(0, 2, 3, 1).reshape(b, h * w, c)
         ctx.save_for_backward(flat)
+        ctx.shape = features.shape
+        ctx.scale = 1.0 / (c * h * w)
         # 2-D mm per image: batched bf16 matmul copies Fᵀ to contiguous first
         # (2-3x slower on oneDNN); mm reads the transposed operand in place.
-        return torch.stack([f.t() @ f for f in flat])
+        gram = torch.stack([f.t() @ f for f in flat]).float().mul_(ctx.scale)
+        return features.view_as(features), gram
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tensor:
+    def backward(ctx: Any, downstream: Tensor | None, grad_gram: Tensor | None) -> Tensor | None:
         (flat,) = ctx.saved_tensors
-        return flat @ (grad + grad.mT)
+        if grad_gram is None:
+            return downstream
+        symmetric = (grad_gram + grad_gram.mT).mul_(ctx.scale).to(flat.dtype)
+        if downstream is None:
+            total = flat @ symmetric
+        else:
+            # (B, HW, C): a view when the gradient is channels-last, as VGG's are here.
+            downstream_flat = downstream.permute(0, 2, 3, 1).reshape(flat.shape)
+            if downstream_flat.dtype == flat.dtype:
+                total = torch.baddbmm(downstream_flat, flat, symmetric)
+            else:
+                total = downstream_flat + (flat @ symmetric).to(downstream_flat.dtype)
+        b, c, h, w = ctx.shape
+        return total.reshape(b, h, w, c).permute(0, 3, 1, 2)
+
+
+def gram_tap(features: Tensor) -> tuple[Tensor, Tensor]:
+    """(features, their Gram matrix): to put in the network's path, see ``_GramTap``.
+
+    The first output replaces ``features`` downstream, so that one fused
+    backward computes the layer's whole gradient. It aliases ``features``:
+    nothing may modify it in place (clone it before an in-place ReLU).
+    """
+    with torch.autocast(device_type=features.device.type, enabled=False):
+        passed_on, g = _GramTap.apply(features)
+    return passed_on, g
 
 
 def gram(features: Tensor) -> Tensor:
@@ -59,12 +100,7 @@ def gram(features: Tensor) -> Tensor:
     Returns:
         (B, C, C) float32.
     """
-    b, c, h, w = features.shape
-    with torch.autocast(device_type=features.device.type, enabled=False):
-        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
-        # (B, HW, C): a free view of NHWC (channels-last) memory; NCHW is copied once.
-        flat = features.to(dtype).permute(0, 2, 3, 1).reshape(b, h * w, c)
-        return _Gram.apply(flat).float() / (c * h * w)
+    return gram_tap(features)[1]
 
 
 def magnitude(target: Tensor) -> Tensor:
@@ -72,15 +108,18 @@ def magnitude(target: Tensor) -> Tensor:
     return target.float().square().mean().clamp_min(_EPS)
 
 
-def relative_mse(value: Tensor, target: Tensor, target_magnitude: Tensor) -> Tensor:
-    """mean((value - target)²) / mean(target²), in float32 (a scalar).
+def weighted_mse(value: Tensor, target: Tensor, factor: Tensor | float) -> Tensor:
+    """factor · mean((value - target)²), in float32 (a scalar).
 
+    With ``factor = weight / magnitude(target)`` this is a weighted relative
+    loss. Folding the weight and the magnitude into one factor, computed when
+    they change, leaves one multiplication per term and iteration.
     ``mse_loss`` runs forward and backward as one fused pass each; spelled out
     as sub, square and mean, the content loss at relu4_2 alone took 2.5 ms of
     each 256 px iteration (benchmarks/overhead.py).
     """
     with torch.autocast(device_type=value.device.type, enabled=False):
-        return F.mse_loss(value.float(), target) / target_magnitude
+        return F.mse_loss(value.float(), target) * factor
 
 
 def total_variation(image: Tensor) -> Tensor:
@@ -92,6 +131,7 @@ def total_variation(image: Tensor) -> Tensor:
     Returns:
         scalar float32; independent of the image size for a given smoothness.
     """
-    dy = image[:, :, 1:, :] - image[:, :, :-1, :]
-    dx = image[:, :, :, 1:] - image[:, :, :, :-1]
-    return dy.square().mean() + dx.square().mean()
+    # Two fused passes, where sub, square and mean would be three each way.
+    vertical = F.mse_loss(image[:, :, 1:, :], image[:, :, :-1, :])
+    horizontal = F.mse_loss(image[:, :, :, 1:], image[:, :, :, :-1])
+    return vertical + horizontal

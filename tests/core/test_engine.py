@@ -244,6 +244,21 @@ def test_a_blow_up_restores_the_last_good_image_and_lowers_the_step(untrained, c
         assert r.preview is not None and 10 < r.preview.mean() < 245
 
 
+def test_convolution_and_pooling_layers_can_be_style_and_content_layers(untrained, content_image, style_image):
+    # A convolution's output is overwritten by the in-place ReLU after it; the
+    # losses must still see (and differentiate) the convolution's own output.
+    settings = dataclasses.replace(
+        SMALL,
+        iterations=5,
+        style_layers=(("conv2_2", 1.0), ("pool3", 1.0), ("relu3_1", 1.0)),
+        content_layers=("conv4_2",),
+    )
+    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    assert records[-1].stop_reason == FINISHED
+    assert set(records[0].style_losses) == {"conv2_2", "pool3", "relu3_1"}
+    assert records[-2].total_loss < records[0].total_loss
+
+
 def test_nothing_to_optimise_is_a_clear_error(untrained, content_image, style_image):
     settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 0.0),))
     with pytest.raises(StyleStudioError, match="nothing to optimise"):

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from style_studio.core.features import VGG19, TruncatedVGG, capture
-from style_studio.core.losses import gram, relative_mse, total_variation
+from style_studio.core.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
 from style_studio.core.weights import build_features
 
 
@@ -61,11 +61,36 @@ def test_gram_gradient_matches_autograd_of_the_definition():
     torch.testing.assert_close(x.grad, y.grad)
 
 
-def test_relative_loss_is_zero_at_target_and_one_for_zero_image():
+@pytest.mark.parametrize(
+    ("dtype", "memory_format"),
+    [
+        (torch.float32, torch.contiguous_format),
+        (torch.float32, torch.channels_last),
+        (torch.float16, torch.channels_last),  # multiplied in float32, gradient back in float16
+    ],
+)
+def test_gram_tap_passes_features_on_and_its_gradient_adds_both_paths(dtype, memory_format):
+    # In the network's path, the tap's backward sums the downstream gradient
+    # and the Gram's: the same as autograd of the definition with two consumers.
+    torch.manual_seed(0)
+    x = torch.randn(1, 6, 5, 4).to(dtype).contiguous(memory_format=memory_format).requires_grad_(True)
+    gram_weights, downstream_weights = torch.randn(1, 6, 6), torch.randn(1, 6, 5, 4)
+    passed_on, g = gram_tap(x)
+    torch.testing.assert_close(passed_on, x)
+    ((g * gram_weights).sum() + (passed_on.float() * downstream_weights).sum()).backward()
+    y = x.detach().float().requires_grad_(True)
+    flat = y.reshape(1, 6, 20)
+    ((flat @ flat.mT / 120 * gram_weights).sum() + (y * downstream_weights).sum()).backward()
+    assert x.grad.dtype == dtype
+    tolerance = {"rtol": 1e-2, "atol": 1e-2} if dtype == torch.float16 else {}
+    torch.testing.assert_close(x.grad.float(), y.grad, **tolerance)
+
+
+def test_relative_loss_is_zero_at_target_and_its_weight_for_a_zero_image():
     target = torch.randn(1, 3, 8, 8)
-    mag = target.square().mean()
-    assert relative_mse(target, target, mag).item() == 0
-    assert relative_mse(torch.zeros_like(target), target, mag).item() == pytest.approx(1.0)
+    factor = 3.0 / magnitude(target)
+    assert weighted_mse(target, target, factor).item() == 0
+    assert weighted_mse(torch.zeros_like(target), target, factor).item() == pytest.approx(3.0)
 
 
 def test_total_variation_of_a_flat_image_is_zero_and_of_a_checkerboard_is_known():
