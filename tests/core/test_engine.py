@@ -300,3 +300,14 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, unt
     assert records[-1].stop_reason == FINISHED
     exported = transfer.evaluate(transfer.result)["total"]
     assert exported == pytest.approx(records[-2].total_loss, rel=0.02)
+
+
+def test_lbfgs_steps_cut_short_by_the_clamp_do_not_make_the_loss_jump(untrained, content_image, style_image):
+    # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
+    # shortened a step, remembering the step it proposed instead made later steps
+    # overshoot (here: the loss jumped to 4x its best after the first 10 iterations).
+    settings = dataclasses.replace(SMALL, size=128, iterations=80, precision="fp32")
+    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    losses = [r.total_loss for r in records if not r.done]
+    worst_rise = max(loss / min(losses[:i]) for i, loss in enumerate(losses) if i >= 10)
+    assert worst_rise < 1.5
