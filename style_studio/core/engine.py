@@ -54,6 +54,12 @@ DIVERGENCE_FACTOR: Final = 10.0
 #: in its first steps and recovers well with its history reset; Adam only
 #: blows up when its step is far too large.
 STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
+#: After this many good iterations in a row, a lowered step size is doubled
+#: (up to the one set). A blow-up early in a run otherwise slowed all the rest:
+#: a 512 px fp32 run with untrained weights that jumped 3 times in its first 14
+#: iterations went on at 1/8 of the step and ended 15 % above the same run in
+#: bf16; recovering, both end within 0.1 %.
+STEP_RECOVERY: Final = 10
 #: Blow-ups in a row after which the run stops.
 MAX_BLOWUPS: Final = 6
 #: The coarsest scale's longest side is at least this (coarser scales are skipped).
@@ -552,6 +558,7 @@ class StyleTransfer:
         objective = _Objective(features, scale, s, self.compute, self._to_input)
         best = math.inf
         blowups = 0
+        good_run = 0
         iterations = self.iterations[index]
         terms: list[_Terms] = []
 
@@ -602,9 +609,10 @@ class StyleTransfer:
                 event = None
                 if not math.isfinite(total) or total > DIVERGENCE_FACTOR * best:
                     blowups += 1
-                    lr /= STEP_BACKOFF[s.optimizer]
+                    good_run = 0
                     with torch.no_grad():
                         image.copy_(last_good)
+                    lr /= STEP_BACKOFF[s.optimizer]
                     optimizer = self._optimizer(image, lr)
                     what = "became non-finite" if not math.isfinite(total) else "jumped"
                     event = (
@@ -619,6 +627,12 @@ class StyleTransfer:
                         )
                 else:
                     blowups = 0
+                    good_run += 1
+                    if lr < s.effective_step and good_run >= STEP_RECOVERY:
+                        # Raised again in place: the optimiser keeps its history.
+                        lr = min(s.effective_step, lr * 2)
+                        optimizer.param_groups[0]["lr"] = lr
+                        good_run = 0
                     best = min(best, total)
                     last_good, candidate = candidate, last_good
                     self._result = last_good

@@ -311,3 +311,21 @@ def test_lbfgs_steps_cut_short_by_the_clamp_do_not_make_the_loss_jump(untrained,
     losses = [r.total_loss for r in records if not r.done]
     worst_rise = max(loss / min(losses[:i]) for i, loss in enumerate(losses) if i >= 10)
     assert worst_rise < 1.5
+
+
+def test_a_lowered_step_size_recovers_after_good_iterations(untrained, content_image, style_image, monkeypatch):
+    # This run jumps once early (an L-BFGS overshoot); kept at half the step, it
+    # would crawl for the rest of the run.
+    made = []
+    original = StyleTransfer._optimizer
+
+    def recording(self, image, lr):
+        made.append(original(self, image, lr))
+        return made[-1]
+
+    monkeypatch.setattr(StyleTransfer, "_optimizer", recording)
+    settings = dataclasses.replace(SMALL, size=128, iterations=40, precision="fp32")
+    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    jumps = [r.iteration for r in records if r.event]
+    assert jumps and jumps[-1] <= 40 - 10, "the run no longer blows up: pick another case"
+    assert made[-1].param_groups[0]["lr"] == settings.effective_step
