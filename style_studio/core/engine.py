@@ -57,8 +57,8 @@ STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
 #: After this many good iterations in a row, a lowered step size is doubled
 #: (up to the one set). A blow-up early in a run otherwise slowed all the rest:
 #: a 512 px fp32 run with untrained weights that jumped 3 times in its first 14
-#: iterations went on at 1/8 of the step and ended 15 % above the same run in
-#: bf16; recovering, both end within 0.1 %.
+#: iterations went on at 1/8 of the step and ended 12.8 % above the same run
+#: in bf16; recovering, they end within 0.03 % (benchmarks/precision.py).
 STEP_RECOVERY: Final = 10
 #: Blow-ups in a row after which the run stops.
 MAX_BLOWUPS: Final = 6
@@ -587,7 +587,7 @@ class StyleTransfer:
                     # the pixels drift as far as -2 and 2.5, and the loss reported is that of
                     # an image nobody sees. Clamped on export, the free result of a 512 px
                     # run scored 2.46 where it reported 1.85; projected, it reports and
-                    # exports 1.93 (proxy weights, benchmarks/time_to_result.py's inputs).
+                    # exports 1.885 (proxy weights, benchmarks/time_to_result.py's inputs).
                     image.clamp_(0, 1)
                     if isinstance(optimizer, torch.optim.LBFGS):
                         _record_projected_step(optimizer, image, candidate)
@@ -610,9 +610,9 @@ class StyleTransfer:
                 if not math.isfinite(total) or total > DIVERGENCE_FACTOR * best:
                     blowups += 1
                     good_run = 0
+                    lr /= STEP_BACKOFF[s.optimizer]
                     with torch.no_grad():
                         image.copy_(last_good)
-                    lr /= STEP_BACKOFF[s.optimizer]
                     optimizer = self._optimizer(image, lr)
                     what = "became non-finite" if not math.isfinite(total) else "jumped"
                     event = (

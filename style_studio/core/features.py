@@ -135,14 +135,14 @@ def capture(
     handles: list[RemovableHandle] = []
     content, style = set(content_layers), set(style_layers)
 
-    def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], Tensor | None]:
+    def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], Tensor]:
         keep, summarise = name in content, name in style
         # VGG's ReLUs run in place (as torchvision builds them): after a
         # convolution, the network goes on with a copy, so that the ReLU
         # cannot change what the losses saved.
         copy = name.startswith("conv")
 
-        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor | None:
+        def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
             passed_on = output
             if summarise:
                 # The Gram tap goes into the network's path: its backward adds
@@ -150,9 +150,7 @@ def capture(
                 passed_on, captured.grams[name] = gram_tap(output)
             if keep:
                 captured.activations[name] = output
-            if copy:
-                return passed_on.clone()
-            return passed_on if summarise else None
+            return passed_on.clone() if copy else passed_on
 
         return hook
 

@@ -78,8 +78,7 @@ def gram_tap(features: Tensor) -> tuple[Tensor, Tensor]:
     nothing may modify it in place (clone it before an in-place ReLU).
     """
     with torch.autocast(device_type=features.device.type, enabled=False):
-        passed_on, g = _GramTap.apply(features)
-    return passed_on, g
+        return _GramTap.apply(features)
 
 
 def gram(features: Tensor) -> Tensor:
