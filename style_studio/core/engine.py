@@ -60,6 +60,13 @@ STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
 #: iterations went on at 1/8 of the step and ended 12.8 % above the same run
 #: in bf16; recovering, they end within 0.03 % (benchmarks/precision.py).
 STEP_RECOVERY: Final = 10
+#: A live change that scales a loss term by more than this (either way) restarts
+#: the optimiser: L-BFGS's curvature pairs describe the old objective. Kept
+#: after Content went from 1 to 100, they made it overshoot 20x and end 40 %
+#: higher. Smaller changes, such as the steps of a slider being dragged, keep
+#: the history: a restart begins with a tiny step, and the preview would stand
+#: still for as long as the drag lasts.
+RESTART_RATIO: Final = 2.0
 #: Blow-ups in a row after which the run stops.
 MAX_BLOWUPS: Final = 6
 #: The coarsest scale's longest side is at least this (coarser scales are skipped).
@@ -286,6 +293,11 @@ class _Objective:
         }
         self.tv_factor = settings.tv_weight / self.tv_reference
         self.settings = settings
+
+    def factors(self) -> list[float]:
+        """Every term's factor, in a fixed order (content, style, TV)."""
+        factors = [*self.content_factors.values(), *self.style_factors.values(), self.tv_factor]
+        return [float(f) for f in factors]
 
     def evaluate(self, image: Tensor, rgb: Tensor) -> _Terms:
         """Loss terms for ``image`` (the optimised tensor) seen by VGG as ``rgb``."""
@@ -575,7 +587,12 @@ class StyleTransfer:
                 self.cancel_token.raise_if_cancelled()
                 changed = self._take_pending()
                 if changed is not None:
-                    objective = self._apply(changed, objective, features, scale)
+                    objective, reshaped = self._apply(changed, objective, features, scale)
+                    # A new objective: losses before the change are no yardstick for a
+                    # blow-up (Content from 1 to 100 stopped the run as diverging).
+                    best = math.inf
+                    if reshaped:
+                        optimizer = self._optimizer(image, lr)
                 candidate.copy_(image.detach())
                 if isinstance(optimizer, torch.optim.LBFGS):
                     optimizer.step(closure)
@@ -654,14 +671,24 @@ class StyleTransfer:
             grad_handle.remove()
             objective.close()
 
-    def _apply(self, settings: Settings, objective: _Objective, features: VGG19, scale: _Scale) -> _Objective:
-        """New loss weights; rebuild hooks and targets only when the style layers change."""
+    def _apply(
+        self, settings: Settings, objective: _Objective, features: VGG19, scale: _Scale
+    ) -> tuple[_Objective, bool]:
+        """New loss weights; rebuild hooks and targets only when the style layers change.
+
+        Returns the objective, and whether it changed enough that the optimiser's
+        history no longer describes it: a layer added or removed, or a term whose
+        factor moved by more than RESTART_RATIO either way.
+        """
         self.settings = settings
         if tuple(settings.active_style_layers) == objective.style_layers:
+            before = objective.factors()
             objective.blend(settings)
-            return objective
+            after = objective.factors()
+            reshaped = any(max(a, b) > RESTART_RATIO * min(a, b) for a, b in zip(before, after, strict=True))
+            return objective, reshaped
         objective.close()
-        return _Objective(features, scale, settings, self.compute, self._to_input)
+        return _Objective(features, scale, settings, self.compute, self._to_input), True
 
     def _record(
         self,

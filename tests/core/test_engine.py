@@ -221,6 +221,54 @@ def test_loss_weight_changes_take_effect_at_the_next_iteration(untrained, conten
     assert set(records[2].style_losses) == {"relu1_1", "relu3_2"}
 
 
+def run_with_a_change(transfer, at_iteration, settings):
+    records = []
+    for record in transfer.run():
+        records.append(record)
+        if record.iteration == at_iteration and not record.done:
+            transfer.update_settings(settings)
+    return records
+
+
+def count_optimizers(monkeypatch) -> list:
+    made = []
+    original = StyleTransfer._optimizer
+
+    def recording(self, image, lr):
+        made.append(original(self, image, lr))
+        return made[-1]
+
+    monkeypatch.setattr(StyleTransfer, "_optimizer", recording)
+    return made
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(
+    optimizer, untrained, content_image, style_image, monkeypatch
+):
+    # Content from 1 to 100 (the slider's top) multiplies the loss: measured against
+    # the best loss before the change, every iteration looked like a blow-up, and the
+    # run stopped as "diverging" after 6. The optimiser restarts on the new objective.
+    made = count_optimizers(monkeypatch)
+    settings = dataclasses.replace(SMALL, iterations=25, optimizer=optimizer)
+    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    records = run_with_a_change(transfer, 10, dataclasses.replace(settings, content_weight=100.0))
+    assert [r.event for r in records if r.event] == []
+    assert records[-1].stop_reason == FINISHED
+    after = [r.total_loss for r in records[10:-1]]
+    assert after[0] > 10 * records[9].total_loss and after[-1] < after[0]
+    assert len(made) == 2
+
+
+def test_a_small_weight_change_keeps_the_optimiser_history(untrained, content_image, style_image, monkeypatch):
+    # A dragged slider changes a weight a little at every step; restarting L-BFGS
+    # each time would leave the picture standing still until the drag ends.
+    made = count_optimizers(monkeypatch)
+    transfer = StyleTransfer(content_image, [style_image], SMALL, untrained)
+    run_with_a_change(transfer, 5, dataclasses.replace(SMALL, content_weight=1.5))
+    assert len(made) == 1
+
+
 def test_style_blend_weights_mix_two_styles(untrained, content_image, style_image, second_style_image):
     finals = {}
     for blend in ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)):
@@ -316,14 +364,7 @@ def test_lbfgs_steps_cut_short_by_the_clamp_do_not_make_the_loss_jump(untrained,
 def test_a_lowered_step_size_recovers_after_good_iterations(untrained, content_image, style_image, monkeypatch):
     # This run jumps once early (an L-BFGS overshoot); kept at half the step, it
     # would crawl for the rest of the run.
-    made = []
-    original = StyleTransfer._optimizer
-
-    def recording(self, image, lr):
-        made.append(original(self, image, lr))
-        return made[-1]
-
-    monkeypatch.setattr(StyleTransfer, "_optimizer", recording)
+    made = count_optimizers(monkeypatch)
     settings = dataclasses.replace(SMALL, size=128, iterations=25, precision="fp32")
     records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
     jumps = [r.iteration for r in records if r.event]
