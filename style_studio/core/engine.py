@@ -95,7 +95,9 @@ class Progress:
         compute: device and precision, e.g. "cpu, bf16".
         preview: (H, W, 3) uint8 downsampled image, at most every preview interval.
         event: something that happened (e.g. a recovered blow-up), else None.
-        done: this is the last record of the run.
+        done: this is the last record of the run. Its loss values and
+            ``grad_norm`` are the result's (the lowest-loss image of the last
+            scale reached), which need not be the last iteration's.
         stop_reason: with ``done``: "finished", "cancelled" or why it stopped.
     """
 
@@ -380,6 +382,7 @@ class StyleTransfer:
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._result: Tensor | None = None
+        self._result_record: Progress | None = None
         self._final_content: Tensor | None = None
 
     def _check_memory(self) -> None:
@@ -421,7 +424,11 @@ class StyleTransfer:
 
     @property
     def result(self) -> Image.Image | None:
-        """The best image so far at the requested size (None before the first iteration)."""
+        """The lowest-loss image so far at the requested size (None before the first iteration).
+
+        Lowest at the current scale, and since the last live change of weights:
+        losses under other weights do not compare.
+        """
         if self._result is None:
             return None
         return Image.fromarray(tensor_to_uint8(self._final_rgb(self._result)))
@@ -477,6 +484,7 @@ class StyleTransfer:
         self._rate_origin: tuple[float, int] | None = None
         self._last_preview = -math.inf
         self._last: Progress | None = None
+        self._result_record = None
         self._step = 0
         device = self.compute.device
         features = features_for(self.weights, self.compute)
@@ -549,16 +557,20 @@ class StyleTransfer:
         return torch.optim.LBFGS([image], lr=lr, max_iter=1, history_size=20, tolerance_grad=0.0, tolerance_change=0.0)
 
     def _optimise(self, index: int, start: Tensor, scale: _Scale, features: VGG19) -> Generator[Progress, None, Tensor]:
-        """Optimise at one scale; returns the best image (generator return value)."""
+        """Optimise at one scale; returns the lowest-loss image (generator return value).
+
+        The loss an iteration reports is that of the image before its step:
+        ``candidate`` keeps that image, and becomes ``lowest`` when it beats it.
+        """
         pending = self._take_pending()
         if pending is not None:
             self.settings = pending
         s = self.settings
         # L-BFGS flattens the gradient with view(-1): the image must be NCHW-contiguous.
         image = start.detach().clone(memory_format=torch.contiguous_format).requires_grad_(True)
-        last_good = image.detach().clone()
-        self._result = last_good
-        candidate = torch.empty_like(last_good)
+        lowest = image.detach().clone()
+        self._result = lowest
+        candidate = torch.empty_like(lowest)
         grad_norm = [image.new_zeros(())]
 
         def record_grad(grad: Tensor) -> None:
@@ -568,7 +580,7 @@ class StyleTransfer:
         lr = s.effective_step
         optimizer = self._optimizer(image, lr)
         objective = _Objective(features, scale, s, self.compute, self._to_input)
-        best = math.inf
+        best = math.inf  # lowest's loss
         blowups = 0
         good_run = 0
         iterations = self.iterations[index]
@@ -624,16 +636,17 @@ class StyleTransfer:
                 )
                 total = values[0]
                 event = None
+                improved = False
                 if not math.isfinite(total) or total > DIVERGENCE_FACTOR * best:
                     blowups += 1
                     good_run = 0
                     lr /= STEP_BACKOFF[s.optimizer]
                     with torch.no_grad():
-                        image.copy_(last_good)
+                        image.copy_(lowest)
                     optimizer = self._optimizer(image, lr)
                     what = "became non-finite" if not math.isfinite(total) else "jumped"
                     event = (
-                        f"the loss {what} at iteration {iteration}: restored the last good image "
+                        f"the loss {what} at iteration {iteration}: went back to the lowest-loss image "
                         f"and lowered the step size to {lr:.3g}"
                     )
                     log.warning(event)
@@ -650,9 +663,11 @@ class StyleTransfer:
                         lr = min(s.effective_step, lr * 2)
                         optimizer.param_groups[0]["lr"] = lr
                         good_run = 0
-                    best = min(best, total)
-                    last_good, candidate = candidate, last_good
-                    self._result = last_good
+                    improved = total < best
+                    if improved:
+                        best = total
+                        lowest, candidate = candidate, lowest
+                        self._result = lowest
                 self._step += 1
                 self._work_done += scale.size[0] * scale.size[1]
                 last = iteration == iterations
@@ -663,10 +678,12 @@ class StyleTransfer:
                     values,
                     list(t.style),
                     event,
-                    last_good,
+                    lowest,
                     force_preview=iteration == 1 or last,
                 )
-            return last_good
+                if improved:
+                    self._result_record = self._last
+            return lowest
         finally:
             grad_handle.remove()
             objective.close()
@@ -786,8 +803,20 @@ class StyleTransfer:
                 done=True,
                 stop_reason=reason,
             )
+        result = self._result_record or self._last
         return dataclasses.replace(
-            self._last, elapsed=elapsed, eta=0.0, preview=preview, event=None, done=True, stop_reason=reason
+            self._last,
+            total_loss=result.total_loss,
+            content_loss=result.content_loss,
+            style_losses=result.style_losses,
+            tv_loss=result.tv_loss,
+            grad_norm=result.grad_norm,
+            elapsed=elapsed,
+            eta=0.0,
+            preview=preview,
+            event=None,
+            done=True,
+            stop_reason=reason,
         )
 
 

@@ -127,7 +127,7 @@ def test_a_blow_up_is_reported_and_the_run_finishes(qtbot, window):
     window.controls.set_settings(dataclasses.replace(FAST, optimizer="adam", step_size=1e4, iterations=8))
     outcome = finish(qtbot, window)
     assert outcome.stop_reason == "finished"
-    assert "restored the last good image" in window.banner.text()
+    assert "went back to the lowest-loss image" in window.banner.text()
     pixels = outcome.result.convert("L").getextrema()
     assert pixels != (0, 0) and pixels != (255, 255)
 
