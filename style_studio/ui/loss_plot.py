@@ -39,7 +39,10 @@ class LossPlot(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "loss")
-        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt")
+        # Four columns: total, content, TV and five style layers fit in two rows of
+        # the short dock; a single column ran off its bottom edge.
+        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=4)
+        self.plot.setMinimumHeight(150)
         self.plot.setMenuEnabled(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
