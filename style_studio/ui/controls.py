@@ -45,8 +45,9 @@ TIPS = {
     "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
     "iterations": "Optimisation steps at each scale. More steps: a more finished picture.",
     "scales": (
-        "Coarse-to-fine: start at a smaller size and refine. 2-3 scales give large, coherent strokes "
-        "and reach a good picture sooner. 1 = work at full size only."
+        "Coarse-to-fine: paint at half the size first (halved again for each further scale), then "
+        "refine at full size. 2-3 scales give larger, more coherent strokes: a different look, not a "
+        "faster one (each coarser scale adds about a quarter of the time). 1 = full size only."
     ),
     "optimizer": "L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
     "init": (
