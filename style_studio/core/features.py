@@ -40,7 +40,17 @@ class Normalize(nn.Module):
 
 
 class VGG19(nn.Module):
-    """VGG19's ``features`` plus an average-pooling twin of each max pool.
+    """VGG19's ``features``, whose pools keep an odd side's last row or column.
+
+    VGG's own pools (2x2, stride 2) drop the last row of an odd-height input.
+    What is left of that row reaches the deeper layers only through its
+    neighbours' receptive fields: in a 512x341 image the bottom row got 0.2
+    to 0.4 times the content layer's gradient that inner rows get, so nothing
+    held it to the photo, and a white line formed along the bottom of the
+    result (35 % of the row near white). The pools here round up instead
+    (``ceil_mode``): the last row is a window of its own, and each side of the
+    picture is held like the others. Sizes divisible by 16 see no difference.
+    Each max pool also has an average-pooling twin.
 
     Every module a hook can be put on belongs to this object, which lives as
     long as the weights are in use; ``TruncatedVGG`` only borrows them.
@@ -54,14 +64,14 @@ class VGG19(nn.Module):
         if len(features) != len(LAYER_NAMES):
             raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
         self.features = features
-        self.avg_pools = nn.ModuleDict(
-            {name: nn.AvgPool2d(kernel_size=2, stride=2) for name in LAYER_NAMES if name.startswith("pool")}
-        )
+        pools = [name for name in LAYER_NAMES if name.startswith("pool")]
+        self.max_pools = nn.ModuleDict({name: nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
+        self.avg_pools = nn.ModuleDict({name: nn.AvgPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
         self.eval().requires_grad_(False)
 
     def layer(self, name: str, pooling: str = "max") -> nn.Module:
-        if pooling == "avg" and name in self.avg_pools:
-            return self.avg_pools[name]
+        if name in self.max_pools:
+            return self.avg_pools[name] if pooling == "avg" else self.max_pools[name]
         return self.features[LAYER_NAMES.index(name)]
 
 
