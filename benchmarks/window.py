@@ -4,8 +4,9 @@
    at full speed; its lateness (actual interval minus 10 ms) is collected
    and its 99th percentile must be at most 50 ms.
 2. Previews: iterations per second of window runs with previews (every
-   150 ms, as shipped) and without, alternated A/B/A/B at 256 px; previews may
-   cost at most 3 %.
+   150 ms, as shipped) and without, in 3 A/B pairs at 256 px; the median
+   pair's cost may be at most 3 % (one pair can be off by as much on this
+   shared machine: a single A/B/A/B once read +3.2 %, and -0.3 % rerun).
 3. Launch: ``style-studio`` is started in a fresh process; the time from
    the process's start until the window is shown must be at most 2 s (torch
    is loaded after the window shows).
@@ -25,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import PROXY, ROOT, machine, table
+from _common import PROXY, ROOT, machine, median, table
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -130,7 +131,8 @@ def latency(window, weights: str) -> tuple[float, float, int]:
     return p99, lateness[len(lateness) // 2], len(records)
 
 
-def preview_cost(window, weights: str) -> tuple[float, float]:
+def preview_cost(window, weights: str) -> tuple[float, float, float]:
+    """Median iterations/s with and without previews, and the median pair's cost."""
     from style_studio.core.settings import DEFAULTS
 
     settings = dataclasses.replace(DEFAULTS, size=256, iterations=80, weights=weights)
@@ -148,7 +150,7 @@ def preview_cost(window, weights: str) -> tuple[float, float]:
             kwargs["force_preview"] = False
             return super()._record(*args, **kwargs)
 
-    for previews in (True, False, True, False):
+    for previews in (True, False) * 3:
         engine.StyleTransfer = real if previews else NoPreviews
         try:
             records = run_window(window, settings)
@@ -156,9 +158,8 @@ def preview_cost(window, weights: str) -> tuple[float, float]:
             engine.StyleTransfer = real
         steady = records[10:]
         rates[previews].append((len(steady) - 1) / (steady[-1].elapsed - steady[0].elapsed))
-    with_previews = sum(rates[True]) / 2
-    without = sum(rates[False]) / 2
-    return with_previews, without
+    costs = [1 - a / b for a, b in zip(rates[True], rates[False], strict=True)]
+    return median(rates[True]), median(rates[False]), median(costs)
 
 
 def main() -> None:
@@ -167,9 +168,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as settings_dir:
         window = make_window(settings_dir)
         p99, p50, iterations = latency(window, weights)
-        with_previews, without = preview_cost(window, weights)
+        with_previews, without, cost = preview_cost(window, weights)
         window.close()
-    cost = 1 - with_previews / without
     print(f"The window under load ({machine()}; Qt platform {os.environ['QT_QPA_PLATFORM']})")
     print(
         table(
@@ -182,8 +182,8 @@ def main() -> None:
                     "yes" if p99 <= LATENCY_P99_MS else "NO",
                 ],
                 [
-                    "iterations/s with / without previews (256 px)",
-                    f"{with_previews:.2f} / {without:.2f} ({cost * 100:+.1f} %)",
+                    "iterations/s with / without previews (256 px, medians of 3 pairs)",
+                    f"{with_previews:.2f} / {without:.2f} (cost {cost * 100:+.1f} %)",
                     f"cost <= {PREVIEW_COST * 100:.0f} %",
                     "yes" if cost <= PREVIEW_COST else "NO",
                 ],
