@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
@@ -22,6 +23,12 @@ from .losses import gram_tap
 # torchvision's VGG19 was trained on RGB in [0, 1] normalised with these.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
+#: Pixels of the picture mirrored around it before the first block, whose two
+#: convolutions then run unpadded: 2, one per convolution.
+MIRRORED_BORDER = 2
+#: The first block's convolutions, which see the mirrored border instead of zeros.
+FIRST_BLOCK_CONVS = ("conv1_1", "conv1_2")
 
 
 class Normalize(nn.Module):
@@ -39,17 +46,43 @@ class Normalize(nn.Module):
         return (image - self.mean) / self.std
 
 
-class VGG19(nn.Module):
-    """VGG19's ``features``, whose pools keep an odd side's last row or column.
+class UnpaddedConv2d(nn.Module):
+    """A convolution without its zero padding, sharing the wrapped one's weights."""
 
-    VGG's own pools (2x2, stride 2) drop the last row of an odd-height input.
-    What is left of that row reaches the deeper layers only through its
-    neighbours' receptive fields: in a 512x341 image the bottom row got 0.2
-    to 0.4 times the content layer's gradient that inner rows get, so nothing
-    held it to the photo, and a white line formed along the bottom of the
-    result (35 % of the row near white). The pools here round up instead
-    (``ceil_mode``): the last row is a window of its own, and each side of the
-    picture is held like the others. Sizes divisible by 16 see no difference.
+    def __init__(self, conv: nn.Module) -> None:
+        super().__init__()
+        if not isinstance(conv, nn.Conv2d):
+            raise TypeError(f"expected a convolution, got {type(conv).__name__}")
+        self.conv = conv
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.conv.weight, self.conv.bias)
+
+
+class VGG19(nn.Module):
+    """VGG19's ``features``, with two changes at the picture's edges.
+
+    1. The first block sees the picture's own pixels at its edges. VGG pads
+       each convolution's input with zeros, which for the first block is a
+       dark frame around the picture, and the style losses pushed the
+       outermost pixels towards white: 10 to 14 % of the top row and right
+       column of a 512 px result, and sometimes a whole corner. Here the
+       picture is mirrored by ``MIRRORED_BORDER`` pixels before the first
+       block, whose two convolutions run unpadded (``UnpaddedConv2d``), so
+       the block's output keeps the picture's size; under 2 % of the edge
+       pixels are near white (as inside the picture). Measured in one
+       process, it costs nothing per iteration. Mirroring before every
+       convolution (``padding_mode="reflect"``) cost 54 % more, and doing it
+       from the second block on left the edges as they were. ``conv1_1`` and
+       ``relu1_1`` are ``MIRRORED_BORDER - 1`` pixels wider on each side.
+    2. The pools keep an odd side's last row or column, which VGG's own
+       (2x2, stride 2) drop. What was left of that row reached the deeper
+       layers only through its neighbours' receptive fields: in a 512x341
+       image the bottom row got 0.2 to 0.4 times an inner row's gradient
+       from the content layer, nothing held it to the photo, and 35 % of it
+       came out near white. These pools round up (``ceil_mode``): the last
+       row is a window of its own. Sizes divisible by 16 see no difference.
+
     Each max pool also has an average-pooling twin.
 
     Every module a hook can be put on belongs to this object, which lives as
@@ -65,11 +98,16 @@ class VGG19(nn.Module):
             raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
         self.features = features
         pools = [name for name in LAYER_NAMES if name.startswith("pool")]
+        self.unpadded = nn.ModuleDict(
+            {name: UnpaddedConv2d(features[LAYER_NAMES.index(name)]) for name in FIRST_BLOCK_CONVS}
+        )
         self.max_pools = nn.ModuleDict({name: nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
         self.avg_pools = nn.ModuleDict({name: nn.AvgPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
         self.eval().requires_grad_(False)
 
     def layer(self, name: str, pooling: str = "max") -> nn.Module:
+        if name in self.unpadded:
+            return self.unpadded[name]
         if name in self.max_pools:
             return self.avg_pools[name] if pooling == "avg" else self.max_pools[name]
         return self.features[LAYER_NAMES.index(name)]
@@ -107,7 +145,8 @@ class TruncatedVGG(nn.Module):
 
     def forward(self, image: Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> Tensor:
         """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer."""
-        return self.layers(self.normalize(image).contiguous(memory_format=memory_format))
+        mirrored = F.pad(self.normalize(image), (MIRRORED_BORDER,) * 4, mode="reflect")
+        return self.layers(mirrored.contiguous(memory_format=memory_format))
 
 
 @dataclass

@@ -353,8 +353,8 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, unt
 def test_lbfgs_steps_cut_short_by_the_clamp_do_not_make_the_loss_jump(untrained, content_image, style_image):
     # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
     # shortened a step, remembering the step it proposed instead made later steps
-    # overshoot (here: the loss jumped to 4x its best after the first 10 iterations).
-    settings = dataclasses.replace(SMALL, size=128, iterations=30, precision="fp32")
+    # overshoot (here: the loss jumped to 4.2x its best after the first 10 iterations).
+    settings = dataclasses.replace(SMALL, size=96, iterations=30, precision="fp32")
     records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
     losses = [r.total_loss for r in records if not r.done]
     worst_rise = max(loss / min(losses[:i]) for i, loss in enumerate(losses) if i >= 10)

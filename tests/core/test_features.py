@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from style_studio.core.features import VGG19, TruncatedVGG, capture
+from style_studio.core.features import MIRRORED_BORDER, VGG19, TruncatedVGG, capture
 from style_studio.core.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
 from style_studio.core.weights import build_features
 
@@ -115,6 +116,20 @@ def test_average_pooling_swaps_the_pools_and_keeps_the_convolutions(vgg):
     assert isinstance(TruncatedVGG(vgg, ["relu3_1"]).module("pool1"), nn.MaxPool2d)
 
 
+def test_the_first_block_sees_the_picture_up_to_its_edges_not_a_dark_frame(vgg):
+    # With VGG's zero padding, the first block saw a dark frame around the
+    # picture, and the style losses turned edge pixels white. A flat picture
+    # must give the same first-block features at its edges as inside.
+    net = TruncatedVGG(vgg, ["relu1_2", "relu2_1"])
+    flat = torch.full((1, 3, 24, 40), 0.6)
+    with capture(net, content_layers=["relu1_2"]) as got, torch.no_grad():
+        net(flat)
+        features = got.activations["relu1_2"][0]
+    assert features.shape[-2:] == (24, 40)
+    inside = features[:, 12, 20]
+    torch.testing.assert_close(features, inside[:, None, None].expand_as(features))
+
+
 @pytest.mark.parametrize("pooling", ["max", "avg"])
 def test_the_last_row_and_column_of_an_odd_sized_image_reach_the_deep_layers(vgg, pooling):
     # VGG's own pools drop an odd side's last row: the deep layers then barely
@@ -151,7 +166,9 @@ def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):
     with capture(net, content_layers=["conv1_1"], style_layers=["relu1_2"]) as got, torch.no_grad():
         net(x)
         conv = got.activations["conv1_1"]
-    expected = vgg.features[0](net.normalize(x))
+    conv1_1 = vgg.features[0]
+    mirrored = F.pad(net.normalize(x), (MIRRORED_BORDER,) * 4, mode="reflect")
+    expected = F.conv2d(mirrored, conv1_1.weight, conv1_1.bias)
     torch.testing.assert_close(conv, expected)
     assert (conv < 0).any(), "a ReLU ran in place over the captured convolution output"
 
