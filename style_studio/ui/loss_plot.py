@@ -41,7 +41,7 @@ class LossPlot(QWidget):
         self.plot.setLabel("left", "loss")
         # Four columns: total, content, TV and five style layers fit in two rows of
         # the short dock; a single column ran off its bottom edge.
-        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=4)
+        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=4, brush=pg.mkBrush(255, 255, 255, 210))
         self.plot.setMinimumHeight(150)
         self.plot.setMenuEnabled(False)
         layout = QVBoxLayout(self)
