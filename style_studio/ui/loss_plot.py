@@ -34,19 +34,22 @@ class LossPlot(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         pg.setConfigOptions(antialias=True, background="w", foreground="#333")
-        self.plot = pg.PlotWidget()
+        self.view = pg.GraphicsLayoutWidget()
+        self.plot = self.view.addPlot(row=0, col=0)
         self.plot.setLogMode(y=True)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "loss")
-        # Four columns: total, content, TV and five style layers fit in two rows of
-        # the short dock; a single column ran off its bottom edge.
-        self.plot.addLegend(offset=(-4, 4), labelTextSize="8pt", colCount=4, brush=pg.mkBrush(255, 255, 255, 210))
-        self.plot.setMinimumHeight(150)
         self.plot.setMenuEnabled(False)
+        # The legend has a column of its own, right of the curves: drawn over
+        # the plot it hid the newest steps, and in one column it ran off the
+        # short dock. Two columns of four fit the dock's height.
+        self.legend = pg.LegendItem(labelTextSize="8pt", colCount=2)
+        self.view.addItem(self.legend, row=0, col=1)
+        self.view.setMinimumHeight(150)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.plot)
+        layout.addWidget(self.view)
         self._series: dict[str, tuple[list[float], list[float]]] = {}
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._timer = QTimer(self)
@@ -59,7 +62,7 @@ class LossPlot(QWidget):
         for curve in self._curves.values():
             self.plot.removeItem(curve)
         self._curves.clear()
-        self.plot.addLegend().clear()
+        self.legend.clear()
 
     def add(self, step: int, values: dict[str, float]) -> None:
         for name, value in values.items():
@@ -79,6 +82,7 @@ class LossPlot(QWidget):
             curve = self._curves.get(name)
             if curve is None:
                 width = 2.5 if name == "total" else 1.2
-                curve = self.plot.plot(name=name, pen=pg.mkPen(_COLORS[index % len(_COLORS)], width=width))
+                curve = self.plot.plot(pen=pg.mkPen(_COLORS[index % len(_COLORS)], width=width))
+                self.legend.addItem(curve, name)
                 self._curves[name] = curve
             curve.setData(xs, ys)
