@@ -70,7 +70,7 @@ class VGG19(nn.Module):
        picture is mirrored by ``MIRRORED_BORDER`` pixels before the first
        block, whose two convolutions run unpadded (``UnpaddedConv2d``), so
        the block's output keeps the picture's size; under 2 % of the edge
-       pixels are near white (as inside the picture). Measured in one
+       pixels are near white (none inside it). Measured in one
        process, it costs nothing per iteration. Mirroring before every
        convolution (``padding_mode="reflect"``) cost 54 % more, and doing it
        from the second block on left the edges as they were. ``conv1_1`` and
