@@ -47,6 +47,7 @@ class LossPlot(QWidget):
         self.legend = pg.LegendItem(labelTextSize="8pt", colCount=2)
         self.view.addItem(self.legend, row=0, col=1)
         self.view.setMinimumHeight(150)
+        self._show_empty()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
@@ -63,6 +64,12 @@ class LossPlot(QWidget):
             self.plot.removeItem(curve)
         self._curves.clear()
         self.legend.clear()
+        self._show_empty()
+
+    def _show_empty(self) -> None:
+        # Decades from 0.001 to 10 until the first losses arrive: pyqtgraph's
+        # empty log axis spans 1 to 10 and prints its minor ticks on top of each other.
+        self.plot.setRange(xRange=(0, 100), yRange=(-3, 1), padding=0)
 
     def add(self, step: int, values: dict[str, float]) -> None:
         for name, value in values.items():
@@ -78,6 +85,8 @@ class LossPlot(QWidget):
         return list(self._series.get(name, ([], []))[1])
 
     def _redraw(self) -> None:
+        if not self._curves:
+            self.plot.enableAutoRange()
         for index, (name, (xs, ys)) in enumerate(self._series.items()):
             curve = self._curves.get(name)
             if curve is None:
