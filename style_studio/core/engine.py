@@ -59,7 +59,7 @@ STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
 #: a 512 px fp32 run with untrained weights that jumped 3 times in its first 14
 #: iterations went on at 1/8 of the step and ended 12.8 % above the same run
 #: in bf16; recovering, they ended within 0.03 % (benchmarks/precision.py).
-#: Since VGG's pools round up, the same run jumps 4 times in 24 iterations and
+#: Since VGG's edges changed (features.VGG19), it jumps 4 times in 24 iterations and
 #: ends about 2 % apart.
 STEP_RECOVERY: Final = 10
 #: A live change that scales a loss term by more than this (either way) restarts

@@ -17,16 +17,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from .layers import LAYER_NAMES, deepest
+from .layers import LAYER_NAMES, MIRRORED_BORDER, deepest
 from .losses import gram_tap
 
 # torchvision's VGG19 was trained on RGB in [0, 1] normalised with these.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-#: Pixels of the picture mirrored around it before the first block, whose two
-#: convolutions then run unpadded: 2, one per convolution.
-MIRRORED_BORDER = 2
 #: The first block's convolutions, which see the mirrored border instead of zeros.
 FIRST_BLOCK_CONVS = ("conv1_1", "conv1_2")
 

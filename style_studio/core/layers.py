@@ -65,7 +65,17 @@ def deepest(names: Iterable[str]) -> int:
     return max(layer_index(n) for n in names)
 
 
+#: Pixels of the picture mirrored around it before VGG's first block, whose
+#: two convolutions then run unpadded (see ``features.VGG19``): 2, one per
+#: convolution.
+MIRRORED_BORDER = 2
+
+
 def min_input_side(names: Iterable[str]) -> int:
-    """Smallest image side from which VGG can compute all ``names``: 2 ** (pools before the deepest)."""
+    """Smallest image side from which VGG can compute all ``names``.
+
+    2 ** (pools before the deepest), and more than the mirrored border
+    (mirroring needs a picture wider than the border).
+    """
     stop = deepest(names)
-    return 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool"))
+    return max(MIRRORED_BORDER + 1, 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool")))

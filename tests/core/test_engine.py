@@ -320,6 +320,16 @@ def test_an_image_too_thin_for_the_network_is_refused_before_starting(untrained,
         StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, untrained)
 
 
+def test_a_picture_thinner_than_the_mirrored_border_is_refused_even_for_shallow_layers(untrained, style_image):
+    # relu1_1 alone needs no pooling, but the picture is mirrored by 2 px
+    # before the first block: a 1 px thin one failed inside torch.
+    from PIL import Image
+
+    settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 1.0),))
+    with pytest.raises(StyleStudioError, match="at least 3 pixels"):
+        StyleTransfer(Image.new("RGB", (512, 2)), [style_image], settings, untrained)
+
+
 def test_wrong_number_of_blend_weights_is_refused(untrained, content_image, style_image):
     with pytest.raises(StyleStudioError, match="2 style blend weights given for 1"):
         StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), untrained)

@@ -7,7 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from style_studio.core.features import MIRRORED_BORDER, VGG19, TruncatedVGG, capture
+from style_studio.core.features import VGG19, TruncatedVGG, capture
+from style_studio.core.layers import MIRRORED_BORDER
 from style_studio.core.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
 from style_studio.core.weights import build_features
 
