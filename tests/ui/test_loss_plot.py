@@ -35,6 +35,8 @@ def test_the_legend_sits_beside_the_curves_not_over_them(qtbot):
     plot.resize(900, 160)
     plot.show()
     fill(plot, qtbot, 300)
+    qtbot.waitExposed(plot)
+    plot.view.ci.layout.activate()  # lay out now, not at the next event loop pass
     plot_box = plot.plot.sceneBoundingRect()
     legend_box = plot.legend.sceneBoundingRect()
     assert not plot_box.intersects(legend_box)
