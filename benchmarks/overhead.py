@@ -24,8 +24,8 @@ TARGET = 1.10
 def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float]:
     import torch
 
-    from style_studio.core.engine import StyleTransfer, features_for
-    from style_studio.core.features import TruncatedVGG
+    from style_studio.core.engine import StyleTransfer, network_for
+    from style_studio.core.features import TruncatedNetwork
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)
@@ -34,7 +34,7 @@ def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float
     )
     transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15)
     compute = transfer.compute
-    net = TruncatedVGG(features_for(loaded, compute), ["relu5_1"], settings.pooling)
+    net = TruncatedNetwork(network_for(loaded, compute), ["relu5_1"], settings.pooling)
     width, height = transfer.sizes[-1]
     x = torch.rand(1, 3, height, width, device=compute.device, requires_grad=True)
     dtype = compute.autocast_dtype

@@ -13,12 +13,17 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .core import settings as settings_mod
+from .core.cancel import CancelToken
 from .core.errors import StyleStudioError
 from .core.imageio import FORMATS
+from .core.progress import CANCELLED, Progress
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -180,11 +185,12 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if loaded.untrained:
         stderr.write(f"style-studio: using {loaded.label}\n")
 
-    from .core.engine import CANCELLED, CancelToken, StyleTransfer
+    from .core.engine import StyleTransfer
 
     cancel = CancelToken()
     transfer = StyleTransfer(content, styles, settings, loaded, cancel=cancel, preview_interval=float("inf"))
     reporter = _Reporter(progress_mode, stdout, stderr)
+    record: Progress | None = None
     try:
         for record in transfer.run():
             reporter.show(record)
@@ -195,7 +201,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         return EXIT_INTERRUPTED
     finally:
         reporter.close()
-    if record.stop_reason == CANCELLED or transfer.result is None:
+    if record is None or record.stop_reason == CANCELLED or transfer.result is None:
         stderr.write("style-studio: the run was cancelled; nothing written\n")
         return EXIT_INTERRUPTED
     metadata = settings_mod.dumps(
@@ -219,7 +225,7 @@ class _DownloadBar:
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
-        self._bar: Any = None
+        self._bar: tqdm[None] | None = None
 
     def __call__(self, received: int, total: int | None) -> None:
         if self._bar is None:
@@ -245,9 +251,9 @@ class _Reporter:
 
     def __init__(self, mode: str, stdout: IO[str], stderr: IO[str]) -> None:
         self.mode, self.stdout, self.stderr = mode, stdout, stderr
-        self._bar: Any = None
+        self._bar: tqdm[None] | None = None
 
-    def show(self, record: Any) -> None:
+    def show(self, record: Progress) -> None:
         if self.mode == "json":
             self.stdout.write(json.dumps(record.to_json()) + "\n")
             self.stdout.flush()

@@ -1,4 +1,4 @@
-"""Fixtures shared by every test: tiny images and untrained weights; nothing downloads."""
+"""Fixtures shared by every test: tiny images, a tiny encoder and untrained weights; nothing downloads."""
 
 from __future__ import annotations
 
@@ -25,6 +25,14 @@ def untrained():
     from style_studio.core.weights import load_weights
 
     return load_weights("untrained")
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """Weights that make a tiny VGG19-shaped encoder: for tests of the loop, not of the network."""
+    from tests.tiny import TinyWeights
+
+    return TinyWeights()
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,18 @@
-"""VGG19 truncated after the deepest layer a loss needs, and the hooks that read it.
+"""The feature network the losses read, and the hooks that read it.
 
-``VGG19`` owns the modules; ``TruncatedVGG`` runs only the layers some loss
-reads; ``capture`` registers
-forward hooks on the named layers for the duration of a ``with`` block and
-removes every handle when the block exits, however it exits.
+``FeatureNetwork`` is any ordered stack of named layers; ``vgg19`` builds the
+app's own from torchvision's VGG19 ``features``, and tests build tiny ones
+(pystiche tests its losses on encoders like ``nn.Conv2d(3, 3, 1)``).
+``TruncatedNetwork`` runs a network only up to the deepest layer a loss
+reads. ``capture`` registers forward hooks on the named layers for the
+duration of a ``with`` block and removes every handle when the block exits,
+however it exits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -17,27 +21,29 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
-from .layers import LAYER_NAMES, MIRRORED_BORDER, deepest
+from .layers import LAYER_NAMES, MIRRORED_BORDER
 from .losses import gram_tap
 
 # torchvision's VGG19 was trained on RGB in [0, 1] normalised with these.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-#: The first block's convolutions, which see the mirrored border instead of zeros.
+#: VGG19's first block, which sees the mirrored border instead of zero padding.
 FIRST_BLOCK_CONVS = ("conv1_1", "conv1_2")
+
+Pooling = str  # "max" or "avg"
 
 
 class Normalize(nn.Module):
-    """(B, 3, H, W) RGB in [0, 1] -> ImageNet-normalised, in float32."""
+    """(B, 3, H, W) RGB in [0, 1] -> normalised with a per-channel mean and deviation."""
 
     mean: Tensor
     std: Tensor
 
-    def __init__(self) -> None:
+    def __init__(self, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD) -> None:
         super().__init__()
-        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+        self.register_buffer("mean", torch.tensor(mean).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std).view(1, -1, 1, 1))
 
     def forward(self, image: Tensor) -> Tensor:
         return (image - self.mean) / self.std
@@ -56,81 +62,113 @@ class UnpaddedConv2d(nn.Module):
         return F.conv2d(x, self.conv.weight, self.conv.bias)
 
 
-class VGG19(nn.Module):
-    """VGG19's ``features``, with two changes at the picture's edges.
+def _average_twin(pool: nn.MaxPool2d) -> nn.AvgPool2d:
+    return nn.AvgPool2d(pool.kernel_size, pool.stride, pool.padding, ceil_mode=pool.ceil_mode)  # type: ignore[arg-type]
 
-    1. The first block sees the picture's own pixels at its edges. VGG pads
-       each convolution's input with zeros, which for the first block is a
-       dark frame around the picture, and the style losses pushed the
-       outermost pixels towards white: 10 to 14 % of the top row and right
-       column of a 512 px result, and sometimes a whole corner. Here the
-       picture is mirrored by ``MIRRORED_BORDER`` pixels before the first
-       block, whose two convolutions run unpadded (``UnpaddedConv2d``), so
-       the block's output keeps the picture's size; under 2 % of the edge
-       pixels are near white (none inside it). Measured in one
-       process, it costs nothing per iteration. Mirroring before every
-       convolution (``padding_mode="reflect"``) cost 54 % more, and doing it
-       from the second block on left the edges as they were. ``conv1_1`` and
-       ``relu1_1`` are ``MIRRORED_BORDER - 1`` pixels wider on each side.
-    2. The pools keep an odd side's last row or column, which VGG's own
-       (2x2, stride 2) drop. What was left of that row reached the deeper
-       layers only through its neighbours' receptive fields: in a 512x341
-       image the bottom row got 0.2 to 0.4 times an inner row's gradient
-       from the content layer, nothing held it to the photo, and 35 % of it
-       came out near white. These pools round up (``ceil_mode``): the last
-       row is a window of its own. Sizes divisible by 16 see no difference.
 
-    Each max pool also has an average-pooling twin.
+class FeatureNetwork(nn.Module):
+    """An ordered stack of named layers: every module a loss can read, by name.
 
-    Every module a hook can be put on belongs to this object, which lives as
-    long as the weights are in use; ``TruncatedVGG`` only borrows them.
+    Each max pool gets an average-pooling twin (Gatys et al. 2016 found average
+    pooling gives smoother gradients), chosen per run with ``pooling="avg"``.
 
     Args:
-        features: torchvision's VGG19 ``features`` (37 modules).
+        layers: (name, module) in the order they run.
+        normalize: applied to the (B, 3, H, W) RGB input first (identity if None).
+        mirrored_border: pixels of the picture mirrored around it before the
+            first layer (for networks whose first layers run unpadded).
     """
 
-    def __init__(self, features: nn.Sequential) -> None:
+    def __init__(
+        self, layers: Sequence[tuple[str, nn.Module]], *, normalize: nn.Module | None = None, mirrored_border: int = 0
+    ) -> None:
         super().__init__()
-        if len(features) != len(LAYER_NAMES):
-            raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
-        self.features = features
-        pools = [name for name in LAYER_NAMES if name.startswith("pool")]
-        self.unpadded = nn.ModuleDict(
-            {name: UnpaddedConv2d(features[LAYER_NAMES.index(name)]) for name in FIRST_BLOCK_CONVS}
+        if not layers:
+            raise ValueError("a feature network needs at least one layer")
+        self.names = tuple(name for name, _ in layers)
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"layer names must be unique: {self.names}")
+        self.stack = nn.ModuleDict(dict(layers))
+        self.average_pools = nn.ModuleDict(
+            {name: _average_twin(m) for name, m in layers if isinstance(m, nn.MaxPool2d)}
         )
-        self.max_pools = nn.ModuleDict({name: nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
-        self.avg_pools = nn.ModuleDict({name: nn.AvgPool2d(kernel_size=2, stride=2, ceil_mode=True) for name in pools})
+        self.normalize = normalize if normalize is not None else nn.Identity()
+        self.mirrored_border = mirrored_border
         self.eval().requires_grad_(False)
 
-    def layer(self, name: str, pooling: str = "max") -> nn.Module:
-        if name in self.unpadded:
-            return self.unpadded[name]
-        if name in self.max_pools:
-            return self.avg_pools[name] if pooling == "avg" else self.max_pools[name]
-        return self.features[LAYER_NAMES.index(name)]
+    def index(self, name: str) -> int:
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"this network has no layer {name!r}") from None
+
+    def layer(self, name: str, pooling: Pooling = "max") -> nn.Module:
+        if pooling == "avg" and name in self.average_pools:
+            return self.average_pools[name]
+        return self.stack[name]
+
+    def min_input_side(self, names: Iterable[str]) -> int:
+        """Smallest picture side from which every one of ``names`` is computed.
+
+        Each pool before the deepest layer divides the side by its stride; the
+        mirrored border needs a picture wider than itself.
+        """
+        deepest = max(self.index(n) for n in names)
+        factor = 1
+        for name in self.names[:deepest]:
+            module = self.stack[name]
+            if isinstance(module, nn.MaxPool2d | nn.AvgPool2d):
+                stride = module.stride
+                factor *= stride if isinstance(stride, int) else math.prod(stride)  # type: ignore[arg-type]
+        return max(self.mirrored_border + 1, factor)
 
 
-class TruncatedVGG(nn.Module):
-    """VGG19 up to and including the deepest of ``layers``: nothing nobody reads runs.
+def vgg19(features: nn.Sequential) -> FeatureNetwork:
+    """VGG19's ``features`` by layer name, with two changes at the picture's edges.
 
-    Average pooling, which Gatys et al. (2016) found to give smoother
-    gradients than VGG's max pooling, is available as ``pooling="avg"``.
+    1. The first block sees the picture mirrored by ``MIRRORED_BORDER``
+       pixels, and its two convolutions run unpadded: VGG's zero padding is a
+       dark frame around the picture, and the style losses turned edge pixels
+       white. ``conv1_1`` and ``relu1_1`` are therefore 1 px wider on each side.
+    2. The pools round up (``ceil_mode``): VGG's own drop an odd side's last
+       row, which then reached the deep layers too weakly to be held to the
+       photo, and came out white.
 
     Args:
-        vgg: the network whose modules (and weights) are used.
+        features: torchvision's VGG19 ``features`` (37 modules), or a module
+            stack of the same layout (tests use narrow ones).
+    """
+    if len(features) != len(LAYER_NAMES):
+        raise ValueError(f"expected VGG19 features with {len(LAYER_NAMES)} modules, got {len(features)}")
+    layers: list[tuple[str, nn.Module]] = []
+    for name, module in zip(LAYER_NAMES, features, strict=True):
+        if name in FIRST_BLOCK_CONVS:
+            module = UnpaddedConv2d(module)
+        elif name.startswith("pool"):
+            module = nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True)
+        layers.append((name, module))
+    return FeatureNetwork(layers, normalize=Normalize(), mirrored_border=MIRRORED_BORDER)
+
+
+class TruncatedNetwork(nn.Module):
+    """A feature network up to and including the deepest of ``layers``: nothing nobody reads runs.
+
+    Args:
+        network: the network whose modules (and weights) are used; it owns them.
         layers: names of every layer some loss reads.
         pooling: "max" or "avg".
     """
 
-    def __init__(self, vgg: VGG19, layers: Iterable[str], pooling: str = "max") -> None:
+    def __init__(self, network: FeatureNetwork, layers: Iterable[str], pooling: Pooling = "max") -> None:
         super().__init__()
         wanted = set(layers)
         if not wanted:
-            raise ValueError("TruncatedVGG needs at least one layer")
-        stop = deepest(wanted)
-        self.names = LAYER_NAMES[: stop + 1]
-        self.normalize = Normalize()
-        self.layers = nn.Sequential(*(vgg.layer(name, pooling) for name in self.names))
+            raise ValueError("a truncated network needs at least one layer")
+        stop = max(network.index(n) for n in wanted)
+        self.names = network.names[: stop + 1]
+        self.normalize = network.normalize
+        self.mirrored_border = network.mirrored_border
+        self.layers = nn.Sequential(*(network.layer(name, pooling) for name in self.names))
         self.eval().requires_grad_(False)
 
     def module(self, name: str) -> nn.Module:
@@ -142,8 +180,10 @@ class TruncatedVGG(nn.Module):
 
     def forward(self, image: Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> Tensor:
         """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer."""
-        mirrored = F.pad(self.normalize(image), (MIRRORED_BORDER,) * 4, mode="reflect")
-        return self.layers(mirrored.contiguous(memory_format=memory_format))
+        x = self.normalize(image)
+        if self.mirrored_border:
+            x = F.pad(x, (self.mirrored_border,) * 4, mode="reflect")
+        return self.layers(x.contiguous(memory_format=memory_format))
 
 
 @dataclass
@@ -165,7 +205,7 @@ class Captured:
 
 @contextmanager
 def capture(
-    net: TruncatedVGG, content_layers: Iterable[str] = (), style_layers: Iterable[str] = ()
+    net: TruncatedNetwork, content_layers: Iterable[str] = (), style_layers: Iterable[str] = ()
 ) -> Iterator[Captured]:
     """Forward hooks on the named layers for the duration of the block.
 
@@ -183,16 +223,16 @@ def capture(
 
     def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], Tensor]:
         keep, summarise = name in content, name in style
-        # VGG's ReLUs run in place (as torchvision builds them): after a
-        # convolution, the network goes on with a copy, so that the ReLU
-        # cannot change what the losses saved.
-        copy = name.startswith("conv")
+        # VGG's ReLUs run in place (as torchvision builds them): before one,
+        # the network goes on with a copy, so that the ReLU cannot change
+        # what the losses saved.
+        position = net.names.index(name)
+        following = net.layers[position + 1] if position + 1 < len(net.names) else None
+        copy = bool(getattr(following, "inplace", False))
 
         def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
             passed_on = output
             if summarise:
-                # The Gram tap goes into the network's path: its backward adds
-                # the Gram's gradient to the downstream one in the same matmul.
                 passed_on, captured.grams[name] = gram_tap(output)
             if keep:
                 captured.activations[name] = output
@@ -201,7 +241,7 @@ def capture(
         return hook
 
     try:
-        for name in sorted(content | style, key=LAYER_NAMES.index):
+        for name in content | style:
             handles.append(net.module(name).register_forward_hook(make_hook(name)))
         yield captured
     finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import io
 import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from .errors import ImageLoadError, ImageSaveError, StyleStudioError
+from .files import write_atomically
 from .layers import min_input_side
 
 #: Export formats by file extension.
@@ -32,9 +32,6 @@ MAX_PIXELS: Final = Image.MAX_IMAGE_PIXELS or 89_478_485
 METADATA_KEY: Final = "style-studio"
 _EXIF_DESCRIPTION: Final = 0x010E
 _EXIF_SOFTWARE: Final = 0x0131
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 def load_image(path: str | os.PathLike[str]) -> Image.Image:
@@ -183,22 +180,10 @@ def save_image(
             options["quality"] = quality
         if fmt == "TIFF":
             options["compression"] = "tiff_deflate"
-    tmp: Path | None = None
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".part", dir=folder)
-        tmp = Path(tmp_name)
-        with os.fdopen(fd, "wb") as out:
-            image.convert("RGB").save(out, format=fmt, **options)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, path)
-        tmp = None
+        write_atomically(path, lambda out: image.convert("RGB").save(out, format=fmt, **options))
     except OSError as exc:
         raise ImageSaveError(f"{path}: {_write_error(exc)}") from None
-    finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
     return path
 
 

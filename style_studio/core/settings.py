@@ -89,6 +89,10 @@ class Settings:
     def active_style_layers(self) -> dict[str, float]:
         return {name: w for name, w in self.style_layers if w > 0}
 
+    def style_side(self, longest: int | None = None) -> int:
+        """Longest side of the style images for an output whose longest side is ``longest`` (default ``size``)."""
+        return max(1, round((self.size if longest is None else longest) * self.style_scale))
+
     @property
     def effective_step(self) -> float:
         return self.step_size if self.step_size is not None else DEFAULT_STEP[self.optimizer]

@@ -34,6 +34,8 @@ if TYPE_CHECKING:  # torch is imported where it is used: the window shows before
     import torch
     from torch import nn
 
+    from .features import FeatureNetwork
+
 log = logging.getLogger(__name__)
 
 IMAGENET: Final = "imagenet"
@@ -137,6 +139,12 @@ class LoadedWeights:
     @property
     def untrained(self) -> bool:
         return self.choice == UNTRAINED
+
+    def build_network(self) -> FeatureNetwork:
+        """The feature network these weights make, on the CPU in float32."""
+        from .features import vgg19
+
+        return vgg19(build_features(self))
 
 
 def build_features(weights: LoadedWeights) -> nn.Sequential:

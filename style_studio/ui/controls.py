@@ -24,9 +24,9 @@ from superqt import QCollapsible
 from ..core import settings as settings_mod
 from ..core.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS
 from ..core.settings import Settings
+from ..core.weights import IMAGENET, UNTRAINED
 from .widgets import LayerSlider, LogSlider
 
-IMAGENET, UNTRAINED = "imagenet", "untrained"
 CHOOSE_FILE = "choose-file"
 
 TIPS = {
@@ -93,11 +93,17 @@ class ControlsPanel(QWidget):
         changed(): any setting changed.
         liveChanged(): a loss weight changed (a running optimisation takes it).
         chooseWeightsFile(): the user picked "Choose file…" for the weights.
+        resetRequested(), savePresetRequested(), loadPresetRequested(): its buttons.
+        showAllLayersToggled(bool): "All layers" was opened or closed.
     """
 
     changed = Signal()
     liveChanged = Signal()
     chooseWeightsFile = Signal()
+    resetRequested = Signal()
+    savePresetRequested = Signal()
+    loadPresetRequested = Signal()
+    showAllLayersToggled = Signal(bool)
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *, show_all_layers: bool = False) -> None:
         super().__init__(parent)
@@ -117,6 +123,10 @@ class ControlsPanel(QWidget):
         self.load_preset_button = QPushButton("Load preset…")
         for b in (self.reset_button, self.save_preset_button, self.load_preset_button):
             buttons.addWidget(b)
+        self.reset_button.clicked.connect(self.resetRequested)
+        self.save_preset_button.clicked.connect(self.savePresetRequested)
+        self.load_preset_button.clicked.connect(self.loadPresetRequested)
+        self.more_layers.toggled.connect(lambda: self.showAllLayersToggled.emit(self.more_layers.isExpanded()))
         layout.addLayout(buttons)
         layout.addStretch(1)
         self.set_settings(settings)

@@ -1,11 +1,12 @@
 """Running the engine off the GUI thread.
 
-One run, one ``QThread`` with a ``RenderWorker`` in it. The worker iterates the
-engine's generator and forwards each ``Progress`` as a signal. Previews go
-through a one-slot mailbox: the worker builds a ``QImage`` (a copy that owns
-its pixels), drops it in the slot and signals only when the slot was empty, so
-the GUI thread always takes the latest frame and never a backlog. Stopping is
-a cancel token the engine checks every iteration; nothing is ever terminated.
+One run is one ``Job`` (``jobs.py``) whose function is a ``RenderSession``:
+it loads the weights, iterates the engine's generator and reports each
+``Progress``. Previews go through a one-slot mailbox: the session builds a
+``QImage`` (a copy that owns its pixels), drops it in the slot and reports
+``PREVIEW_READY`` only when the slot was empty, so the GUI thread always takes
+the latest frame and never a backlog. Stopping is the job's cancel token,
+which the engine checks every iteration.
 """
 
 from __future__ import annotations
@@ -14,24 +15,30 @@ import dataclasses
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
 from PIL import Image
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtGui import QImage
 
 from ..core.cancel import CancelToken
 from ..core.errors import Cancelled, StyleStudioError
+from ..core.progress import CANCELLED, Progress
 from ..core.settings import Settings
+from ..core.weights import IMAGENET, UNTRAINED
+from .jobs import Job, JobOutcome, Report
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
-    from ..core.engine import Progress
-    from ..core.weights import LoadedWeights
+    from ..core.engine import NetworkWeights, StyleTransfer
 
 log = logging.getLogger(__name__)
+
+#: What a session reports when a preview waits in its mailbox.
+PREVIEW_READY: Final = "preview-ready"
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,7 @@ class RunOutcome:
     """How a run ended.
 
     Attributes:
-        stop_reason: "finished" or "cancelled"; None when it failed.
+        stop_reason: ``FINISHED`` or ``CANCELLED``; None when it failed.
         error: the message to show when it failed.
         result: the best image at the requested size (also after a stop or an error).
         settings: the settings it ran with (with any live changes).
@@ -63,30 +70,42 @@ class RunOutcome:
     result: Image.Image | None
     settings: Settings
     weights_label: str | None
-    last: Any = None
+    last: Progress | None = None
+
+
+LoadWeights = Callable[[str], "NetworkWeights"]
+
+
+def _load_weights(choice: str) -> NetworkWeights:
+    from ..core.weights import load_weights
+
+    return load_weights(choice)
 
 
 class WeightsCache:
-    """Loaded weights kept between runs; loading happens in the worker thread."""
+    """Loaded weights kept between runs; loading happens in the run's thread.
 
-    def __init__(self) -> None:
+    Args:
+        load: turns a weights choice into weights (tests give a tiny encoder).
+    """
+
+    def __init__(self, load: LoadWeights = _load_weights) -> None:
+        self._load = load
         self._lock = threading.Lock()
         self._key: tuple[str, float] | None = None
-        self._value: LoadedWeights | None = None
+        self._value: NetworkWeights | None = None
 
     @staticmethod
     def _key_of(choice: str) -> tuple[str, float]:
         path = Path(choice)
-        mtime = path.stat().st_mtime if choice not in ("imagenet", "untrained") and path.is_file() else 0.0
+        mtime = path.stat().st_mtime if choice not in (IMAGENET, UNTRAINED) and path.is_file() else 0.0
         return choice, mtime
 
-    def get(self, choice: str) -> LoadedWeights:
-        from ..core.weights import load_weights
-
+    def get(self, choice: str) -> NetworkWeights:
         key = self._key_of(choice)
         with self._lock:
             if self._key != key or self._value is None:
-                self._value = load_weights(choice)
+                self._value = self._load(choice)
                 self._key = key
             return self._value
 
@@ -95,9 +114,8 @@ def _lower_this_threads_priority() -> None:
     """Run the optimisation at a lower CPU priority than the window.
 
     The engine keeps every core busy; at equal priority the GUI thread waits
-    for a time slice behind torch's worker threads (measured: 45 ms stalls,
-    every second, on 2 cores). Threads torch starts from here inherit the
-    lower priority. Lowering one's own priority needs no privileges.
+    for a time slice behind torch's worker threads. Threads torch starts from
+    here inherit the lower priority. Lowering one's own priority needs no privileges.
     """
     if hasattr(os, "setpriority"):
         try:
@@ -110,25 +128,17 @@ def _lower_this_threads_priority() -> None:
         thread.setPriority(QThread.Priority.LowPriority)
 
 
-class RenderWorker(QObject):
-    """Runs one job in its thread. Signals are queued to the GUI thread."""
-
-    progressed = Signal(object)  # Progress without its preview
-    preview_available = Signal()
-    finished = Signal(object)  # RunOutcome
+class RenderSession:
+    """One run's work, done in its job's thread; live settings and previews cross threads here."""
 
     def __init__(self, job: RenderJob, weights: WeightsCache) -> None:
-        super().__init__()
         self.job = job
         self._weights = weights
-        self._cancel = CancelToken()
         self._lock = threading.Lock()
         self._preview: QImage | None = None
-        self._transfer: Any = None
+        self._transfer: StyleTransfer | None = None
         self._pending_settings: Settings | None = None
-
-    def cancel(self) -> None:
-        self._cancel.cancel()
+        self._report: Report = lambda _: None
 
     def update_settings(self, settings: Settings) -> None:
         """New loss weights for the running optimisation (thread-safe)."""
@@ -150,24 +160,24 @@ class RenderWorker(QObject):
             notify = self._preview is None
             self._preview = image
         if notify:
-            self.preview_available.emit()
+            self._report(PREVIEW_READY)
 
-    @Slot()
-    def run(self) -> None:
+    def __call__(self, report: Report, cancel: CancelToken) -> RunOutcome:
         _lower_this_threads_priority()
         from ..core.engine import StyleTransfer
 
+        self._report = report
         job = self.job
-        transfer = None
+        transfer: StyleTransfer | None = None
         last: Progress | None = None
         label: str | None = None
         try:
-            self._cancel.raise_if_cancelled()
+            cancel.raise_if_cancelled()
             weights = self._weights.get(job.settings.weights)
             label = weights.label
-            self._cancel.raise_if_cancelled()
+            cancel.raise_if_cancelled()
             transfer = StyleTransfer(
-                job.content, list(job.styles), job.settings, weights, cancel=self._cancel, preview_interval=0.15
+                job.content, list(job.styles), job.settings, weights, cancel=cancel, preview_interval=0.15
             )
             with self._lock:
                 self._transfer = transfer
@@ -178,28 +188,25 @@ class RenderWorker(QObject):
                 if record.preview is not None:
                     self._post_preview(array_to_qimage(record.preview))
                     record = dataclasses.replace(record, preview=None)
-                self.progressed.emit(record)
+                report(record)
                 last = record
-            outcome = RunOutcome(
-                last.stop_reason if last else "cancelled", None, transfer.result, transfer.settings, label, last
+            return RunOutcome(
+                last.stop_reason if last else CANCELLED, None, transfer.result, transfer.settings, label, last
             )
         except Cancelled:
-            outcome = RunOutcome("cancelled", None, None, job.settings, label, last)
+            return RunOutcome(CANCELLED, None, None, job.settings, label, last)
         except StyleStudioError as exc:
-            outcome = self._failed(str(exc), transfer, label, last)
+            return self._failed(str(exc), transfer, label, last)
         except Exception as exc:  # a bug or a device failure: keep the app alive, say what happened
             log.exception("the run failed")
-            outcome = self._failed(f"the run failed unexpectedly: {exc}", transfer, label, last)
+            return self._failed(f"the run failed unexpectedly: {exc}", transfer, label, last)
         finally:
             with self._lock:
                 self._transfer = None
-            # Hand the worker back to the GUI thread, which owns and deletes it.
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-        self.finished.emit(outcome)
 
-    def _failed(self, message: str, transfer: Any, label: str | None, last: Any) -> RunOutcome:
+    def _failed(
+        self, message: str, transfer: StyleTransfer | None, label: str | None, last: Progress | None
+    ) -> RunOutcome:
         result = transfer.result if transfer is not None else None
         settings = transfer.settings if transfer is not None else self.job.settings
         return RunOutcome(None, message, result, settings, label, last)
@@ -210,6 +217,9 @@ class RunController(QObject):
 
     A start while the previous run is still stopping waits for it and then
     begins, so the user can press Start again at once.
+
+    Args:
+        weights: where runs get their weights (injectable for tests).
     """
 
     started = Signal(object)  # RenderJob
@@ -218,83 +228,73 @@ class RunController(QObject):
     finished = Signal(object)  # RunOutcome
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, weights: WeightsCache | None = None) -> None:
         super().__init__(parent)
-        self.weights = WeightsCache()
-        self._thread: QThread | None = None
-        self._worker: RenderWorker | None = None
+        self.weights = weights or WeightsCache()
+        self._job: Job | None = None
+        self._session: RenderSession | None = None
         self._pending: RenderJob | None = None
         self._stopping = False
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
     @property
     def stopping(self) -> bool:
         return self._stopping
 
-    def start(self, job: RenderJob) -> None:
-        if self._thread is not None:
-            self._pending = job
+    def start(self, render: RenderJob) -> None:
+        if self._job is not None:
+            self._pending = render
             self.stop()
             return
         self._stopping = False
-        worker = RenderWorker(job, self.weights)
-        thread = QThread()
-        thread.setObjectName("style-studio-render")
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progressed.connect(self.progressed)
-        worker.preview_available.connect(self._deliver_preview)
-        worker.finished.connect(self._on_finished)
-        self._thread, self._worker = thread, worker
-        thread.start()
-        self.started.emit(job)
+        session = RenderSession(render, self.weights)
+        job = Job(session, "style-studio-render", failure="the run failed unexpectedly")
+        job.progressed.connect(self._on_report)
+        job.finished.connect(self._on_finished)
+        self._job, self._session = job, session
+        job.start()
+        self.started.emit(render)
         self.busy_changed.emit(True)
 
     def stop(self) -> None:
-        if self._worker is not None:
+        if self._job is not None:
             self._stopping = True
-            self._worker.cancel()
+            self._job.cancel()
 
     def update_settings(self, settings: Settings) -> None:
-        if self._worker is not None and not self._stopping:
-            self._worker.update_settings(settings)
+        if self._session is not None and not self._stopping:
+            self._session.update_settings(settings)
 
     def shutdown(self) -> None:
-        """Stop any run and wait for its thread (closing the window)."""
+        """Stop any run and wait for it (closing the window)."""
         self._pending = None
-        if self._thread is None:
-            return
-        self.stop()
-        thread = self._thread
-        # quit() before the worker returns makes the thread's exec() return at once.
-        thread.quit()
-        thread.wait()
-        # The worker's finished signal is queued to this thread; handle it now.
-        self._on_finished(None)
-
-    @Slot()
-    def _deliver_preview(self) -> None:
-        worker = self._worker
-        image = worker.take_preview() if worker is not None else None
-        if image is not None:
-            self.preview.emit(image)
+        if self._job is not None:
+            self.stop()
+            self._job.wait()
 
     @Slot(object)
-    def _on_finished(self, outcome: RunOutcome | None) -> None:
-        if self._thread is None:
-            return
-        thread, worker = self._thread, self._worker
-        if outcome is None and worker is not None:
-            outcome = RunOutcome("cancelled", None, None, worker.job.settings, None)
-        thread.quit()
-        thread.wait()
-        self._thread = self._worker = None
+    def _on_report(self, value: object) -> None:
+        if value == PREVIEW_READY:
+            image = self._session.take_preview() if self._session is not None else None
+            if image is not None:
+                self.preview.emit(image)
+        elif isinstance(value, Progress):
+            self.progressed.emit(value)
+
+    @Slot(object)
+    def _on_finished(self, outcome: JobOutcome) -> None:
+        session = self._session
+        self._job = self._session = None
         self._stopping = False
-        if outcome is not None:
-            self.finished.emit(outcome)
+        result = outcome.value
+        if not isinstance(result, RunOutcome) and session is not None:
+            reason = CANCELLED if outcome.cancelled else None
+            result = RunOutcome(reason, outcome.error, None, session.job.settings, None)
+        if result is not None:
+            self.finished.emit(result)
         pending, self._pending = self._pending, None
         if pending is not None:
             self.start(pending)

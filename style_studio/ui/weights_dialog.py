@@ -2,55 +2,33 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtWidgets import QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core.errors import Cancelled, StyleStudioError
+from ..core.cancel import CancelToken
+from ..core.weights import IMAGENET, UNTRAINED
+from .jobs import Job, JobOutcome, Report
 
 WEIGHTS_FILTER = "PyTorch weights (*.pth *.pt *.bin);;All files (*)"
 
 
-class DownloadWorker(QObject):
-    progressed = Signal(int, int)  # bytes received, total (0 = unknown)
-    finished = Signal(str)  # "" on success, else the error
+def _download(report: Report, cancel: CancelToken) -> None:
+    from ..core.weights import download_imagenet
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._cancel = threading.Event()
-
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    @Slot()
-    def run(self) -> None:
-        from ..core.weights import download_imagenet
-
-        try:
-            download_imagenet(
-                progress=lambda got, total: self.progressed.emit(got, total or 0), cancelled=self._cancel.is_set
-            )
-            message = ""
-        except Cancelled:
-            message = "The download was cancelled."
-        except StyleStudioError as exc:
-            message = str(exc)
-        self.finished.emit(message)
+    download_imagenet(progress=lambda got, total: report((got, total or 0)), cancelled=lambda: cancel.cancelled)
 
 
 class WeightsDialog(QDialog):
     """Asks how to get VGG19 weights. ``choice`` is set when the dialog is accepted:
-    "imagenet" (downloaded), "untrained", or a file path."""
+    ``IMAGENET`` (downloaded), ``UNTRAINED``, or a file path."""
 
     def __init__(self, parent: QWidget | None = None, *, start_dir: str = "") -> None:
         super().__init__(parent)
         self.setWindowTitle("VGG19 weights needed")
         self.choice: str | None = None
         self._start_dir = start_dir
-        self._thread: QThread | None = None
-        self._worker: DownloadWorker | None = None
+        self._job: Job | None = None
         text = QLabel(
             "<b>Style Studio needs the trained VGG19 network</b> (548 MB, downloaded once from "
             "download.pytorch.org and kept in PyTorch's cache).<br><br>"
@@ -79,7 +57,7 @@ class WeightsDialog(QDialog):
         layout.addLayout(buttons)
         self.download_button.clicked.connect(self.start_download)
         self.file_button.clicked.connect(self._choose_file)
-        self.untrained_button.clicked.connect(lambda: self._accept_with("untrained"))
+        self.untrained_button.clicked.connect(lambda: self._accept_with(UNTRAINED))
         self.cancel_button.clicked.connect(self.reject)
         self.resize(520, 200)
 
@@ -99,19 +77,17 @@ class WeightsDialog(QDialog):
         self.bar.setVisible(True)
         self.bar.setRange(0, 0)
         self.status.setText("Connecting…")
-        worker = DownloadWorker()
-        thread = QThread()
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
-        worker.progressed.connect(self._progress)
-        worker.finished.connect(self._done)
-        self._thread, self._worker = thread, worker
-        thread.start()
+        job = Job(_download, "style-studio-download", failure="the download failed unexpectedly")
+        job.progressed.connect(self._progress)
+        job.finished.connect(self._done)
+        self._job = job
+        job.start()
 
     def downloading(self) -> bool:
-        return self._thread is not None
+        return self._job is not None
 
-    def _progress(self, got: int, total: int) -> None:
+    def _progress(self, received: tuple[int, int]) -> None:
+        got, total = received
         if total:
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(got / total * 1000))
@@ -119,28 +95,25 @@ class WeightsDialog(QDialog):
         else:
             self.status.setText(f"{got / 1e6:.0f} MB")
 
-    def _stop_thread(self) -> None:
-        if self._thread is not None:
-            if self._worker is not None:
-                self._worker.cancel()
-            self._thread.quit()
-            self._thread.wait()
-            self._thread = self._worker = None
+    def _stop_download(self) -> None:
+        if self._job is not None:
+            self._job.cancel()
+            self._job.wait()
 
-    def _done(self, error: str) -> None:
-        self._stop_thread()
-        if not error:
-            self._accept_with("imagenet")
+    def _done(self, outcome: JobOutcome) -> None:
+        self._job = None
+        if outcome.error is None and not outcome.cancelled:
+            self._accept_with(IMAGENET)
             return
         self.bar.setVisible(False)
-        self.status.setText(error)
+        self.status.setText("The download was cancelled." if outcome.cancelled else outcome.error or "")
         for b in (self.download_button, self.file_button, self.untrained_button):
             b.setEnabled(True)
 
     def reject(self) -> None:
-        self._stop_thread()  # cancels a download in progress; no half file is left
+        self._stop_download()  # cancels a download in progress; no half file is left
         super().reject()
 
     def done(self, result: int) -> None:
-        self._stop_thread()
+        self._stop_download()
         super().done(result)

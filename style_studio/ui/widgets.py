@@ -265,9 +265,47 @@ class StyleRow(QWidget):
     def blend_weight(self) -> float:
         return self.blend.value() / 100
 
+    def set_blend_weight(self, weight: float) -> None:
+        """Show ``weight`` (0 to 1) on the slider; emits ``blendChanged`` when it moves."""
+        self.blend.setValue(round(weight * 100))
+
     def _show_blend(self) -> None:
         self.blend_label.setText(f"{self.blend_weight():.2f}")
 
     def _blend_changed(self, _: int) -> None:
         self._show_blend()
         self.blendChanged.emit()
+
+
+class MessageBanner(QFrame):
+    """A dismissable line at the top of the window for errors and notices (never a modal box)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("banner")
+        self.kind = "info"
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        close = QToolButton()
+        close.setText("✕")
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.hide()
+
+    def show_message(self, text: str, kind: str = "error") -> None:
+        colors = {"error": ("#fdecea", "#8a1c12"), "info": ("#e8f1fb", "#123f6b")}
+        background, foreground = colors.get(kind, colors["info"])
+        self.setStyleSheet(
+            f"#banner {{ background: {background}; border-radius: 4px; }} #banner QLabel {{ color: {foreground}; }}"
+        )
+        self.label.setText(text)
+        self.kind = kind
+        self.show()
+
+    def text(self) -> str:
+        return "" if self.isHidden() else self.label.text()

@@ -10,35 +10,39 @@ import pytest
 import torch
 
 from style_studio.core import color
+from style_studio.core.cancel import CancelToken
 from style_studio.core.device import resolve
-from style_studio.core.engine import (
-    CANCELLED,
-    FINISHED,
-    CancelToken,
-    StyleTransfer,
-    features_for,
-    pil_to_tensor,
-    scale_sizes,
-)
+from style_studio.core.engine import StyleTransfer, network_for, scale_sizes
 from style_studio.core.errors import StyleStudioError
+from style_studio.core.progress import CANCELLED, FINISHED, Progress
 from style_studio.core.settings import Settings
+from style_studio.core.tensors import pil_to_tensor
 
 SMALL = Settings(size=64, iterations=20, weights="untrained")
 
 
-def run_all(transfer: StyleTransfer) -> list:
+def run_all(transfer: StyleTransfer) -> list[Progress]:
     return list(transfer.run())
 
 
-def vgg_hooks(weights) -> int:
-    vgg = features_for(weights, resolve("auto", "auto"))
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in vgg.modules())
+def network_hooks(weights) -> int:
+    network = network_for(weights, resolve("auto", "auto"))
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in network.modules())
+
+
+def test_a_run_on_the_real_untrained_vgg19_lowers_the_loss_and_says_it_is_untrained(
+    untrained, content_image, style_image
+):
+    records = run_all(StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=8), untrained))
+    assert records[-1].stop_reason == FINISHED
+    assert records[-2].total_loss < 0.7 * records[0].total_loss
+    assert records[0].weights.startswith("untrained VGG19")
 
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
-def test_total_loss_falls_over_20_iterations(optimizer, untrained, content_image, style_image):
+def test_total_loss_falls_over_20_iterations(optimizer, tiny, content_image, style_image):
     records = run_all(
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), untrained)
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), tiny)
     )
     iterations = [r for r in records if not r.done]
     assert len(iterations) == 20
@@ -46,9 +50,9 @@ def test_total_loss_falls_over_20_iterations(optimizer, untrained, content_image
     assert records[-1].done and records[-1].stop_reason == FINISHED
 
 
-def test_records_carry_every_loss_term_and_previews(untrained, content_image, style_image):
+def test_records_carry_every_loss_term_and_previews(tiny, content_image, style_image):
     transfer = StyleTransfer(
-        content_image, [style_image], dataclasses.replace(SMALL, iterations=3), untrained, preview_interval=0
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=3), tiny, preview_interval=0
     )
     records = run_all(transfer)
     first = records[0]
@@ -66,18 +70,18 @@ def test_records_carry_every_loss_term_and_previews(untrained, content_image, st
     assert "preview" not in json_record and json_record["iteration"] == 1
 
 
-def test_previews_are_throttled_by_time(untrained, content_image, style_image):
+def test_previews_are_throttled_by_time(tiny, content_image, style_image):
     transfer = StyleTransfer(
-        content_image, [style_image], dataclasses.replace(SMALL, iterations=6), untrained, preview_interval=3600
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=6), tiny, preview_interval=3600
     )
     previews = [r.preview is not None for r in transfer.run()]
     # The first iteration, the last one and the end record; nothing in between.
     assert previews == [True, False, False, False, False, True, True]
 
 
-def test_multi_scale_ends_at_the_requested_size(untrained, content_image, style_image):
+def test_multi_scale_ends_at_the_requested_size(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, size=128, scales=2, iterations=3)
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
     records = run_all(transfer)
     sizes = sorted({(r.scale, r.width, r.height) for r in records})
     assert sizes == [(1, 64, 43), (2, 128, 85)]
@@ -90,10 +94,10 @@ def test_scale_sizes_halve_and_skip_scales_that_are_too_small():
     assert scale_sizes((400, 200), 128, 4) == [(64, 32), (128, 64)]
 
 
-def test_cancel_stops_within_one_iteration_and_keeps_the_image(untrained, content_image, style_image):
+def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_image, style_image):
     cancel = CancelToken()
     transfer = StyleTransfer(
-        content_image, [style_image], dataclasses.replace(SMALL, iterations=50), untrained, cancel=cancel
+        content_image, [style_image], dataclasses.replace(SMALL, iterations=50), tiny, cancel=cancel
     )
     records = []
     for record in transfer.run():
@@ -105,7 +109,7 @@ def test_cancel_stops_within_one_iteration_and_keeps_the_image(untrained, conten
     assert transfer.result is not None and transfer.result.size == (64, 43)
 
 
-def test_cancel_is_checked_inside_the_lbfgs_closure(untrained, content_image, style_image):
+def test_cancel_is_checked_inside_the_lbfgs_closure(tiny, content_image, style_image):
     class CancelOnThirdCheck(CancelToken):
         checks = 0
 
@@ -117,19 +121,19 @@ def test_cancel_is_checked_inside_the_lbfgs_closure(untrained, content_image, st
 
     # Checks: before the scale, before iteration 1, inside its closure (the 3rd).
     token = CancelOnThirdCheck()
-    records = run_all(StyleTransfer(content_image, [style_image], SMALL, untrained, cancel=token))
+    records = run_all(StyleTransfer(content_image, [style_image], SMALL, tiny, cancel=token))
     assert len(records) == 1 and records[0].stop_reason == CANCELLED
 
 
-def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(untrained, content_image, style_image):
+def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=4)
-    run_all(StyleTransfer(content_image, [style_image], settings, untrained))
-    assert vgg_hooks(untrained) == 0
+    run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    assert network_hooks(tiny) == 0
 
     cancel = CancelToken()
-    for _ in StyleTransfer(content_image, [style_image], settings, untrained, cancel=cancel).run():
+    for _ in StyleTransfer(content_image, [style_image], settings, tiny, cancel=cancel).run():
         cancel.cancel()
-    assert vgg_hooks(untrained) == 0
+    assert network_hooks(tiny) == 0
 
     class Exploding(CancelToken):
         calls = 0
@@ -140,48 +144,48 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(untrained, 
                 raise RuntimeError("device lost")
 
     with pytest.raises(RuntimeError, match="device lost"):
-        run_all(StyleTransfer(content_image, [style_image], settings, untrained, cancel=Exploding()))
-    assert vgg_hooks(untrained) == 0
+        run_all(StyleTransfer(content_image, [style_image], settings, tiny, cancel=Exploding()))
+    assert network_hooks(tiny) == 0
 
-    run = StyleTransfer(content_image, [style_image], settings, untrained).run()
+    run = StyleTransfer(content_image, [style_image], settings, tiny).run()
     next(run)
-    assert vgg_hooks(untrained) > 0  # mid-run, the hooks are there ...
+    assert network_hooks(tiny) > 0  # mid-run, the hooks are there ...
     run.close()
-    assert vgg_hooks(untrained) == 0  # ... and a consumer that walks away removes them
+    assert network_hooks(tiny) == 0  # ... and a consumer that walks away removes them
 
 
-def test_repeated_runs_do_not_accumulate_hooks(untrained, content_image, style_image):
+def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=1)
     for _ in range(3):
-        transfer = StyleTransfer(content_image, [style_image], settings, untrained)
-        counts = [vgg_hooks(untrained) for _ in transfer.run()]
+        transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+        counts = [network_hooks(tiny) for _ in transfer.run()]
         assert counts[0] == 6  # 1 content + 5 style layers, once each
-    assert vgg_hooks(untrained) == 0
+    assert network_hooks(tiny) == 0
 
 
 @pytest.mark.parametrize("init", ["noise", "content", "style"])
-def test_same_seed_same_settings_give_the_same_image(init, untrained, content_image, style_image):
+def test_same_seed_same_settings_give_the_same_image(init, tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=5, init=init, seed=7)
-    a = StyleTransfer(content_image, [style_image], settings, untrained)
-    b = StyleTransfer(content_image, [style_image], settings, untrained)
+    a = StyleTransfer(content_image, [style_image], settings, tiny)
+    b = StyleTransfer(content_image, [style_image], settings, tiny)
     run_all(a), run_all(b)
     assert np.array_equal(np.asarray(a.result), np.asarray(b.result))
 
 
-def test_a_different_seed_gives_a_different_noise_start(untrained, content_image, style_image):
+def test_a_different_seed_gives_a_different_noise_start(tiny, content_image, style_image):
     results = []
     for seed in (1, 2):
         t = StyleTransfer(
-            content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise", seed=seed), untrained
+            content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise", seed=seed), tiny
         )
         run_all(t)
         results.append(np.asarray(t.result))
     assert not np.array_equal(*results)
 
 
-def test_preserve_colors_keeps_the_content_chroma(untrained, content_image, style_image):
-    settings = dataclasses.replace(SMALL, iterations=10, preserve_colors=True)
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+def test_preserve_colors_keeps_the_content_chroma(tiny, content_image, style_image):
+    settings = dataclasses.replace(SMALL, iterations=10, preserve_colors=True, init="noise")
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
     run_all(transfer)
     result = pil_to_tensor(transfer.result)
     content = pil_to_tensor(content_image.resize(transfer.result.size))
@@ -193,16 +197,16 @@ def test_preserve_colors_keeps_the_content_chroma(untrained, content_image, styl
     assert (color.luminance(result) - color.luminance(content)).abs().mean() > 0.01
 
 
-def test_without_preserve_colors_the_chroma_moves_towards_the_style(untrained, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), untrained)
+def test_without_preserve_colors_the_chroma_moves_towards_the_style(tiny, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
     run_all(transfer)
     result = color.rgb_to_yiq(pil_to_tensor(transfer.result))[:, 1:]
     content = color.rgb_to_yiq(pil_to_tensor(content_image.resize(transfer.result.size)))[:, 1:]
     assert (result - content).abs().mean() > 0.01
 
 
-def test_loss_weight_changes_take_effect_at_the_next_iteration(untrained, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), untrained)
+def test_loss_weight_changes_take_effect_at_the_next_iteration(tiny, content_image, style_image):
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), tiny)
     records = []
     for record in transfer.run():
         records.append(record)
@@ -243,16 +247,14 @@ def count_optimizers(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
-def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(
-    optimizer, untrained, content_image, style_image, monkeypatch
-):
-    # Content from 1 to 100 (the slider's top) multiplies the loss: measured against
+def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(optimizer, tiny, content_image, style_image, monkeypatch):
+    # Style from 3 to 100 (the slider's top) multiplies the loss: measured against
     # the best loss before the change, every iteration looked like a blow-up, and the
     # run stopped as "diverging" after 6. The optimiser restarts on the new objective.
     made = count_optimizers(monkeypatch)
     settings = dataclasses.replace(SMALL, iterations=25, optimizer=optimizer)
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
-    records = run_with_a_change(transfer, 10, dataclasses.replace(settings, content_weight=100.0))
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+    records = run_with_a_change(transfer, 10, dataclasses.replace(settings, style_weight=100.0))
     assert [r.event for r in records if r.event] == []
     assert records[-1].stop_reason == FINISHED
     after = [r.total_loss for r in records[10:-1]]
@@ -260,28 +262,28 @@ def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(
     assert len(made) == 2
 
 
-def test_a_small_weight_change_keeps_the_optimiser_history(untrained, content_image, style_image, monkeypatch):
+def test_a_small_weight_change_keeps_the_optimiser_history(tiny, content_image, style_image, monkeypatch):
     # A dragged slider changes a weight a little at every step; restarting L-BFGS
     # each time would leave the picture standing still until the drag ends.
     made = count_optimizers(monkeypatch)
-    transfer = StyleTransfer(content_image, [style_image], SMALL, untrained)
+    transfer = StyleTransfer(content_image, [style_image], SMALL, tiny)
     run_with_a_change(transfer, 5, dataclasses.replace(SMALL, content_weight=1.5))
     assert len(made) == 1
 
 
-def test_style_blend_weights_mix_two_styles(untrained, content_image, style_image, second_style_image):
+def test_style_blend_weights_mix_two_styles(tiny, content_image, style_image, second_style_image):
     finals = {}
     for blend in ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)):
         settings = dataclasses.replace(SMALL, iterations=1, style_blend=blend)
-        records = run_all(StyleTransfer(content_image, [style_image, second_style_image], settings, untrained))
+        records = run_all(StyleTransfer(content_image, [style_image, second_style_image], settings, tiny))
         finals[blend] = records[0].style_losses["relu1_1"]
     # Identical start image: distinct targets give distinct losses.
     assert len({round(v, 6) for v in finals.values()}) == 3
 
 
-def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(untrained, content_image, style_image):
+def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, optimizer="adam", step_size=1e4, iterations=10)
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained, preview_interval=0)
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=0)
     records = run_all(transfer)
     events = [r.event for r in records if r.event]
     assert events and "went back to the lowest-loss image" in events[0]
@@ -292,7 +294,7 @@ def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(untrai
         assert r.preview is not None and 10 < r.preview.mean() < 245
 
 
-def test_convolution_and_pooling_layers_can_be_style_and_content_layers(untrained, content_image, style_image):
+def test_convolution_and_pooling_layers_can_be_style_and_content_layers(tiny, content_image, style_image):
     # A convolution's output is overwritten by the in-place ReLU after it; the
     # losses must still see (and differentiate) the convolution's own output.
     settings = dataclasses.replace(
@@ -301,96 +303,98 @@ def test_convolution_and_pooling_layers_can_be_style_and_content_layers(untraine
         style_layers=(("conv2_2", 1.0), ("pool3", 1.0), ("relu3_1", 1.0)),
         content_layers=("conv4_2",),
     )
-    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
     assert records[-1].stop_reason == FINISHED
     assert set(records[0].style_losses) == {"conv2_2", "pool3", "relu3_1"}
     assert records[-2].total_loss < records[0].total_loss
 
 
-def test_nothing_to_optimise_is_a_clear_error(untrained, content_image, style_image):
+def test_nothing_to_optimise_is_a_clear_error(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 0.0),))
     with pytest.raises(StyleStudioError, match="nothing to optimise"):
-        run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+        run_all(StyleTransfer(content_image, [style_image], settings, tiny))
 
 
-def test_an_image_too_thin_for_the_network_is_refused_before_starting(untrained, style_image):
+def test_an_image_too_thin_for_the_network_is_refused_before_starting(tiny, style_image):
     from PIL import Image
 
     with pytest.raises(StyleStudioError, match="at least 16 pixels"):
-        StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, untrained)
+        StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, tiny)
 
 
-def test_a_picture_thinner_than_the_mirrored_border_is_refused_even_for_shallow_layers(untrained, style_image):
+def test_a_picture_thinner_than_the_mirrored_border_is_refused_even_for_shallow_layers(tiny, style_image):
     # relu1_1 alone needs no pooling, but the picture is mirrored by 2 px
     # before the first block: a 1 px thin one failed inside torch.
     from PIL import Image
 
     settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 1.0),))
     with pytest.raises(StyleStudioError, match="at least 3 pixels"):
-        StyleTransfer(Image.new("RGB", (512, 2)), [style_image], settings, untrained)
+        StyleTransfer(Image.new("RGB", (512, 2)), [style_image], settings, tiny)
 
 
-def test_wrong_number_of_blend_weights_is_refused(untrained, content_image, style_image):
+def test_wrong_number_of_blend_weights_is_refused(tiny, content_image, style_image):
     with pytest.raises(StyleStudioError, match="2 style blend weights given for 1"):
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), untrained)
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), tiny)
 
 
-def test_explicit_fp32_precision_is_used_and_named(untrained, content_image, style_image):
+def test_explicit_fp32_precision_is_used_and_named(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=2, precision="fp32", device="cpu")
-    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
+    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
     assert records[0].compute == "cpu, fp32"
 
 
-def test_asking_for_a_missing_gpu_is_a_clear_error(untrained, content_image, style_image):
+def test_asking_for_a_missing_gpu_is_a_clear_error(tiny, content_image, style_image):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(StyleStudioError, match="no CUDA GPU"):
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), untrained)
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), tiny)
 
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
-def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, untrained, content_image, style_image):
+def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, tiny, content_image, style_image):
     # Left free, the optimiser pushes pixels outside [0, 1]: the loss it reports is
     # then that of an image nobody sees, and the exported (clamped) one scores worse.
     settings = dataclasses.replace(SMALL, iterations=40, optimizer=optimizer, precision="fp32", style_weight=30.0)
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained)
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
     records = run_all(transfer)
     assert records[-1].stop_reason == FINISHED
     exported = transfer.evaluate(transfer.result)["total"]
     assert exported == pytest.approx(records[-2].total_loss, rel=0.02)
 
 
-def test_lbfgs_steps_cut_short_by_the_clamp_do_not_make_the_loss_jump(untrained, content_image, style_image):
+def test_lbfgs_remembers_the_step_the_clamp_let_the_image_take():
     # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
-    # shortened a step, remembering the step it proposed instead made later steps
-    # overshoot (here: the loss jumped to 4.2x its best after the first 10 iterations).
-    settings = dataclasses.replace(SMALL, size=96, iterations=30, precision="fp32")
-    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
-    losses = [r.total_loss for r in records if not r.done]
-    worst_rise = max(loss / min(losses[:i]) for i, loss in enumerate(losses) if i >= 10)
-    assert worst_rise < 1.5
+    # shortened a step, remembering the proposed one made later steps overshoot.
+    from style_studio.core.engine import _record_projected_step
+
+    image = torch.tensor([0.5, 0.9, 0.1], requires_grad=True)
+    optimizer = torch.optim.LBFGS([image], lr=1.0, max_iter=1, tolerance_grad=0.0, tolerance_change=0.0)
+    target = torch.tensor([0.2, 1.6, -0.7])  # two pixels' optimum lies outside [0, 1]
+
+    def closure():
+        optimizer.zero_grad()
+        loss = (image - target).square().sum()
+        loss.backward()
+        return loss
+
+    before = image.detach().clone()
+    optimizer.step(closure)
+    with torch.no_grad():
+        image.clamp_(0, 1)
+    _record_projected_step(optimizer, image, before)
+    state = optimizer.state[image]
+    torch.testing.assert_close(state["d"] * state["t"], image.detach() - before)
+    assert image[1] == 1 and image[2] == 0
 
 
-def test_a_lowered_step_size_recovers_after_good_iterations(untrained, content_image, style_image, monkeypatch):
-    # This run jumps once early (an L-BFGS overshoot); kept at half the step, it
-    # would crawl for the rest of the run.
-    made = count_optimizers(monkeypatch)
-    settings = dataclasses.replace(SMALL, size=128, iterations=25, precision="fp32")
-    records = run_all(StyleTransfer(content_image, [style_image], settings, untrained))
-    jumps = [r.iteration for r in records if r.event]
-    assert jumps and jumps[-1] <= 25 - 10, "the run no longer blows up: pick another case"
-    assert made[-1].param_groups[0]["lr"] == settings.effective_step
-
-
-def test_the_result_is_the_lowest_loss_image_not_the_last(untrained, content_image, style_image):
-    # Adam at this step size overshoots after its 4th iteration without blowing up
-    # (losses 8.7, 49, 7.6, 5.1, 8.1, 12.2): the last image is 2.4x worse than the best.
-    settings = dataclasses.replace(SMALL, optimizer="adam", step_size=0.25, iterations=6, precision="fp32")
-    transfer = StyleTransfer(content_image, [style_image], settings, untrained, preview_interval=0)
+def test_the_result_and_the_last_record_are_the_lowest_loss_image_of_the_run(tiny, content_image, style_image):
+    # Whatever the trajectory: the last record carries the result's losses, and the
+    # result scores what that record says.
+    settings = dataclasses.replace(SMALL, optimizer="adam", step_size=0.25, iterations=8, precision="fp32")
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=0)
     records = run_all(transfer)
-    losses = [r.total_loss for r in records if not r.done]
-    assert not any(r.event for r in records), "the run now blows up: pick another case"
-    assert losses[-1] > 1.5 * min(losses), "the run no longer overshoots at the end: pick another case"
-    assert transfer.evaluate(transfer.result)["total"] == pytest.approx(min(losses), rel=0.02)
+    losses = [r.total_loss for r in records if not r.done and not r.event]
     assert records[-1].done and records[-1].total_loss == min(losses)
-    assert np.array_equal(records[-1].preview, records[losses.index(min(losses))].preview)
+    assert transfer.evaluate(transfer.result)["total"] == pytest.approx(min(losses), rel=0.02)
+    best = next(r for r in records if r.total_loss == min(losses))
+    assert np.array_equal(records[-1].preview, best.preview)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from style_studio.core.features import VGG19, TruncatedVGG, capture
+from style_studio.core.features import TruncatedNetwork, capture, vgg19
 from style_studio.core.layers import MIRRORED_BORDER
 from style_studio.core.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
 from style_studio.core.weights import build_features
@@ -19,7 +19,7 @@ def hooks_on(module: nn.Module) -> int:
 
 @pytest.fixture(scope="module")
 def vgg(untrained):
-    return VGG19(build_features(untrained))
+    return vgg19(build_features(untrained))
 
 
 def test_gram_of_ones_is_one_over_hw_times_hw():
@@ -103,7 +103,7 @@ def test_total_variation_of_a_flat_image_is_zero_and_of_a_checkerboard_is_known(
 
 
 def test_network_is_truncated_after_the_deepest_requested_layer(vgg):
-    net = TruncatedVGG(vgg, ["relu1_1", "relu3_1"])
+    net = TruncatedNetwork(vgg, ["relu1_1", "relu3_1"])
     assert net.names[-1] == "relu3_1"
     assert len(net.layers) == 12
     assert not any(p.requires_grad for p in net.parameters())
@@ -111,17 +111,17 @@ def test_network_is_truncated_after_the_deepest_requested_layer(vgg):
 
 
 def test_average_pooling_swaps_the_pools_and_keeps_the_convolutions(vgg):
-    net = TruncatedVGG(vgg, ["relu3_1"], pooling="avg")
+    net = TruncatedNetwork(vgg, ["relu3_1"], pooling="avg")
     assert isinstance(net.module("pool1"), nn.AvgPool2d)
-    assert net.module("conv2_1") is vgg.features[5]
-    assert isinstance(TruncatedVGG(vgg, ["relu3_1"]).module("pool1"), nn.MaxPool2d)
+    assert net.module("conv2_1") is vgg.layer("conv2_1")
+    assert isinstance(TruncatedNetwork(vgg, ["relu3_1"]).module("pool1"), nn.MaxPool2d)
 
 
 def test_the_first_block_sees_the_picture_up_to_its_edges_not_a_dark_frame(vgg):
     # With VGG's zero padding, the first block saw a dark frame around the
     # picture, and the style losses turned edge pixels white. A flat picture
     # must give the same first-block features at its edges as inside.
-    net = TruncatedVGG(vgg, ["relu1_2", "relu2_1"])
+    net = TruncatedNetwork(vgg, ["relu1_2", "relu2_1"])
     flat = torch.full((1, 3, 24, 40), 0.6)
     with capture(net, content_layers=["relu1_2"]) as got, torch.no_grad():
         net(flat)
@@ -137,7 +137,7 @@ def test_the_last_row_and_column_of_an_odd_sized_image_reach_the_deep_layers(vgg
     # held the bottom edge, and results grew a white line along it. Here the
     # last 3 rows and columns got 0.10 to 0.27 of an inner one's gradient; they
     # get 0.50 to 0.74 with the pools rounding up.
-    net = TruncatedVGG(vgg, ["relu5_1"], pooling)
+    net = TruncatedNetwork(vgg, ["relu5_1"], pooling)
     image = torch.rand(1, 3, 81, 97, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
     with capture(net, content_layers=["relu5_1"]) as got:
         net(image)
@@ -150,7 +150,7 @@ def test_the_last_row_and_column_of_an_odd_sized_image_reach_the_deep_layers(vgg
 
 
 def test_hooks_capture_requested_layers_with_the_right_shapes(vgg):
-    net = TruncatedVGG(vgg, ["conv1_2", "relu2_1", "relu4_2", "pool3"])
+    net = TruncatedNetwork(vgg, ["conv1_2", "relu2_1", "relu4_2", "pool3"])
     with capture(net, content_layers=["conv1_2", "relu4_2"], style_layers=["relu2_1", "pool3"]) as got, torch.no_grad():
         net(torch.rand(1, 3, 64, 48))
         assert set(got.activations) == {"conv1_2", "relu4_2"}
@@ -162,12 +162,12 @@ def test_hooks_capture_requested_layers_with_the_right_shapes(vgg):
 
 
 def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):
-    net = TruncatedVGG(vgg, ["conv1_1", "relu1_2"])
+    net = TruncatedNetwork(vgg, ["conv1_1", "relu1_2"])
     x = torch.rand(1, 3, 16, 16)
     with capture(net, content_layers=["conv1_1"], style_layers=["relu1_2"]) as got, torch.no_grad():
         net(x)
         conv = got.activations["conv1_1"]
-    conv1_1 = vgg.features[0]
+    conv1_1 = vgg.layer("conv1_1").conv
     mirrored = F.pad(net.normalize(x), (MIRRORED_BORDER,) * 4, mode="reflect")
     expected = F.conv2d(mirrored, conv1_1.weight, conv1_1.bias)
     torch.testing.assert_close(conv, expected)
@@ -175,7 +175,7 @@ def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):
 
 
 def test_no_hook_is_left_after_the_block_or_an_exception(vgg):
-    net = TruncatedVGG(vgg, ["relu1_1", "relu2_1"], pooling="avg")
+    net = TruncatedNetwork(vgg, ["relu1_1", "relu2_1"], pooling="avg")
     with capture(net, ["relu1_1"], ["relu2_1"]):
         assert hooks_on(vgg) == 2
     assert hooks_on(vgg) == 0

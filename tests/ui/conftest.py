@@ -33,11 +33,21 @@ def store(tmp_path):
     return Store(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
 
 
+@pytest.fixture(scope="session")
+def tiny_when_untrained(tiny):
+    """The window's weights: the tiny test encoder for "untrained", the real loader for anything else."""
+    from style_studio.core.weights import UNTRAINED, load_weights
+
+    return lambda choice: tiny if choice == UNTRAINED else load_weights(choice)
+
+
 @pytest.fixture
-def make_window(qtbot, store):
+def make_window(qtbot, store, tiny_when_untrained):
     from style_studio.ui.main_window import MainWindow
+    from style_studio.ui.runner import WeightsCache
 
     def make(settings: settings_mod.Settings | None = FAST, **kwargs):
+        kwargs.setdefault("weights", WeightsCache(tiny_when_untrained))
         window = MainWindow(store, **kwargs)
         qtbot.addWidget(window)
         if settings is not None:

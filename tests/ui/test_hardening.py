@@ -17,7 +17,7 @@ from PySide6.QtGui import QDropEvent
 from style_studio.core import memory
 from style_studio.core import settings as settings_mod
 from style_studio.core.device import resolve
-from style_studio.core.engine import features_for
+from style_studio.core.engine import network_for
 from style_studio.core.imageio import save_image
 from tests.ui.conftest import FAST
 
@@ -39,7 +39,7 @@ def rss_bytes() -> int:
 
 def vgg_hooks(window) -> int:
     """Hooks left on the very VGG19 modules the window's runs use (its cached weights, the shared network)."""
-    vgg = features_for(window.controller.weights.get("untrained"), resolve("auto", "auto"))
+    vgg = network_for(window.controller.weights.get("untrained"), resolve("auto", "auto"))
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in vgg.modules())
 
 
@@ -72,12 +72,13 @@ def test_fifty_start_stop_cycles(qtbot, window):
             baseline = rss_bytes()
     gc.collect()
     assert rss_bytes() < baseline * 1.10, f"memory grew from {baseline >> 20} to {rss_bytes() >> 20} MiB"
-    assert window.start_button.isEnabled()
+    assert window.run_bar.start_button.isEnabled()
 
 
 def test_closing_the_window_during_an_export_finishes_the_file(qtbot, window, tmp_path):
     finish(qtbot, window)
-    window.result = Image.effect_noise((3000, 2000), 60).convert("RGB")  # seconds of TIFF compression
+    big = Image.effect_noise((3000, 2000), 60).convert("RGB")  # seconds of TIFF compression
+    window.shown = dataclasses.replace(window.shown, result=big)
     folder = tmp_path / "exports"
     folder.mkdir()
     target = folder / "big.tif"
@@ -106,7 +107,7 @@ def test_a_failed_export_is_a_message_and_the_old_file_is_untouched(
         raise failure
 
     monkeypatch.setattr(tempfile, "mkstemp", fail)
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
         window.export_to(target)
     assert message in blocker.args[1] and message in window.banner.text()
     assert target.read_bytes() == b"the user's earlier picture"
@@ -142,18 +143,18 @@ def test_a_run_that_will_not_fit_in_memory_is_refused_with_what_to_change(qtbot,
 
 
 def test_out_of_gpu_memory_mid_run_is_caught_and_the_picture_kept(qtbot, window, monkeypatch):
-    from style_studio.core import engine
+    from style_studio.core.objective import Objective
 
     calls = {"n": 0}
-    original = engine._Objective.evaluate
+    original = Objective.evaluate
 
-    def exhausted(self, image, rgb):
+    def exhausted(self, image):
         calls["n"] += 1
         if calls["n"] == 3:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return original(self, image, rgb)
+        return original(self, image)
 
-    monkeypatch.setattr(engine._Objective, "evaluate", exhausted)
+    monkeypatch.setattr(Objective, "evaluate", exhausted)
     outcome = finish(qtbot, window)
     assert outcome.error and "ran out of memory" in outcome.error and "lower the size" in outcome.error
     assert outcome.result is not None and window.result is not None
@@ -182,5 +183,5 @@ def test_pasting_with_nothing_on_the_clipboard_says_so(window):
     from PySide6.QtGui import QGuiApplication
 
     QGuiApplication.clipboard().clear()
-    window.paste_action.trigger()
-    assert "Nothing to paste" in window.banner.text() and window.content.name == "chelsea.png"
+    window.actions.paste.trigger()
+    assert "Nothing to paste" in window.banner.text() and window.inputs.content.name == "chelsea.png"

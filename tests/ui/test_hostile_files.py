@@ -81,12 +81,12 @@ def test_cli(tmp_path, name, make, error):
 @pytest.mark.parametrize(("name", "make", "error"), CASES, ids=IDS)
 def test_window_drop(window, tmp_path, name, make, error):
     path = make(tmp_path)
-    drop_file(window.content_zone, path)
-    drop_file(window.style_zone, path)
+    drop_file(window.inputs.content_zone, path)
+    drop_file(window.inputs.style_zone, path)
     if error is None:
-        assert window.content.path == path and window.style_rows[-1].item.path == path
+        assert window.inputs.content.path == path and window.inputs.style_rows[-1].item.path == path
     else:
-        assert window.content.name == "chelsea.png" and len(window.style_rows) == 1
+        assert window.inputs.content.name == "chelsea.png" and len(window.inputs.style_rows) == 1
         assert error in window.banner.text() and path.name in window.banner.text()
 
 
@@ -105,8 +105,8 @@ def test_unreadable_file_through_all_three_doors(window, tmp_path, monkeypatch):
         load_image(path)
     code, err = cli("render", str(path), STYLE, "-o", str(tmp_path / "o.png"), "--weights", "untrained")
     assert code == 2 and "permission denied" in err
-    drop_file(window.content_zone, path)
-    assert "permission denied" in window.banner.text() and window.content.name == "chelsea.png"
+    drop_file(window.inputs.content_zone, path)
+    assert "permission denied" in window.banner.text() and window.inputs.content.name == "chelsea.png"
 
 
 def test_a_too_thin_image_loads_but_is_refused_before_a_run(window, tmp_path):
@@ -120,6 +120,6 @@ def test_a_too_thin_image_loads_but_is_refused_before_a_run(window, tmp_path):
         "render", STYLE, str(path), "-o", str(tmp_path / "o.png"), "--weights", "untrained", "--progress", "none"
     )
     assert code == 2 and "style image 1 (1×10000)" in err
-    drop_file(window.content_zone, path)
-    assert window.content.name == "chelsea.png"
+    drop_file(window.inputs.content_zone, path)
+    assert window.inputs.content.name == "chelsea.png"
     assert "thin.png" in window.banner.text() and "at least 16 pixels" in window.banner.text()

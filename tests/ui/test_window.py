@@ -48,40 +48,40 @@ def run_to_end(qtbot, window, timeout=60_000):
 
 
 def test_first_start_loads_the_samples_so_start_works_at_once(window):
-    assert window.content is not None and window.content.name == "chelsea.png"
-    assert [r.item.name for r in window.style_rows] == ["starry_night.jpg"]
-    assert window.start_button.isEnabled() and not window.stop_button.isEnabled()
-    assert "451 × 300 px" in window.content_zone.caption.text()
+    assert window.inputs.content is not None and window.inputs.content.name == "chelsea.png"
+    assert [r.item.name for r in window.inputs.style_rows] == ["starry_night.jpg"]
+    assert window.run_bar.start_button.isEnabled() and not window.run_bar.stop_button.isEnabled()
+    assert "451 × 300 px" in window.inputs.content_zone.caption.text()
 
 
 def test_dropping_files_sets_the_content_and_adds_styles(window):
-    drop(window.content_zone, files(SAMPLES / "content" / "coffee.png"))
-    assert window.content.name == "coffee.png"
-    drop(window.style_zone, files(SAMPLES / "style" / "the_scream.jpg", SAMPLES / "style" / "brick.png"))
-    assert [r.item.name for r in window.style_rows] == ["starry_night.jpg", "the_scream.jpg", "brick.png"]
+    drop(window.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
+    assert window.inputs.content.name == "coffee.png"
+    drop(window.inputs.style_zone, files(SAMPLES / "style" / "the_scream.jpg", SAMPLES / "style" / "brick.png"))
+    assert [r.item.name for r in window.inputs.style_rows] == ["starry_night.jpg", "the_scream.jpg", "brick.png"]
 
 
 def test_dropped_image_data_is_used(window):
     mime = QMimeData()
     mime.setImageData(pil_to_qimage(Image.new("RGB", (40, 30), (0, 128, 255))))
-    drop(window.content_zone, mime)
-    assert window.content.name == "dropped image" and window.content.image.size == (40, 30)
+    drop(window.inputs.content_zone, mime)
+    assert window.inputs.content.name == "dropped image" and window.inputs.content.image.size == (40, 30)
 
 
 def test_a_bad_file_is_refused_with_a_message_and_the_old_image_stays(window, tmp_path):
     bad = tmp_path / "holiday.jpg"
     bad.write_text("not really a photo")
-    drop(window.content_zone, files(bad))
-    assert window.content.name == "chelsea.png"
+    drop(window.inputs.content_zone, files(bad))
+    assert window.inputs.content.name == "chelsea.png"
     assert "holiday.jpg: this is a text file, not an image" in window.banner.text()
-    drop(window.style_zone, files(bad))
-    assert len(window.style_rows) == 1
+    drop(window.inputs.style_zone, files(bad))
+    assert len(window.inputs.style_rows) == 1
 
 
 def test_a_web_address_is_refused_with_what_to_do(window):
     mime = QMimeData()
     mime.setUrls([QUrl("https://example.com/painting.jpg")])
-    drop(window.content_zone, mime)
+    drop(window.inputs.content_zone, mime)
     assert "web addresses cannot be opened directly" in window.banner.text()
 
 
@@ -98,25 +98,25 @@ def test_paste_from_the_clipboard(window, clipboard):
     mime = QMimeData()
     mime.setImageData(pil_to_qimage(Image.new("RGB", (20, 24), (255, 0, 0))))
     clipboard.setMimeData(mime)
-    window.paste_action.trigger()
-    assert window.content.name == "pasted image" and window.content.image.size == (20, 24)
-    window.paste_style_action.trigger()
-    assert len(window.style_rows) == 2
-    assert window.paste_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Paste)
+    window.actions.paste.trigger()
+    assert window.inputs.content.name == "pasted image" and window.inputs.content.image.size == (20, 24)
+    window.actions.paste_style.trigger()
+    assert len(window.inputs.style_rows) == 2
+    assert window.actions.paste.shortcut() == QKeySequence(QKeySequence.StandardKey.Paste)
 
 
 def test_removing_a_style(window):
-    drop(window.style_zone, files(SAMPLES / "style" / "brick.png"))
-    window.style_rows[0].remove_button.click()
-    assert [r.item.name for r in window.style_rows] == ["brick.png"]
-    window.style_rows[0].remove_button.click()
-    assert not window.start_button.isEnabled()
+    drop(window.inputs.style_zone, files(SAMPLES / "style" / "brick.png"))
+    window.inputs.style_rows[0].remove_button.click()
+    assert [r.item.name for r in window.inputs.style_rows] == ["brick.png"]
+    window.inputs.style_rows[0].remove_button.click()
+    assert not window.run_bar.start_button.isEnabled()
 
 
 def test_keyboard_shortcuts(window):
-    assert QKeySequence("Ctrl+Return") in window.start_action.shortcuts()
-    assert window.stop_action.shortcut() == QKeySequence("Esc")
-    assert window.export_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
+    assert QKeySequence("Ctrl+Return") in window.actions.start.shortcuts()
+    assert window.actions.stop.shortcut() == QKeySequence("Esc")
+    assert window.actions.export.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
 
 
 # -- controls to settings ------------------------------------------------------------
@@ -164,9 +164,9 @@ def test_settings_show_in_the_controls_and_come_back_unchanged(window):
 
 
 def test_blend_sliders_give_style_blend(window):
-    drop(window.style_zone, files(SAMPLES / "style" / "brick.png"))
+    drop(window.inputs.style_zone, files(SAMPLES / "style" / "brick.png"))
     assert window.current_settings().style_blend == ()
-    window.style_rows[1].blend.setValue(25)
+    window.inputs.style_rows[1].blend.setValue(25)
     assert window.current_settings().style_blend == (1.0, 0.25)
 
 
@@ -181,20 +181,20 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
     assert previews and all(isinstance(p, QImage) and not p.isNull() for p in previews)
     assert window.result.size == (48, 32)
     assert len(window.history.entries) == 1
-    assert window.export_action.isEnabled() and window.start_button.isEnabled()
+    assert window.actions.export.isEnabled() and window.run_bar.start_button.isEnabled()
     assert "untrained" in window.weights_label.text()
-    assert window.progress.value() == window.progress.maximum() == 6
+    assert window.run_bar.progress.value() == window.run_bar.progress.maximum() == 6
     assert window.loss_plot.series("total")
 
 
 def test_stop_during_a_run_keeps_the_picture(qtbot, window):
     start_long_run(qtbot, window)
-    assert window.stop_button.isEnabled() and not window.start_button.isEnabled()
+    assert window.run_bar.stop_button.isEnabled() and not window.run_bar.start_button.isEnabled()
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
-        window.stop_button.click()
+        window.run_bar.stop_button.click()
     assert blocker.args[0].stop_reason == "cancelled"
     assert window.result is not None
-    assert "kept" in window.progress.format()
+    assert "kept" in window.run_bar.progress.format()
 
 
 def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
@@ -230,7 +230,7 @@ def test_a_run_error_is_shown_and_the_app_keeps_going(qtbot, window):
     window.controls.set_settings(dataclasses.replace(FAST, content_layers=(), style_layers=()))
     outcome = run_to_end(qtbot, window)
     assert outcome.error and "nothing to optimise" in window.banner.text()
-    assert window.start_button.isEnabled()
+    assert window.run_bar.start_button.isEnabled()
 
 
 # -- export and settings round trip ------------------------------------------------------
@@ -239,7 +239,7 @@ def test_a_run_error_is_shown_and_the_app_keeps_going(qtbot, window):
 def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, window, tmp_path):
     run_to_end(qtbot, window)
     target = tmp_path / "result.png"
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
         assert window.export_to(target)
     assert blocker.args == [str(target), ""]
     with Image.open(target) as exported:
@@ -256,7 +256,7 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
 def test_export_failure_is_a_message_and_nothing_is_written(qtbot, window, tmp_path):
     run_to_end(qtbot, window)
     target = tmp_path / "missing" / "result.png"
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
         window.export_to(target)
     assert "does not exist" in blocker.args[1] and "does not exist" in window.banner.text()
     assert not target.exists()
@@ -287,16 +287,16 @@ def test_history_restore_and_compare(qtbot, window):
 def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
     first = make_window()
     first.controls.size.setValue(777)
-    drop(first.content_zone, files(SAMPLES / "content" / "coffee.png"))
+    drop(first.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     first.close()
     second = make_window(settings=None)
     assert second.current_settings().size == 777
-    assert second.content.name == "coffee.png"
+    assert second.inputs.content.name == "coffee.png"
 
 
 def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
     window.controls.size.setValue(999)
-    window.reset_action.trigger()
+    window.actions.reset.trigger()
     s = window.current_settings()
     assert dataclasses.replace(s, weights="imagenet") == settings_mod.DEFAULTS
     assert s.weights == "untrained"
@@ -350,7 +350,7 @@ def test_stale_qsettings_are_ignored_at_start(qtbot, make_window, store, tmp_pat
     window = make_window(settings=None)
     s = window.current_settings()
     assert s.size == 640 and s.style_layer_weights == {"relu1_1": 2.0}
-    assert window.content.name == "chelsea.png"
+    assert window.inputs.content.name == "chelsea.png"
 
 
 def test_a_garbage_settings_value_gives_the_defaults(qtbot, make_window, store):

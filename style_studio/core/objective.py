@@ -1,0 +1,220 @@
+"""The loss at one scale: the network, its hooks, the targets, and the terms they make.
+
+Gatys et al. (2016): the content term matches activations at the content
+layers, each style term matches a Gram matrix at a style layer, and a
+total-variation term keeps the picture smooth. Every term is normalised by
+its target's magnitude (``losses``), so its weight means the same at any size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from types import TracebackType
+
+import torch
+from PIL import Image
+from torch import Tensor
+
+from . import color
+from .device import Compute
+from .errors import StyleStudioError
+from .features import Captured, FeatureNetwork, TruncatedNetwork, capture
+from .imageio import fit_size
+from .losses import magnitude, total_variation, weighted_mse
+from .progress import Losses
+from .settings import Settings
+from .tensors import resized_tensor
+
+
+def vgg_input(image: Tensor) -> Tensor:
+    """The optimised tensor as the network's RGB input: luminance (C = 1) is repeated over 3 channels."""
+    return image.expand(-1, 3, -1, -1) if image.shape[1] == 1 else image
+
+
+@dataclass(frozen=True)
+class ScaleInputs:
+    """The pictures at one scale, on the compute device.
+
+    Attributes:
+        content: (1, C, H, W), in the optimised image's format: RGB (C = 3),
+            or luminance (C = 1) when preserving colours.
+        styles: (1, 3, h, w) each, as the network sees them: luminance
+            repeated over RGB (and matched to the content's) when preserving colours.
+    """
+
+    content: Tensor
+    styles: tuple[Tensor, ...]
+
+    @classmethod
+    def prepare(
+        cls,
+        content: Image.Image,
+        styles: tuple[Image.Image, ...],
+        size: tuple[int, int],
+        settings: Settings,
+        device: torch.device,
+    ) -> ScaleInputs:
+        """Resize the pictures for an output of ``size`` (width, height)."""
+        content_rgb = resized_tensor(content, size).to(device)
+        longest = settings.style_side(max(size))
+        prepared = []
+        for style in styles:
+            tensor = resized_tensor(style, fit_size(style.width, style.height, longest)).to(device)
+            if settings.preserve_colors:
+                # Gatys et al. 2017, luminance-only transfer with the style's luminance histogram matched.
+                y = color.match_luminance(color.luminance(tensor), color.luminance(content_rgb))
+                tensor = y.expand(-1, 3, -1, -1)
+            prepared.append(tensor)
+        if settings.preserve_colors:
+            content_rgb = color.luminance(content_rgb)
+        return cls(content_rgb, tuple(prepared))
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height)."""
+        return self.content.shape[-1], self.content.shape[-2]
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The weighted loss terms of one evaluation, as scalar float32 tensors."""
+
+    total: Tensor
+    content: Tensor
+    style: dict[str, Tensor]
+    tv: Tensor
+
+    def losses(self, grad_norm: Tensor) -> Losses:
+        """As numbers, read from the device in one transfer."""
+        parts = [self.total, self.content, self.tv, grad_norm, *self.style.values()]
+        total, content, tv, grad, *style = torch.stack([p.detach() for p in parts]).float().tolist()
+        return Losses(total, content, dict(zip(self.style, style, strict=True)), tv, grad)
+
+
+class Objective:
+    """The loss at one scale for one set of layers, as a context manager.
+
+    Entering registers the hooks and computes the targets through them;
+    leaving removes every hook, however the block ends.
+
+    Args:
+        network: the feature network (on the compute device, in its dtype).
+        inputs: the pictures at this scale.
+        settings: layers and loss weights.
+        compute: device, precision and memory format.
+    """
+
+    def __init__(self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings, compute: Compute) -> None:
+        self.compute = compute
+        self.content_layers = tuple(settings.content_layers)
+        self.style_layers = tuple(settings.active_style_layers)
+        layers = set(self.content_layers) | set(self.style_layers)
+        if not layers:
+            raise StyleStudioError("nothing to optimise: give a style layer a weight above 0 or choose a content layer")
+        need = network.min_input_side(layers)
+        width, height = inputs.size
+        if min(width, height) < need:
+            raise StyleStudioError(
+                f"the image is {width}×{height} pixels at this scale; the layers in use "
+                f"need at least {need} pixels on each side. Use a larger size or fewer scales"
+            )
+        self.net = TruncatedNetwork(network, layers, settings.pooling)
+        self._hooks = contextlib.ExitStack()
+        self.captured: Captured = self._hooks.enter_context(capture(self.net, self.content_layers, self.style_layers))
+        try:
+            self._compute_targets(inputs, settings)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Objective:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the hooks (also what leaving the ``with`` block does)."""
+        self._hooks.close()
+
+    def _forward(self, image: Tensor) -> None:
+        self.captured.clear()
+        dtype = self.compute.autocast_dtype
+        with torch.autocast(self.compute.device.type, dtype=dtype, enabled=dtype is not None):
+            self.net(image, self.compute.memory_format)
+
+    @torch.no_grad()
+    def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
+        self._forward(vgg_input(inputs.content))
+        self.content_targets = {k: v.detach().clone() for k, v in self.captured.activations.items()}
+        self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
+        self.style_grams: list[dict[str, Tensor]] = []
+        for style in inputs.styles:
+            self._forward(style)
+            self.style_grams.append({k: v.detach().clone() for k, v in self.captured.grams.items()})
+        self.tv_reference = total_variation(vgg_input(inputs.content)).clamp_min(1e-8)
+        self.captured.clear()
+        self._take_weights(settings)
+
+    def reweight(self, settings: Settings) -> float:
+        """Take new loss weights (the style layers must stay the same).
+
+        Returns:
+            The largest ratio by which a term's factor moved, either way
+            (1 when none moved, infinite when a term turned on or off).
+        """
+        before = self._factors()
+        self._take_weights(settings)
+        return max(map(_ratio, before, self._factors()), default=1.0)
+
+    @torch.no_grad()
+    def _take_weights(self, settings: Settings) -> None:
+        """The style targets and every term's factor, from ``settings``' loss weights.
+
+        A style target is the weighted sum of the style images' Gram matrices
+        (Gatys et al.'s style blending). A term's factor is its weight over its
+        target's magnitude, so the loss needs one multiplication per term.
+        """
+        blend = settings.blend_weights(len(self.style_grams))
+        self.style_targets = {
+            layer: torch.stack([w * grams[layer] for w, grams in zip(blend, self.style_grams, strict=True)]).sum(0)
+            for layer in self.style_layers
+        }
+        layer_weights = settings.style_layer_weights
+        self.style_factors = {
+            k: settings.style_weight * layer_weights[k] / magnitude(v) for k, v in self.style_targets.items()
+        }
+        # Content layers are averaged.
+        self.content_factors = {
+            k: settings.content_weight / (len(self.content_layers) * m) for k, m in self.content_magnitudes.items()
+        }
+        self.tv_factor = settings.tv_weight / self.tv_reference
+
+    def _factors(self) -> list[float]:
+        factors = [*self.content_factors.values(), *self.style_factors.values(), self.tv_factor]
+        return [float(f) for f in factors]
+
+    def evaluate(self, image: Tensor) -> Terms:
+        """Loss terms for ``image``, the optimised tensor (1, C, H, W)."""
+        self._forward(vgg_input(image))
+        activations, grams = self.captured.activations, self.captured.grams
+        content_terms = [
+            weighted_mse(activations[k], self.content_targets[k], self.content_factors[k]) for k in self.content_layers
+        ]
+        style = {k: weighted_mse(grams[k], self.style_targets[k], self.style_factors[k]) for k in self.style_layers}
+        tv = total_variation(image) * self.tv_factor
+        content = torch.stack(content_terms).sum() if content_terms else image.new_zeros((), dtype=torch.float32)
+        # One stack and sum: fewer autograd nodes than a chain of additions.
+        total = torch.stack([content, tv, *style.values()]).sum()
+        self.captured.clear()
+        return Terms(total, content, style, tv)
+
+
+def _ratio(a: float, b: float) -> float:
+    if a == b:
+        return 1.0
+    return max(a, b) / min(a, b) if min(a, b) > 0 else math.inf

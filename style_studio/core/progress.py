@@ -1,0 +1,114 @@
+"""What a run reports: frozen ``Progress`` records, free of torch.
+
+The engine yields them; the command line prints them, the window shows them
+and the tests assert on them. This module imports neither torch nor Qt, so
+every consumer can name the type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+#: ``Progress.stop_reason`` of a run that did all its iterations.
+FINISHED: Final = "finished"
+#: ``Progress.stop_reason`` of a run stopped by its cancel token.
+CANCELLED: Final = "cancelled"
+
+
+@dataclass(frozen=True)
+class Losses:
+    """The weighted loss terms of one evaluation, as numbers.
+
+    Attributes:
+        total: content + style + TV.
+        content: the content term (content layers averaged).
+        style: style layer -> its term.
+        tv: the total-variation (smoothing) term.
+        grad_norm: L2 norm of the total's gradient with respect to the image.
+    """
+
+    total: float
+    content: float
+    style: Mapping[str, float]
+    tv: float
+    grad_norm: float
+
+
+NO_LOSSES: Final = Losses(math.nan, math.nan, {}, math.nan, math.nan)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One iteration of a run, or its end (``done``).
+
+    Loss values are the weighted terms that make up ``total_loss``.
+
+    Attributes:
+        scale, scales: 1-based scale index and the number of scales.
+        iteration, iterations: 1-based iteration within the scale, and its total.
+        step, steps: iteration counted over all scales, and their total.
+        width, height: image size at this scale, pixels.
+        total_loss: content + style + TV.
+        content_loss: weighted content term.
+        style_losses: style layer -> its weighted term.
+        tv_loss: weighted total-variation term.
+        grad_norm: L2 norm of the loss gradient w.r.t. the image.
+        elapsed: seconds since the run started.
+        eta: estimated seconds to the end, None until known.
+        weights: which VGG weights are in use ("untrained ..." when untrained).
+        compute: device and precision, e.g. "cpu, bf16".
+        preview: (H, W, 3) uint8 downsampled image, at most every preview interval.
+        event: something that happened (e.g. a recovered blow-up), else None.
+        done: this is the last record of the run. Its loss values and
+            ``grad_norm`` are the result's (the lowest-loss image of the last
+            scale reached), which need not be the last iteration's.
+        stop_reason: with ``done``: ``FINISHED``, ``CANCELLED`` or why it stopped.
+    """
+
+    scale: int
+    scales: int
+    iteration: int
+    iterations: int
+    step: int
+    steps: int
+    width: int
+    height: int
+    total_loss: float
+    content_loss: float
+    style_losses: Mapping[str, float]
+    tv_loss: float
+    grad_norm: float
+    elapsed: float
+    eta: float | None
+    weights: str
+    compute: str
+    preview: np.ndarray | None = field(default=None, repr=False, compare=False)
+    event: str | None = None
+    done: bool = False
+    stop_reason: str | None = None
+
+    @property
+    def losses(self) -> Losses:
+        return Losses(self.total_loss, self.content_loss, self.style_losses, self.tv_loss, self.grad_norm)
+
+    def loss_curves(self) -> dict[str, float]:
+        """Every term by the name the loss plot gives it: total, content, tv and each style layer."""
+        return {"total": self.total_loss, "content": self.content_loss, "tv": self.tv_loss, **self.style_losses}
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON-able data, without the preview; non-finite numbers become null."""
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "preview"}
+        out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
+        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
+            out[key] = _finite_or_none(out[key])
+        return out
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

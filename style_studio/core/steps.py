@@ -1,0 +1,130 @@
+"""Step control: which steps stand, how large the next may be, and which image is kept.
+
+After each iteration the loop tells ``StepControl`` the loss of the image the
+iteration started from. A loss that is non-finite or ``DIVERGENCE_FACTOR``
+times the best one is a blow-up: the image goes back to the lowest-loss one,
+the step size is divided, and the optimiser restarts. After
+``STEP_RECOVERY`` good iterations in a row a lowered step is doubled again,
+in place. The lowest-loss image is what the run returns, not the last one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Final
+
+import torch
+from torch import Tensor
+
+from .errors import StyleStudioError
+
+log = logging.getLogger(__name__)
+
+#: A loss this many times the best one since the last change of objective is a blow-up.
+DIVERGENCE_FACTOR: Final = 10.0
+#: Each blow-up divides the step size by this. L-BFGS overshoots now and then in
+#: its first steps and recovers well with its history reset; Adam only blows up
+#: when its step is far too large.
+STEP_BACKOFF: Final = {"lbfgs": 2.0, "adam": 10.0}
+#: Good iterations in a row after which a lowered step size is doubled (up to
+#: the one set): an early blow-up would otherwise slow all the rest of the run
+#: (benchmarks/precision.py shows it on fp32 runs with untrained weights).
+STEP_RECOVERY: Final = 10
+#: Blow-ups in a row after which the run stops.
+MAX_BLOWUPS: Final = 6
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What ``StepControl.judge`` decided about one iteration.
+
+    Attributes:
+        blew_up: the step was undone: the image is back at the lowest-loss one,
+            and the optimiser must restart at ``step_size``.
+        improved: the iteration's image is the new lowest-loss one.
+        step_size: the step size from now on.
+        step_raised: a lowered step size was raised; the optimiser keeps its history.
+        event: a sentence for the user, or None.
+    """
+
+    blew_up: bool
+    improved: bool
+    step_size: float
+    step_raised: bool = False
+    event: str | None = None
+
+
+class StepControl:
+    """Judges each iteration's loss and keeps the lowest-loss image.
+
+    Use: ``before_step(image)`` before the optimiser moves the image, then
+    ``judge(loss, image)`` with the loss of the image ``before_step`` saw.
+
+    Args:
+        start: the image the scale starts from, (1, C, H, W).
+        optimizer: "lbfgs" or "adam" (how far a blow-up lowers the step).
+        step_size: the step size set; never exceeded.
+    """
+
+    def __init__(self, start: Tensor, optimizer: str, step_size: float) -> None:
+        self.lowest = start.detach().clone()
+        self._candidate = torch.empty_like(self.lowest)
+        self.set_step_size = step_size
+        self.step_size = step_size
+        self._backoff = STEP_BACKOFF[optimizer]
+        self.best = math.inf  # the lowest image's loss
+        self._blowups = 0
+        self._good_run = 0
+
+    def new_objective(self) -> None:
+        """The loss changed meaning (new weights): past losses are no yardstick for a blow-up."""
+        self.best = math.inf
+
+    def before_step(self, image: Tensor) -> None:
+        self._candidate.copy_(image.detach())
+
+    @property
+    def step_origin(self) -> Tensor:
+        """The image ``before_step`` saw (until ``judge``)."""
+        return self._candidate
+
+    @torch.no_grad()
+    def judge(self, loss: float, image: Tensor, iteration: int) -> Verdict:
+        """Decide about the step just taken from the image ``before_step`` saw, whose loss is ``loss``.
+
+        Raises:
+            StyleStudioError: the run blew up ``MAX_BLOWUPS`` times in a row.
+        """
+        if not math.isfinite(loss) or loss > DIVERGENCE_FACTOR * self.best:
+            return self._back_off(loss, image, iteration)
+        self._blowups = 0
+        self._good_run += 1
+        raised = self.step_size < self.set_step_size and self._good_run >= STEP_RECOVERY
+        if raised:
+            self.step_size = min(self.set_step_size, self.step_size * 2)
+            self._good_run = 0
+        improved = loss < self.best
+        if improved:
+            self.best = loss
+            self.lowest, self._candidate = self._candidate, self.lowest
+        return Verdict(False, improved, self.step_size, step_raised=raised)
+
+    def _back_off(self, loss: float, image: Tensor, iteration: int) -> Verdict:
+        self._blowups += 1
+        self._good_run = 0
+        self.step_size /= self._backoff
+        image.copy_(self.lowest)
+        what = "became non-finite" if not math.isfinite(loss) else "jumped"
+        event = (
+            f"the loss {what} at iteration {iteration}: went back to the lowest-loss image "
+            f"and lowered the step size to {self.step_size:.3g}"
+        )
+        log.warning(event)
+        if self._blowups >= MAX_BLOWUPS:
+            raise StyleStudioError(
+                f"the optimisation kept diverging ({self._blowups} times in a row, last step size "
+                f"{self.step_size:.3g}); lower the step size or the style weight, or use L-BFGS"
+            )
+        return Verdict(True, False, self.step_size, event=event)

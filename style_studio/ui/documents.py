@@ -1,0 +1,163 @@
+"""Files the user keeps: presets (settings as JSON) and exported pictures with their settings embedded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PIL import Image
+from PySide6.QtCore import QObject, QStandardPaths, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+from .. import APP_NAME, __version__
+from ..core import settings as settings_mod
+from ..core.cancel import CancelToken
+from ..core.errors import ImageLoadError, SettingsError
+from ..core.files import write_atomically
+from ..core.imageio import FORMATS, read_metadata, save_image
+from ..core.settings import Settings
+from ..resources import is_bundled
+from .jobs import Job, JobOutcome, Report
+
+EXPORT_FILTERS = {
+    "PNG image (*.png)": ".png",
+    "JPEG image (*.jpg *.jpeg)": ".jpg",
+    "WebP image (*.webp)": ".webp",
+    "TIFF image (*.tif *.tiff)": ".tif",
+}
+PRESET_FILTER = "Style Studio preset (*.json);;All files (*)"
+
+
+def pictures_folder() -> Path:
+    """The user's Pictures folder (their home where the platform has none)."""
+    folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.PicturesLocation)
+    return Path(folder) if folder and Path(folder).is_dir() else Path.home()
+
+
+def export_folder(content: Path | None) -> Path:
+    """Where an export is suggested: beside the photo, unless the photo is one of the app's own samples."""
+    if content is None or is_bundled(content):
+        return pictures_folder()
+    return content.parent
+
+
+class Documents(QObject):
+    """Reads and writes presets and exports; reports through ``info`` and ``error``.
+
+    An export is written by a background ``Job`` (a large TIFF takes seconds),
+    atomically; ``exportFinished`` says how it went.
+
+    Signals:
+        info(str), error(str): what to tell the user.
+        exportFinished(str, str): the path, and the error ("" when it worked).
+    """
+
+    info = Signal(str)
+    error = Signal(str)
+    exportFinished = Signal(str, str)
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._parent = parent
+        self._export: Job | None = None
+
+    # -- presets ------------------------------------------------------------------
+
+    def ask_preset_to_save(self, start: str) -> Path | None:
+        path, _ = QFileDialog.getSaveFileName(self._parent, "Save preset", start, PRESET_FILTER)
+        if not path:
+            return None
+        return Path(path) if Path(path).suffix else Path(path).with_suffix(".json")
+
+    def ask_preset_to_load(self, start: str) -> Path | None:
+        path, _ = QFileDialog.getOpenFileName(self._parent, "Load preset", start, PRESET_FILTER)
+        return Path(path) if path else None
+
+    def save_preset(self, path: Path, settings: Settings) -> bool:
+        text = settings_mod.dumps(settings, app_version=__version__)
+        try:
+            write_atomically(path, lambda out: out.write(text.encode("utf-8")))
+        except OSError as exc:
+            self.error.emit(f"{path}: could not save the preset ({exc.strerror or exc})")
+            return False
+        self.info.emit(f"Preset saved to {path.name}")
+        return True
+
+    def load_preset(self, path: Path) -> Settings | None:
+        try:
+            text = path.read_bytes()
+        except OSError as exc:
+            self.error.emit(f"{path}: could not read the preset ({exc.strerror or exc})")
+            return None
+        return self.parse(text, path.name)
+
+    def settings_in_picture(self, path: Path) -> tuple[bool, Settings | None]:
+        """(whether ``path`` is a picture with settings embedded, those settings if they are valid)."""
+        try:
+            text = read_metadata(path)
+        except ImageLoadError:
+            return False, None
+        if text is None:
+            return False, None
+        return True, self.parse(text, path.name)
+
+    def parse(self, text: str | bytes, source: str) -> Settings | None:
+        """A settings document (preset or embedded metadata), or None after saying what is wrong with it."""
+        try:
+            return settings_mod.loads(text, source=source).validate()
+        except SettingsError as exc:
+            self.error.emit(str(exc))
+            return None
+
+    # -- export --------------------------------------------------------------------
+
+    def ask_export_path(self, content: Path | None) -> Path | None:
+        stem = content.stem if content is not None else "stylised"
+        suggestion = str(export_folder(content) / f"{stem}-styled.png")
+        filters = ";;".join(EXPORT_FILTERS)
+        path, chosen = QFileDialog.getSaveFileName(self._parent, "Export picture", suggestion, filters)
+        if not path:
+            return None
+        target = Path(path)
+        if target.suffix.lower() not in FORMATS:
+            target = target.with_suffix(EXPORT_FILTERS.get(chosen, ".png"))
+            # The dialog asked about the name typed, not this one.
+            if (
+                target.exists()
+                and QMessageBox.question(self._parent, "Replace file?", f"{target.name} already exists. Replace it?")
+                != QMessageBox.StandardButton.Yes
+            ):
+                return None
+        return target
+
+    @property
+    def exporting(self) -> bool:
+        return self._export is not None
+
+    def export(self, image: Image.Image, path: Path, metadata: str) -> bool:
+        """Start writing ``image`` to ``path`` with ``metadata`` embedded; False when one is still being written."""
+        if self._export is not None:
+            self.error.emit("An export is still being written; try again in a moment.")
+            return False
+
+        def write(report: Report, cancel: CancelToken) -> None:
+            save_image(image, path, metadata, software=f"{APP_NAME} {__version__}")
+
+        job = Job(write, "style-studio-export", failure=f"{path}: the export failed")
+        job.finished.connect(lambda outcome: self._exported(path, outcome))
+        self._export = job
+        self.info.emit(f"Exporting {path.name}…")
+        job.start()
+        return True
+
+    def _exported(self, path: Path, outcome: JobOutcome) -> None:
+        self._export = None
+        if outcome.error:
+            self.error.emit(outcome.error)
+        else:
+            self.info.emit(f"Exported {path.name}")
+        self.exportFinished.emit(str(path), outcome.error or "")
+
+    def wait(self) -> None:
+        """Let an export in progress finish (closing the window): it is never cut off."""
+        if self._export is not None:
+            self._export.wait()

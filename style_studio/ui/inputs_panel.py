@@ -1,0 +1,199 @@
+"""The inputs: a content photo and one or more style images, by drop, paste or file dialog."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from ..core.errors import ImageLoadError, StyleStudioError
+from ..core.imageio import check_image_fits
+from ..core.settings import Settings
+from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
+from .qt_images import InputImage, images_from_mime
+from .widgets import ImageDropZone, StyleRow
+
+log = logging.getLogger(__name__)
+
+IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif);;All files (*)"
+
+
+class InputsPanel(QScrollArea):
+    """The content drop zone, the style list and the style drop zone.
+
+    Args:
+        settings: the current settings, to refuse an image too thin to stylise.
+
+    Signals:
+        contentChanged(InputImage): a new content image is in use.
+        stylesChanged(): a style image was added or removed.
+        blendChanged(): a style's blend weight moved (a live change).
+        error(str): an input was refused; the message says why.
+    """
+
+    contentChanged = Signal(object)
+    stylesChanged = Signal()
+    blendChanged = Signal()
+    error = Signal(str)
+
+    def __init__(self, settings: Callable[[], Settings], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._settings = settings
+        self.content: InputImage | None = None
+        self.style_rows: list[StyleRow] = []
+        self.content_zone = ImageDropZone("Drop a photo here\nor click to open one (Ctrl+O)")
+        self.content_zone.setToolTip("The content image: the picture to repaint")
+        self.style_zone = ImageDropZone("Drop style images here\nor click to add one (Ctrl+Shift+O)", thumb=90)
+        self.style_zone.setToolTip("Style images: paintings or textures whose look the picture takes on")
+        self._styles_box = QVBoxLayout()
+        self._styles_box.setSpacing(2)
+        inner = QWidget()
+        layout = QVBoxLayout(inner)
+        layout.addWidget(QLabel("<b>Content</b>"))
+        layout.addWidget(self.content_zone)
+        layout.addWidget(QLabel("<b>Styles</b>"))
+        layout.addLayout(self._styles_box)
+        layout.addWidget(self.style_zone)
+        layout.addStretch(1)
+        self.setWidgetResizable(True)
+        self.setWidget(inner)
+        self.setMinimumWidth(230)
+        self.content_zone.imagesDropped.connect(lambda items: self.use_as_content(items[0]))
+        self.content_zone.refused.connect(self.error)
+        self.content_zone.clicked.connect(self.open_content)
+        self.style_zone.imagesDropped.connect(lambda items: [self.use_as_style(i) for i in items])
+        self.style_zone.refused.connect(self.error)
+        self.style_zone.clicked.connect(self.add_style_dialog)
+
+    @property
+    def ready(self) -> bool:
+        """A content image and at least one style image are in."""
+        return self.content is not None and bool(self.style_rows)
+
+    def load_initial(self, content: Path | None, styles: Sequence[Path], *, given: bool) -> None:
+        """Open ``content`` and ``styles``, falling back to the bundled samples for what fails.
+
+        ``given``: the user named these files (a failure is shown, not just logged).
+        """
+        content = content or sample(*DEFAULT_CONTENT)
+        styles = list(styles) or [sample(*DEFAULT_STYLE)]
+        for path, add in [(content, self.set_content)] + [(p, self.add_style) for p in styles]:
+            try:
+                add(InputImage.from_file(path))
+            except ImageLoadError as exc:
+                if given:
+                    self.error.emit(str(exc))
+                log.warning("could not open %s: %s", path, exc)
+        if self.content is None:
+            self.set_content(InputImage.from_file(sample(*DEFAULT_CONTENT)))
+        if not self.style_rows:
+            self.add_style(InputImage.from_file(sample(*DEFAULT_STYLE)))
+
+    # -- taking an image ----------------------------------------------------------
+
+    def _fits(self, item: InputImage, role: str) -> bool:
+        """Refuse, with a message, an image too thin to stylise at the current settings."""
+        settings = self._settings()
+        layers = list(settings.content_layers) + list(settings.active_style_layers)
+        longest = settings.size if role == "content" else settings.style_side()
+        try:
+            if layers:
+                check_image_fits(item.image, longest, layers, f"the {role} image")
+        except StyleStudioError as exc:
+            self.error.emit(f"{item.name}: {exc}")
+            return False
+        return True
+
+    def use_as_content(self, item: InputImage) -> None:
+        """The user gave a content image (drop, paste, Open): check it, then use it."""
+        if self._fits(item, "content"):
+            self.set_content(item)
+
+    def use_as_style(self, item: InputImage) -> None:
+        if self._fits(item, "style"):
+            self.add_style(item)
+
+    def set_content(self, item: InputImage) -> None:
+        self.content = item
+        self.content_zone.show_image(item)
+        self.contentChanged.emit(item)
+
+    def add_style(self, item: InputImage) -> None:
+        row = StyleRow(item)
+        row.blendChanged.connect(self.blendChanged)
+        row.removeRequested.connect(self.remove_style)
+        self._styles_box.addWidget(row)
+        self.style_rows.append(row)
+        self.stylesChanged.emit()
+
+    def remove_style(self, row: StyleRow) -> None:
+        self.style_rows.remove(row)
+        self._styles_box.removeWidget(row)
+        row.deleteLater()
+        self.stylesChanged.emit()
+
+    # -- blend weights --------------------------------------------------------------
+
+    def blend(self) -> tuple[float, ...]:
+        """The styles' blend weights as the settings keep them: empty when all are equal."""
+        blend = tuple(row.blend_weight() for row in self.style_rows)
+        if blend and len(set(blend)) == 1 and blend[0] > 0:
+            return ()
+        return blend
+
+    def show_blend(self, blend: Sequence[float]) -> None:
+        """Set the sliders from a settings document's blend (ignored when it names another number of styles)."""
+        if blend and len(blend) == len(self.style_rows):
+            top = max(blend)
+            for row, weight in zip(self.style_rows, blend, strict=True):
+                row.set_blend_weight(weight / top)
+
+    def reset_blend(self) -> None:
+        for row in self.style_rows:
+            row.set_blend_weight(1.0)
+
+    # -- dialogs and the clipboard ----------------------------------------------------
+
+    def open_dir(self) -> str:
+        """Where file dialogs start: the content image's folder, else the home folder."""
+        if self.content is not None and self.content.path is not None:
+            return str(self.content.path.parent)
+        return str(Path.home())
+
+    def open_content(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open content image", self.open_dir(), IMAGE_FILTER)
+        if path:
+            self._load_file(path, self.use_as_content)
+
+    def add_style_dialog(self) -> None:
+        start = str(resources_dir() / "samples" / "style")
+        paths, _ = QFileDialog.getOpenFileNames(self, "Add style images", start, IMAGE_FILTER)
+        for path in paths:
+            self._load_file(path, self.use_as_style)
+
+    def _load_file(self, path: str | Path, use: Callable[[InputImage], None]) -> None:
+        try:
+            use(InputImage.from_file(path))
+        except ImageLoadError as exc:
+            self.error.emit(str(exc))
+
+    def _paste(self, what: str) -> list[InputImage]:
+        """Images on the clipboard (image data, or copied files), named "pasted image"."""
+        try:
+            return images_from_mime(QGuiApplication.clipboard().mimeData(), "pasted image", "the clipboard")
+        except ImageLoadError as exc:
+            self.error.emit(f"Nothing to paste as {what}: {exc}")
+            return []
+
+    def paste_content(self) -> None:
+        items = self._paste("content")
+        if items:
+            self.use_as_content(items[0])
+
+    def paste_style(self) -> None:
+        for item in self._paste("a style"):
+            self.use_as_style(item)

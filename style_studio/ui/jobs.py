@@ -1,0 +1,134 @@
+"""Background jobs: one helper for every long task the window starts (a run, a download, an export).
+
+A ``Job`` runs a plain function in its own ``QThread``. The function gets a
+``report`` callable, whose values reach the GUI thread as ``progressed``
+signals, and a ``CancelToken`` that ``Job.cancel()`` sets; the function checks
+it where it can stop. When the function returns or raises, ``finished``
+carries a ``JobOutcome`` in the GUI thread. Nothing is ever terminated:
+``wait()`` (closing the window) lets the function come to its end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
+
+from ..core.cancel import CancelToken
+from ..core.errors import Cancelled, StyleStudioError
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[object], None]
+Work = Callable[[Report, CancelToken], Any]
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How a job ended: its return value, or why it did not return one.
+
+    Attributes:
+        value: what the function returned (None when it raised).
+        error: the message to show when it failed, else None.
+        cancelled: it stopped because it was cancelled.
+    """
+
+    value: Any = None
+    error: str | None = None
+    cancelled: bool = False
+
+
+class _Worker(QObject):
+    progressed = Signal(object)
+    finished = Signal(object)  # JobOutcome
+
+    def __init__(self, work: Work, cancel: CancelToken, failure: str) -> None:
+        super().__init__()
+        self._work = work
+        self._cancel = cancel
+        self._failure = failure
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            outcome = JobOutcome(value=self._work(self.progressed.emit, self._cancel))
+        except Cancelled:
+            outcome = JobOutcome(cancelled=True)
+        except StyleStudioError as exc:
+            outcome = JobOutcome(error=str(exc))
+        except Exception as exc:  # a bug or a device failure: keep the app alive and say what happened
+            log.exception("%s", self._failure)
+            outcome = JobOutcome(error=f"{self._failure}: {exc}")
+        finally:
+            # Hand the worker back to the GUI thread, which owns and deletes it.
+            app = QCoreApplication.instance()
+            if app is not None:
+                self.moveToThread(app.thread())
+        self.finished.emit(outcome)
+
+
+class Job(QObject):
+    """One function, run once in its own thread.
+
+    Args:
+        work: ``work(report, cancel)``; its return value becomes ``JobOutcome.value``.
+        name: the thread's name (seen in debuggers and in the tests' thread check).
+        failure: how an unexpected exception is introduced to the user.
+
+    Signals:
+        progressed(object): a value the function reported.
+        finished(JobOutcome): the function ended; the thread has stopped.
+    """
+
+    progressed = Signal(object)
+    finished = Signal(object)
+
+    def __init__(self, work: Work, name: str, *, failure: str = "the task failed unexpectedly") -> None:
+        super().__init__()
+        self.cancel_token = CancelToken()
+        self._worker: _Worker | None = _Worker(work, self.cancel_token, failure)
+        self._thread: QThread | None = QThread()
+        self._thread.setObjectName(name)
+        self._worker.moveToThread(self._thread)
+        self._thread.started.connect(self._worker.run)
+        self._worker.progressed.connect(self.progressed)
+        self._worker.finished.connect(self._on_finished)
+        self._outcome: JobOutcome | None = None
+
+    def start(self) -> None:
+        assert self._thread is not None, "a job runs once"
+        self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def cancel(self) -> None:
+        self.cancel_token.cancel()
+
+    def wait(self) -> JobOutcome | None:
+        """Block until the function has returned (it is not cancelled), and deliver ``finished`` now."""
+        if self._thread is not None:
+            self._thread.quit()  # exec() returns as soon as run() does
+            self._thread.wait()
+            QCoreApplication.sendPostedEvents(self, 0)
+            QCoreApplication.sendPostedEvents(self._worker, 0)
+            if self._thread is not None:  # the queued finished signal has not arrived: take it from the worker
+                self._finish(self._outcome or JobOutcome(cancelled=True))
+        return self._outcome
+
+    @Slot(object)
+    def _on_finished(self, outcome: JobOutcome) -> None:
+        self._outcome = outcome
+        self._finish(outcome)
+
+    def _finish(self, outcome: JobOutcome) -> None:
+        if self._thread is None:
+            return
+        self._thread.quit()
+        self._thread.wait()
+        self._thread = self._worker = None
+        self.finished.emit(outcome)

@@ -1,0 +1,108 @@
+"""The run bar under the picture: Start, Stop, the progress bar, speed, ETA and gradient."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+
+from ..core.progress import CANCELLED, Progress
+from .runner import RunOutcome
+
+
+class RunBar(QWidget):
+    """Shows a run's progress and offers Start and Stop.
+
+    Signals:
+        startRequested(), stopRequested(): the buttons.
+    """
+
+    startRequested = Signal()
+    stopRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._rates: deque[tuple[float, int]] = deque(maxlen=20)
+        self.start_button = QPushButton("Start")
+        self.start_button.setToolTip("Start stylising (Ctrl+Enter)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop and keep the picture so far (Esc)")
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("Ready")
+        self.progress.setValue(0)
+        self.rate_label = QLabel("")
+        self.eta_label = QLabel("")
+        self.grad_label = QLabel("")
+        self.grad_label.setToolTip(
+            "Norm of the loss gradient with respect to the image: how hard the optimisation is still pushing"
+        )
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.start_button)
+        layout.addWidget(self.stop_button)
+        layout.addWidget(self.progress, 1)
+        for label in (self.rate_label, self.eta_label, self.grad_label):
+            label.setMinimumWidth(70)
+            layout.addWidget(label)
+        self.start_button.clicked.connect(self.startRequested)
+        self.stop_button.clicked.connect(self.stopRequested)
+
+    def set_enabled(self, *, can_start: bool, can_stop: bool) -> None:
+        self.start_button.setEnabled(can_start)
+        self.stop_button.setEnabled(can_stop)
+
+    def begin(self) -> None:
+        """A run was started: busy until its first iteration."""
+        self._rates.clear()
+        self.progress.setRange(0, 0)
+        self.progress.setFormat("Loading the network…")
+
+    def show_stopping(self) -> None:
+        self.progress.setFormat("Stopping…")
+
+    def show_progress(self, record: Progress) -> None:
+        now = time.perf_counter()
+        self._rates.append((now, record.step))
+        rate = 0.0
+        if len(self._rates) > 1:
+            (t0, s0), (t1, s1) = self._rates[0], self._rates[-1]
+            rate = (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+        if self.progress.maximum() != record.steps:
+            self.progress.setRange(0, record.steps)
+        self.progress.setValue(record.step)
+        self.progress.setFormat(
+            f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/"
+            f"{record.iterations} · {record.width}×{record.height}"
+        )
+        self.rate_label.setText(f"{rate:.1f} it/s" if rate else "")
+        self.eta_label.setText(f"ETA {duration(record.eta)}" if record.eta is not None and not record.done else "")
+        self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
+
+    def show_outcome(self, outcome: RunOutcome) -> None:
+        if outcome.error:
+            self.progress.setFormat("Stopped with an error")
+        elif outcome.stop_reason == CANCELLED:
+            self.progress.setFormat("Stopped — the picture so far is kept")
+        else:
+            elapsed = outcome.last.elapsed if outcome.last is not None else 0.0
+            self.progress.setFormat(f"Done in {duration(elapsed)}")
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+        self.eta_label.setText("")
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as a person reads them: "42 s", "3 min 05 s", "1 h 02 min"."""
+    if seconds is None:
+        return ""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

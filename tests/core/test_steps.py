@@ -1,0 +1,89 @@
+"""Step control on synthetic loss sequences: no network, every case chosen, nothing chaotic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from style_studio.core.errors import StyleStudioError
+from style_studio.core.steps import DIVERGENCE_FACTOR, MAX_BLOWUPS, STEP_BACKOFF, STEP_RECOVERY, StepControl
+
+
+def drive(control: StepControl, losses: list[float], image: torch.Tensor) -> list:
+    """Feed ``losses`` as the losses of images 0, 1, 2, ...: the image before step i holds the value i."""
+    verdicts = []
+    for i, loss in enumerate(losses):
+        image.fill_(float(i))
+        control.before_step(image)
+        image.fill_(float(i) + 0.5)  # the optimiser moved it
+        verdicts.append(control.judge(loss, image, i + 1))
+    return verdicts
+
+
+@pytest.fixture
+def image():
+    return torch.zeros(1, 3, 2, 2)
+
+
+def test_the_lowest_loss_image_is_kept_not_the_last(image):
+    # An Adam run that overshoots at the end without blowing up.
+    control = StepControl(image, "adam", 0.25)
+    verdicts = drive(control, [8.7, 49.0, 7.6, 5.1, 8.1, 12.2], image)
+    assert [v.improved for v in verdicts] == [True, False, True, True, False, False]
+    assert not any(v.blew_up for v in verdicts)
+    assert control.best == 5.1
+    assert torch.equal(control.lowest, torch.full_like(image, 3.0))
+
+
+def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(image):
+    control = StepControl(image, "lbfgs", 1.0)
+    verdicts = drive(control, [3.0, 2.0, 2.0 * DIVERGENCE_FACTOR + 1], image)
+    assert verdicts[-1].blew_up and not verdicts[-1].improved
+    assert verdicts[-1].step_size == 1.0 / STEP_BACKOFF["lbfgs"]
+    assert "went back to the lowest-loss image" in verdicts[-1].event and "iteration 3" in verdicts[-1].event
+    assert torch.equal(image, torch.full_like(image, 1.0)), "the image did not go back to the lowest-loss one"
+
+
+@pytest.mark.parametrize("loss", [math.nan, math.inf])
+def test_a_non_finite_loss_is_a_blow_up_even_at_the_first_iteration(image, loss):
+    control = StepControl(image, "adam", 0.02)
+    verdict = drive(control, [loss], image)[0]
+    assert verdict.blew_up and "non-finite" in verdict.event
+    assert torch.equal(image, torch.zeros_like(image)), "the image did not go back to the start"
+
+
+def test_a_lowered_step_size_is_doubled_back_after_good_iterations_and_never_above_the_set_one(image):
+    control = StepControl(image, "lbfgs", 1.0)
+    losses = [4.0, 100.0, 100.0] + [3.0 - 0.01 * i for i in range(3 * STEP_RECOVERY)]
+    verdicts = drive(control, losses, image)
+    assert verdicts[2].step_size == 0.25
+    raised = [i for i, v in enumerate(verdicts) if v.step_raised]
+    assert raised == [2 + STEP_RECOVERY, 2 + 2 * STEP_RECOVERY]
+    assert [verdicts[i].step_size for i in raised] == [0.5, 1.0]
+    assert control.step_size == 1.0
+
+
+def test_too_many_blow_ups_in_a_row_stop_the_run_with_a_clear_error(image):
+    control = StepControl(image, "adam", 1e4)
+    drive(control, [1.0], image)
+    with pytest.raises(StyleStudioError, match=f"kept diverging \\({MAX_BLOWUPS} times in a row"):
+        drive(control, [math.inf] * MAX_BLOWUPS, image)
+
+
+def test_a_good_iteration_resets_the_count_of_blow_ups_in_a_row(image):
+    control = StepControl(image, "lbfgs", 1.0)
+    losses = [1.0] + ([math.inf] * (MAX_BLOWUPS - 1) + [0.9]) * 2
+    verdicts = drive(control, losses, image)
+    assert sum(v.blew_up for v in verdicts) == 2 * (MAX_BLOWUPS - 1)
+
+
+def test_after_a_new_objective_a_higher_loss_is_not_a_blow_up(image):
+    # Content from 1 to 100 (the slider's top) multiplies the loss: measured against
+    # the old best, every iteration looked like a blow-up and the run stopped.
+    control = StepControl(image, "lbfgs", 1.0)
+    drive(control, [1.0, 0.9], image)
+    control.new_objective()
+    verdicts = drive(control, [90.0, 80.0], image)
+    assert not any(v.blew_up for v in verdicts) and all(v.improved for v in verdicts)
