@@ -53,6 +53,8 @@ class HistoryStrip(QListWidget):
         self.setToolTip("Results of this session: click to view, right-click to compare or restore settings")
         self.customContextMenuRequested.connect(self._menu)
         self.currentItemChanged.connect(self._current_changed)
+        # A click on the selected entry shows it again (after a new photo replaced it in the view).
+        self.itemClicked.connect(lambda item: self._current_changed(item, None))
         self.entries: list[HistoryEntry] = []
 
     def add(self, entry: HistoryEntry) -> None:

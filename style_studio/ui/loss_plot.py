@@ -41,6 +41,8 @@ class LossPlot(QWidget):
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "loss")
         self.plot.setMenuEnabled(False)
+        # A monitor, redrawn several times a second: the ranges follow the data.
+        self.plot.setMouseEnabled(x=False, y=False)
         # The legend has a column of its own, right of the curves: drawn over
         # the plot it hid the newest steps, and in one column it ran off the
         # short dock. Two columns of four fit the dock's height.
@@ -69,7 +71,8 @@ class LossPlot(QWidget):
     def _show_empty(self) -> None:
         # Decades from 0.001 to 10 until the first losses arrive: pyqtgraph's
         # empty log axis spans 1 to 10 and prints its minor ticks on top of each other.
-        self.plot.setRange(xRange=(0, 100), yRange=(-3, 1), padding=0)
+        self.plot.setXRange(0, 100, padding=0)
+        self._show_decades(-3, 1)
 
     def add(self, step: int, values: dict[str, float]) -> None:
         for name, value in values.items():
@@ -85,8 +88,7 @@ class LossPlot(QWidget):
         return list(self._series.get(name, ([], []))[1])
 
     def _redraw(self) -> None:
-        if not self._curves:
-            self.plot.enableAutoRange()
+        added = False
         for index, (name, (xs, ys)) in enumerate(self._series.items()):
             curve = self._curves.get(name)
             if curve is None:
@@ -94,4 +96,33 @@ class LossPlot(QWidget):
                 curve = self.plot.plot(pen=pg.mkPen(_COLORS[index % len(_COLORS)], width=width))
                 self.legend.addItem(curve, name)
                 self._curves[name] = curve
+                added = True
             curve.setData(xs, ys)
+        if added:
+            # Placed now: until the next layout pass the new legend sat over the axis labels.
+            self.view.ci.layout.activate()
+        self._fit_ranges()
+
+    def _fit_ranges(self) -> None:
+        """Steps from 0, losses over whole decades (at least two).
+
+        pyqtgraph's auto-range spread a single step over -49 ... 51, and a range of
+        under a decade on a log axis labels its minor ticks on top of each other.
+        """
+        ys = [y for _, values in self._series.values() for y in values]
+        if not ys:
+            return
+        last = max(xs[-1] for xs, _ in self._series.values() if xs)
+        self.plot.setXRange(0, max(10, last), padding=0.02)
+        low, high = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+        self._show_decades(min(low, high - 2), high)
+
+    def _show_decades(self, low: int, high: int) -> None:
+        """The loss axis from 10**low to 10**high, labelled at each decade only.
+
+        On a short dock pyqtgraph also labels the minor ticks, on top of each other.
+        """
+        self.plot.setYRange(low, high, padding=0.04)  # the end decades inside, so they are labelled
+        decades = [(float(k), f"{10.0**k:g}") for k in range(low, high + 1)]
+        minor = [(math.log10(m) + k, "") for k in range(low, high) for m in range(2, 10)]
+        self.plot.getAxis("left").setTicks([decades, minor])

@@ -95,3 +95,46 @@ def test_python_dash_m_entry_point_runs(tmp_path):
         [sys.executable, "-m", "style_studio", "--version"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0 and result.stdout.strip() == f"style-studio {__version__}"
+
+
+# What scripts parse: the shape of `--progress json` records and of the embedded
+# settings document. Changing either breaks users' scripts; change it on purpose.
+PINNED_RECORD_FIELDS = {
+    "scale": int, "scales": int, "iteration": int, "iterations": int, "step": int, "steps": int,
+    "width": int, "height": int, "total_loss": float, "content_loss": float, "style_losses": dict,
+    "tv_loss": float, "grad_norm": float, "elapsed": float, "eta": (float, type(None)), "weights": str,
+    "compute": str, "event": (str, type(None)), "done": bool, "stop_reason": (str, type(None)),
+}  # fmt: skip
+PINNED_METADATA = {
+    "format": "style-studio",
+    "version": 1,
+    "settings": {
+        "size": 48, "iterations": 3, "scales": 1, "optimizer": "lbfgs", "init": "content",
+        "content_layers": ["relu4_2"],
+        "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},
+        "content_weight": 1.0, "style_weight": 3.0, "tv_weight": 0.1, "style_blend": [], "style_scale": 1.0,
+        "preserve_colors": False, "pooling": "max", "seed": 3, "device": "auto", "precision": "auto",
+        "weights": "untrained", "step_size": None,
+    },
+    "weights_label": "untrained VGG19 (random features: colour and texture only)",
+    "app_version": __version__,
+    "content": "chelsea.png",
+    "styles": ["starry_night.jpg"],
+}  # fmt: skip
+
+
+def test_progress_json_records_and_exported_metadata_keep_their_pinned_shape(tmp_path):
+    target = tmp_path / "out.png"
+    code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--seed", "3", "--progress", "json")
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    for record in records:
+        assert list(record) == list(PINNED_RECORD_FIELDS), "fields added, removed or reordered"
+        for key, kind in PINNED_RECORD_FIELDS.items():
+            assert isinstance(record[key], kind), f"{key} is {type(record[key]).__name__}"
+        assert list(record["style_losses"]) == ["relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
+    assert [(r["step"], r["done"], r["stop_reason"]) for r in records] == [
+        (1, False, None), (2, False, None), (3, False, None), (3, True, "finished")
+    ]  # fmt: skip
+    assert json.loads(read_metadata(target)) == PINNED_METADATA
+    assert list(json.loads(read_metadata(target))) == list(PINNED_METADATA)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from style_studio.ui.loss_plot import LossPlot
 
 TERMS = ["total", "content", "tv", "relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
@@ -41,3 +43,23 @@ def test_the_legend_sits_beside_the_curves_not_over_them(qtbot):
     legend_box = plot.legend.sceneBoundingRect()
     assert not plot_box.intersects(legend_box)
     assert legend_box.left() >= plot_box.right()
+
+
+def test_the_first_steps_show_from_step_0_over_whole_decades(qtbot):
+    # pyqtgraph's auto-range spread the first step over -49 ... 51, and under a
+    # decade a log axis prints its minor tick labels on top of each other.
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.resize(700, 200)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.add(1, {name: 2.0 + i / 10 for i, name in enumerate(TERMS)})
+    qtbot.waitUntil(lambda: len(plot._curves) == len(TERMS), timeout=2_000)
+    (x_low, x_high), (y_low, y_high) = plot.plot.viewRange()
+    assert -1 < x_low <= 0 and 10 <= x_high < 11
+    assert y_high - y_low >= 2 and y_low <= math.log10(2.0) and math.log10(2.7) <= y_high
+    decades, minor = plot.plot.getAxis("left")._tickLevels
+    assert [label for _, label in decades] == ["0.1", "1", "10"]
+    assert all(label == "" for _, label in minor)
+    axis_box = plot.plot.getAxis("left").sceneBoundingRect()
+    assert not plot.legend.sceneBoundingRect().intersects(axis_box)

@@ -357,3 +357,37 @@ def test_a_garbage_settings_value_gives_the_defaults(qtbot, make_window, store):
     store.qs.setValue("run/settings", "{{{{")
     window = make_window(settings=None)
     assert window.current_settings() == settings_mod.DEFAULTS
+
+
+def test_a_new_photo_is_shown_at_once_and_the_last_result_stays_in_the_history(qtbot, window):
+    # The picture area kept showing the result made from the old photo.
+    run_to_end(qtbot, window)
+    assert window.result is not None
+    drop(window.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
+    coffee = Image.open(SAMPLES / "content" / "coffee.png")
+    assert (window.view._image.width(), window.view._image.height()) == coffee.size
+    assert window.result is None and not window.actions.export.isEnabled()
+    assert len(window.history.entries) == 1
+    window.history.itemClicked.emit(window.history.item(0))  # a click on the (still selected) entry
+    assert window.result is window.history.entries[0].result and window.actions.export.isEnabled()
+
+
+@pytest.mark.parametrize("from_samples", [True, False])
+def test_export_suggests_the_pictures_folder_for_a_sample_and_the_photos_folder_otherwise(
+    qtbot, window, tmp_path, monkeypatch, from_samples
+):
+    # A bundled sample lives in the app's own folder, read-only once installed.
+    from style_studio.ui import documents
+
+    if not from_samples:
+        photo = tmp_path / "holiday.png"
+        Image.open(SAMPLES / "content" / "chelsea.png").save(photo)
+        drop(window.inputs.content_zone, files(photo))
+    run_to_end(qtbot, window)
+    asked = []
+    monkeypatch.setattr(
+        documents.QFileDialog, "getSaveFileName", lambda parent, title, start, filters: asked.append(start) or ("", "")
+    )
+    window.actions.export.trigger()
+    expected = documents.pictures_folder() / "chelsea-styled.png" if from_samples else tmp_path / "holiday-styled.png"
+    assert asked == [str(expected)]
