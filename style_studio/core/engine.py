@@ -25,7 +25,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Hashable, Iterator, Sequence
 from typing import Final, Protocol
 
 import numpy as np
@@ -59,7 +59,7 @@ MIN_SCALE_SIDE: Final = 64
 LBFGS_HISTORY: Final = 20
 
 
-class NetworkWeights(Protocol):
+class NetworkWeights(Hashable, Protocol):
     """What a run needs of its weights: a name for the user, and the network they make."""
 
     @property

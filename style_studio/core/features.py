@@ -63,7 +63,7 @@ class UnpaddedConv2d(nn.Module):
 
 
 def _average_twin(pool: nn.MaxPool2d) -> nn.AvgPool2d:
-    return nn.AvgPool2d(pool.kernel_size, pool.stride, pool.padding, ceil_mode=pool.ceil_mode)  # type: ignore[arg-type]
+    return nn.AvgPool2d(pool.kernel_size, pool.stride, pool.padding, ceil_mode=pool.ceil_mode)
 
 
 class FeatureNetwork(nn.Module):
@@ -119,7 +119,7 @@ class FeatureNetwork(nn.Module):
             module = self.stack[name]
             if isinstance(module, nn.MaxPool2d | nn.AvgPool2d):
                 stride = module.stride
-                factor *= stride if isinstance(stride, int) else math.prod(stride)  # type: ignore[arg-type]
+                factor *= stride if isinstance(stride, int) else math.prod(stride)
         return max(self.mirrored_border + 1, factor)
 
 
@@ -183,7 +183,8 @@ class TruncatedNetwork(nn.Module):
         x = self.normalize(image)
         if self.mirrored_border:
             x = F.pad(x, (self.mirrored_border,) * 4, mode="reflect")
-        return self.layers(x.contiguous(memory_format=memory_format))
+        deepest: Tensor = self.layers(x.contiguous(memory_format=memory_format))
+        return deepest
 
 
 @dataclass

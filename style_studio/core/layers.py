@@ -77,5 +77,5 @@ def min_input_side(names: Iterable[str]) -> int:
     2 ** (pools before the deepest), and more than the mirrored border
     (mirroring needs a picture wider than the border).
     """
-    stop = deepest(names)
-    return max(MIRRORED_BORDER + 1, 2 ** sum(1 for name in LAYER_NAMES[:stop] if name.startswith("pool")))
+    pools = sum(1 for name in LAYER_NAMES[: deepest(names)] if name.startswith("pool"))
+    return max(MIRRORED_BORDER + 1, 1 << pools)

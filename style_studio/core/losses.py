@@ -67,7 +67,8 @@ class _GramTap(torch.autograd.Function):
             else:
                 total = downstream_flat + (flat @ symmetric).to(downstream_flat.dtype)
         b, c, h, w = ctx.shape
-        return total.reshape(b, h, w, c).permute(0, 3, 1, 2)
+        grad: Tensor = total.reshape(b, h, w, c).permute(0, 3, 1, 2)
+        return grad
 
 
 def gram_tap(features: Tensor) -> tuple[Tensor, Tensor]:
@@ -78,7 +79,8 @@ def gram_tap(features: Tensor) -> tuple[Tensor, Tensor]:
     nothing may modify it in place (clone it before an in-place ReLU).
     """
     with torch.autocast(device_type=features.device.type, enabled=False):
-        return _GramTap.apply(features)
+        passed_on, gram = _GramTap.apply(features)
+    return passed_on, gram
 
 
 def gram(features: Tensor) -> Tensor:

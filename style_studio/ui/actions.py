@@ -54,7 +54,7 @@ class WindowActions(QObject):
     def install(self, docks: list[QDockWidget]) -> None:
         """Build the menu bar (``docks`` can be shown and hidden from View) and the toolbar."""
         menu = self._window.menuBar()
-        sections = {
+        sections: dict[str, list[QAction | None]] = {
             "&File": [self.open, self.add_style, self.paste, self.paste_style, None, self.export, None,
                       self.load_preset, self.save_preset, None, self.quit],
             "&Run": [self.start, self.stop],

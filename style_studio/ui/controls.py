@@ -180,10 +180,10 @@ class ControlsPanel(QWidget):
     def _output_group(self) -> QGroupBox:
         group = QGroupBox("Picture")
         form = QFormLayout(group)
-        self.size = QSpinBox()
-        self.size.setRange(settings_mod.MIN_SIZE, settings_mod.MAX_SIZE)
-        self.size.setSingleStep(64)
-        self.size.setSuffix(" px")
+        self.output_size = QSpinBox()
+        self.output_size.setRange(settings_mod.MIN_SIZE, settings_mod.MAX_SIZE)
+        self.output_size.setSingleStep(64)
+        self.output_size.setSuffix(" px")
         self.iterations = QSpinBox()
         self.iterations.setRange(1, 100_000)
         self.iterations.setSingleStep(50)
@@ -202,7 +202,7 @@ class ControlsPanel(QWidget):
         self.style_scale.setDecimals(2)
         self.pooling = _combo([("Max", "max"), ("Average", "avg")], TIPS["pooling"])
         for key, widget, label in (
-            ("size", self.size, "Size"),
+            ("size", self.output_size, "Size"),
             ("iterations", self.iterations, "Iterations"),
             ("scales", self.scales, "Scales"),
             ("optimizer", self.optimizer, "Optimiser"),
@@ -215,7 +215,7 @@ class ControlsPanel(QWidget):
             form.addRow(label, widget)
         self.preserve_colors.setToolTip(TIPS["preserve_colors"])
         form.addRow(self.preserve_colors)
-        for spin in (self.size, self.iterations, self.scales, self.seed):
+        for spin in (self.output_size, self.iterations, self.scales, self.seed):
             spin.valueChanged.connect(self._changed)
         self.style_scale.valueChanged.connect(self._changed)
         for box in (self.optimizer, self.init, self.pooling):
@@ -295,7 +295,7 @@ class ControlsPanel(QWidget):
             content_weight=self.content_weight.value(),
             style_weight=self.style_weight.value(),
             tv_weight=self.tv_weight.value(),
-            size=self.size.value(),
+            size=self.output_size.value(),
             iterations=self.iterations.value(),
             scales=self.scales.value(),
             optimizer=self.optimizer.currentData(),
@@ -324,7 +324,7 @@ class ControlsPanel(QWidget):
             self.content_weight.setValue(settings.content_weight)
             self.style_weight.setValue(settings.style_weight)
             self.tv_weight.setValue(settings.tv_weight)
-            self.size.setValue(settings.size)
+            self.output_size.setValue(settings.size)
             self.iterations.setValue(settings.iterations)
             self.scales.setValue(settings.scales)
             _select(self.optimizer, settings.optimizer)

@@ -75,7 +75,7 @@ class Documents(QObject):
     def save_preset(self, path: Path, settings: Settings) -> bool:
         text = settings_mod.dumps(settings, app_version=__version__)
         try:
-            write_atomically(path, lambda out: out.write(text.encode("utf-8")))
+            write_atomically(path, lambda out: out.writelines([text.encode("utf-8")]))
         except OSError as exc:
             self.error.emit(f"{path}: could not save the preset ({exc.strerror or exc})")
             return False

@@ -77,7 +77,8 @@ class HistoryStrip(QListWidget):
     def entry(self, item: QListWidgetItem | None) -> HistoryEntry | None:
         if item is None:
             return None
-        return self.entries[item.data(Qt.ItemDataRole.UserRole)]
+        index: int = item.data(Qt.ItemDataRole.UserRole)
+        return self.entries[index]
 
     def _current_changed(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
         entry = self.entry(current)

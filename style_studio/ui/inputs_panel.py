@@ -65,7 +65,7 @@ class InputsPanel(QScrollArea):
         self.content_zone.imagesDropped.connect(lambda items: self.use_as_content(items[0]))
         self.content_zone.refused.connect(self.error)
         self.content_zone.clicked.connect(self.open_content)
-        self.style_zone.imagesDropped.connect(lambda items: [self.use_as_style(i) for i in items])
+        self.style_zone.imagesDropped.connect(self._use_as_styles)
         self.style_zone.refused.connect(self.error)
         self.style_zone.clicked.connect(self.add_style_dialog)
 
@@ -112,6 +112,10 @@ class InputsPanel(QScrollArea):
         """The user gave a content image (drop, paste, Open): check it, then use it."""
         if self._fits(item, "content"):
             self.set_content(item)
+
+    def _use_as_styles(self, items: list[InputImage]) -> None:
+        for item in items:
+            self.use_as_style(item)
 
     def use_as_style(self, item: InputImage) -> None:
         if self._fits(item, "style"):

@@ -82,8 +82,8 @@ class MainWindow(QMainWindow):
         self._compare: HistoryEntry | None = None
 
         self._build_ui()
-        self.actions = WindowActions(self)
-        self.actions.install([self.loss_dock, self.history_dock])
+        self.commands = WindowActions(self)
+        self.commands.install([self.loss_dock, self.history_dock])
         self._connect()
         geometry, state = self.store.geometry()
         if geometry is not None:
@@ -158,7 +158,7 @@ class MainWindow(QMainWindow):
         return dock
 
     def _connect(self) -> None:
-        a = self.actions
+        a = self.commands
         for action, slot in (
             (a.open, self.inputs.open_content),
             (a.add_style, self.inputs.add_style_dialog),
@@ -328,9 +328,10 @@ class MainWindow(QMainWindow):
         except SettingsError as exc:
             self.show_error(str(exc))
             return
-        settings = self._ensure_weights(settings)
-        if settings is None:
+        ready = self._ensure_weights(settings)
+        if ready is None:
             return
+        settings = ready
         self.banner.hide()
         rows = self.inputs.style_rows
         job = RenderJob(
@@ -425,12 +426,12 @@ class MainWindow(QMainWindow):
         """Split view: this history entry on the left, the current result on the right."""
         self._compare = entry
         self.view.set_before(pil_to_qimage(entry.result))
-        self.actions.split.setChecked(True)
+        self.commands.split.setChecked(True)
         self.view.set_split(True)
         self.show_info("Comparing: the history entry is on the left, the current result on the right")
 
     def toggle_split(self) -> None:
-        self.view.set_split(self.actions.split.isChecked())
+        self.view.set_split(self.commands.split.isChecked())
 
     # -- export --------------------------------------------------------------------------------
 
@@ -481,7 +482,7 @@ class MainWindow(QMainWindow):
 
     def _update_state(self) -> None:
         running, stopping = self.controller.running, self.controller.stopping
-        a = self.actions
+        a = self.commands
         a.start.setEnabled(self.inputs.ready and (not running or stopping))
         a.stop.setEnabled(running and not stopping)
         self.run_bar.set_enabled(can_start=a.start.isEnabled(), can_stop=a.stop.isEnabled())

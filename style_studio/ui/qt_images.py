@@ -30,7 +30,7 @@ def qimage_to_png(image: QImage) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stub says bytes; the binding takes str
     buffer.close()
     return bytes(data.data())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QDragEnterEvent, QDropEvent, QPixmap
+from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFrame,
@@ -188,7 +188,7 @@ class ImageDropZone(QFrame):
         self.caption.setText(f"{item.name} — {item.size_text}")
         self.setToolTip(str(item.path) if item.path else item.name)
 
-    def mousePressEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         if event.button() == Qt.MouseButton.LeftButton:
             self.clicked.emit()
         super().mousePressEvent(event)
@@ -199,7 +199,7 @@ class ImageDropZone(QFrame):
             self.setProperty("hover", True)
             self.style().polish(self)
 
-    def dragLeaveEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def dragLeaveEvent(self, event: QDragLeaveEvent) -> None:  # noqa: N802 - Qt override
         self.setProperty("hover", False)
         self.style().polish(self)
 

@@ -135,7 +135,7 @@ def test_a_blow_up_is_reported_and_the_run_finishes(qtbot, window):
 
 def test_a_run_that_will_not_fit_in_memory_is_refused_with_what_to_change(qtbot, window, monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda *args: 600 * 2**20)
-    window.controls.size.setValue(4096)
+    window.controls.output_size.setValue(4096)
     outcome = finish(qtbot, window)
     assert outcome.error and outcome.result is None
     text = window.banner.text()
@@ -183,5 +183,5 @@ def test_pasting_with_nothing_on_the_clipboard_says_so(window):
     from PySide6.QtGui import QGuiApplication
 
     QGuiApplication.clipboard().clear()
-    window.actions.paste.trigger()
+    window.commands.paste.trigger()
     assert "Nothing to paste" in window.banner.text() and window.inputs.content.name == "chelsea.png"

@@ -98,11 +98,11 @@ def test_paste_from_the_clipboard(window, clipboard):
     mime = QMimeData()
     mime.setImageData(pil_to_qimage(Image.new("RGB", (20, 24), (255, 0, 0))))
     clipboard.setMimeData(mime)
-    window.actions.paste.trigger()
+    window.commands.paste.trigger()
     assert window.inputs.content.name == "pasted image" and window.inputs.content.image.size == (20, 24)
-    window.actions.paste_style.trigger()
+    window.commands.paste_style.trigger()
     assert len(window.inputs.style_rows) == 2
-    assert window.actions.paste.shortcut() == QKeySequence(QKeySequence.StandardKey.Paste)
+    assert window.commands.paste.shortcut() == QKeySequence(QKeySequence.StandardKey.Paste)
 
 
 def test_removing_a_style(window):
@@ -114,9 +114,9 @@ def test_removing_a_style(window):
 
 
 def test_keyboard_shortcuts(window):
-    assert QKeySequence("Ctrl+Return") in window.actions.start.shortcuts()
-    assert window.actions.stop.shortcut() == QKeySequence("Esc")
-    assert window.actions.export.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
+    assert QKeySequence("Ctrl+Return") in window.commands.start.shortcuts()
+    assert window.commands.stop.shortcut() == QKeySequence("Esc")
+    assert window.commands.export.shortcut() == QKeySequence(QKeySequence.StandardKey.Save)
 
 
 # -- controls to settings ------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
     assert previews and all(isinstance(p, QImage) and not p.isNull() for p in previews)
     assert window.result.size == (48, 32)
     assert len(window.history.entries) == 1
-    assert window.actions.export.isEnabled() and window.run_bar.start_button.isEnabled()
+    assert window.commands.export.isEnabled() and window.run_bar.start_button.isEnabled()
     assert "untrained" in window.weights_label.text()
     assert window.run_bar.progress.value() == window.run_bar.progress.maximum() == 6
     assert window.loss_plot.series("total")
@@ -247,7 +247,7 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
     saved = settings_mod.loads(read_metadata(target))
     assert saved == window.current_settings()
     assert json.loads(read_metadata(target))["weights_label"].startswith("untrained")
-    window.controls.size.setValue(300)
+    window.controls.output_size.setValue(300)
     drop(window, files(target))
     assert window.current_settings().size == 48
     assert "Settings restored from result.png" in window.banner.text()
@@ -269,7 +269,7 @@ def test_export_before_any_result_says_so(window, tmp_path):
 
 def test_history_restore_and_compare(qtbot, window):
     run_to_end(qtbot, window)
-    window.controls.size.setValue(64)
+    window.controls.output_size.setValue(64)
     run_to_end(qtbot, window)
     first, second = window.history.entries
     assert first.settings.size == 48 and second.settings.size == 64
@@ -286,7 +286,7 @@ def test_history_restore_and_compare(qtbot, window):
 
 def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
     first = make_window()
-    first.controls.size.setValue(777)
+    first.controls.output_size.setValue(777)
     drop(first.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     first.close()
     second = make_window(settings=None)
@@ -295,8 +295,8 @@ def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
 
 
 def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
-    window.controls.size.setValue(999)
-    window.actions.reset.trigger()
+    window.controls.output_size.setValue(999)
+    window.commands.reset.trigger()
     s = window.current_settings()
     assert dataclasses.replace(s, weights="imagenet") == settings_mod.DEFAULTS
     assert s.weights == "untrained"
@@ -366,10 +366,10 @@ def test_a_new_photo_is_shown_at_once_and_the_last_result_stays_in_the_history(q
     drop(window.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     coffee = Image.open(SAMPLES / "content" / "coffee.png")
     assert (window.view._image.width(), window.view._image.height()) == coffee.size
-    assert window.result is None and not window.actions.export.isEnabled()
+    assert window.result is None and not window.commands.export.isEnabled()
     assert len(window.history.entries) == 1
     window.history.itemClicked.emit(window.history.item(0))  # a click on the (still selected) entry
-    assert window.result is window.history.entries[0].result and window.actions.export.isEnabled()
+    assert window.result is window.history.entries[0].result and window.commands.export.isEnabled()
 
 
 @pytest.mark.parametrize("from_samples", [True, False])
@@ -388,6 +388,6 @@ def test_export_suggests_the_pictures_folder_for_a_sample_and_the_photos_folder_
     monkeypatch.setattr(
         documents.QFileDialog, "getSaveFileName", lambda parent, title, start, filters: asked.append(start) or ("", "")
     )
-    window.actions.export.trigger()
+    window.commands.export.trigger()
     expected = documents.pictures_folder() / "chelsea-styled.png" if from_samples else tmp_path / "holiday-styled.png"
     assert asked == [str(expected)]
