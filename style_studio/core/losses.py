@@ -23,16 +23,10 @@ class _GramTap(torch.autograd.Function):
     """Features in; the same features and G = Fᵀ·F / (C·H·W) in float32 out.
 
     A tap on the network: the features flow on unchanged and their Gram
-    matrix comes out on the side. The backward returns the downstream
+    matrix comes out on the side, so the backward can return the downstream
     gradient plus the Gram's, F·(dG + dGᵀ) / (C·H·W), as one fused
-    multiply-add. Each part of that was measured (benchmarks/overhead.py):
-
-    - autograd's own backward of ``f.mT @ f`` computes one product per
-      operand and adds them, in a transposed, slow layout: twice the time;
-    - a Gram computed to the side of the network makes autograd add its
-      gradient to the downstream one: one more pass over the activations;
-    - the cast to float32 and the division as separate autograd nodes: 4
-      more dispatches per layer each way, as costly as their arithmetic.
+    multiply-add instead of autograd's two products and a separate sum
+    (benchmarks/overhead.py measures what that saves).
     """
 
     @staticmethod
@@ -87,13 +81,10 @@ def gram(features: Tensor) -> Tensor:
     """Gram matrix G = F·Fᵀ / (C·H·W), returned in float32, even under autocast.
 
     Float32 and float16 features are multiplied in float32: float16's range
-    cannot hold the sums. Features that are already bfloat16 (VGG under bf16
-    autocast) are multiplied as they are, with float32 accumulation (oneDNN
-    and cuBLAS accumulate bf16 products in fp32), and the result is rounded
-    to bf16 once before it returns as float32. That departs from an all-fp32
-    Gram by about 0.4 % per entry and costs half the time; at 256 px an fp32
-    Gram alone added 30 % to each iteration (benchmarks/overhead.py). Final
-    losses stay within 1 % of an fp32 run (benchmarks/precision.py).
+    cannot hold the sums. Features that are already bfloat16 (the network
+    under bf16 autocast) are multiplied as they are, accumulated in float32
+    and rounded to bf16 once: half the time of an fp32 Gram, within the
+    precision benchmark's bound on final losses (benchmarks/precision.py).
 
     Args:
         features: (B, C, H, W), any dtype or memory format.
@@ -113,11 +104,8 @@ def weighted_mse(value: Tensor, target: Tensor, factor: Tensor | float) -> Tenso
     """factor · mean((value - target)²), in float32 (a scalar).
 
     With ``factor = weight / magnitude(target)`` this is a weighted relative
-    loss. Folding the weight and the magnitude into one factor, computed when
-    they change, leaves one multiplication per term and iteration.
-    ``mse_loss`` runs forward and backward as one fused pass each; spelled out
-    as sub, square and mean, the content loss at relu4_2 alone took 2.5 ms of
-    each 256 px iteration (benchmarks/overhead.py).
+    loss; the factor is computed when the weights change, so each term costs
+    one fused ``mse_loss`` pass each way and one multiplication.
     """
     with torch.autocast(device_type=value.device.type, enabled=False):
         return F.mse_loss(value.float(), target) * factor
