@@ -82,18 +82,32 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+#: The first CUDA compute capability with bf16 tensor cores (Ampere).
+BF16_CAPABILITY = (8, 0)
+
+
+def cuda_has_fast_bf16(device: torch.device) -> bool:
+    """Whether ``device`` (the one chosen, not the current one) computes bf16 in hardware.
+
+    ``torch.cuda.is_bf16_supported()`` also counts emulation, which is slow on
+    Turing and Volta (RTX 20xx, T4, V100), and asks about the current device.
+    """
+    return torch.cuda.get_device_capability(device) >= BF16_CAPABILITY
+
+
 def resolve_precision(name: str, device: torch.device) -> str:
     """ "auto" -> mixed precision where the device does it well, else fp32.
 
-    bf16 on CUDA GPUs that support it (fp16 on older ones) and on CPUs with
-    AVX512-BF16 or AMX; fp32 on MPS and other CPUs.
+    bf16 on CUDA GPUs with bf16 hardware (compute capability 8.0 and later),
+    fp16 on older ones; bf16 on CPUs with AVX512-BF16 or AMX; fp32 on MPS and
+    other CPUs.
     """
     if name != "auto":
         if name == "bf16" and device.type == "mps":
             raise StyleStudioError("bf16 is not supported on mps; use fp16 or fp32")
         return name
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return "bf16" if cuda_has_fast_bf16(device) else "fp16"
     if device.type == "cpu" and cpu_has_fast_bf16():
         return "bf16"
     return "fp32"

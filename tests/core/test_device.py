@@ -1,0 +1,56 @@
+"""Choosing the device and the precision: the decision table, with the hardware queries replaced."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from style_studio.core import device
+from style_studio.core.device import resolve_precision
+
+
+@pytest.mark.parametrize(
+    ("capability", "expected"),
+    [
+        ((6, 1), "fp16"),  # Pascal
+        ((7, 0), "fp16"),  # Volta: V100
+        ((7, 5), "fp16"),  # Turing: RTX 20xx, T4 (emulated bf16 would be slow)
+        ((8, 0), "bf16"),  # Ampere: A100
+        ((8, 6), "bf16"),  # Ampere: RTX 30xx
+        ((8, 9), "bf16"),  # Ada: RTX 40xx
+        ((9, 0), "bf16"),  # Hopper
+        ((12, 0), "bf16"),  # Blackwell
+    ],
+)
+def test_auto_precision_on_cuda_follows_the_chosen_devices_compute_capability(monkeypatch, capability, expected):
+    asked = []
+
+    def capability_of(which):
+        asked.append(which)
+        return capability
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", capability_of)
+    # Emulated bf16 counts as "supported" here: it must not decide.
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    chosen = torch.device("cuda:1")
+    assert resolve_precision("auto", chosen) == expected
+    assert asked == [chosen], "the capability of another device than the chosen one was asked for"
+
+
+@pytest.mark.parametrize("name", ["fp32", "bf16", "fp16"])
+def test_an_explicit_precision_is_kept(name):
+    assert resolve_precision(name, torch.device("cuda:0")) == name
+    assert resolve_precision(name, torch.device("cpu")) == name
+
+
+@pytest.mark.parametrize(("fast", "expected"), [(True, "bf16"), (False, "fp32")])
+def test_auto_precision_on_the_cpu_depends_on_bf16_hardware(monkeypatch, fast, expected):
+    monkeypatch.setattr(device, "cpu_has_fast_bf16", lambda: fast)
+    assert resolve_precision("auto", torch.device("cpu")) == expected
+
+
+def test_bf16_on_apple_gpus_is_refused_and_auto_is_fp32():
+    mps = torch.device("mps")
+    with pytest.raises(device.StyleStudioError, match="bf16 is not supported on mps"):
+        resolve_precision("bf16", mps)
+    assert resolve_precision("auto", mps) == "fp32"
