@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import math
 import threading
 import time
@@ -115,6 +116,19 @@ def _kernel_autotuning(device: torch.device) -> Iterator[None]:
         torch.backends.cudnn.benchmark = before
 
 
+def _is_out_of_memory(error: BaseException) -> bool:
+    """CUDA raises ``torch.OutOfMemoryError``; Apple's MPS a plain ``RuntimeError`` that says so."""
+    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def _empty_device_cache(device: torch.device) -> None:
+    """Return the memory PyTorch's allocator keeps cached to the device."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    elif device.type == "mps":
+        torch.mps.empty_cache()
+
+
 class _GradientNorm:
     """A hook on the optimised image that keeps its gradient's L2 norm (a device scalar).
 
@@ -191,6 +205,7 @@ class StyleTransfer:
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._control: StepControl | None = None
+        self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
         self._final_content: Tensor | None = None
 
     def _check_memory(self) -> None:
@@ -236,9 +251,10 @@ class StyleTransfer:
         Lowest at the current scale, and since the last live change of weights:
         losses under other weights do not compare.
         """
-        if self._control is None:
+        kept = self._control.lowest if self._control is not None else self._kept
+        if kept is None:
             return None
-        return tensor_to_pil(self._final_rgb(self._control.lowest))
+        return tensor_to_pil(self._final_rgb(kept))
 
     def _final_rgb(self, image: Tensor) -> Tensor:
         width, height = self.sizes[-1]
@@ -288,9 +304,10 @@ class StyleTransfer:
         self._result_losses: Losses | None = None
         self._step = 0
         device = self.compute.device
-        network = network_for(self.weights, self.compute)
         image: Tensor | None = None
+        out_of_memory: str | None = None
         try:
+            network = network_for(self.weights, self.compute)
             with _kernel_autotuning(device):
                 for index, size in enumerate(self.sizes):
                     self.cancel_token.raise_if_cancelled()
@@ -304,15 +321,30 @@ class StyleTransfer:
             yield self._end(FINISHED)
         except Cancelled:
             yield self._end(CANCELLED)
-        except torch.OutOfMemoryError as exc:
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-            where = f"{self._last.width}×{self._last.height}" if self._last else "the requested size"
-            raise ResourceError(
-                f"the {device} device ran out of memory at {where} pixels "
-                f"({exc.args[0].splitlines()[0] if exc.args else 'out of memory'}); "
-                "lower the size or the number of style images, or use the CPU"
-            ) from None
+        except (torch.OutOfMemoryError, RuntimeError) as exc:
+            if not _is_out_of_memory(exc):
+                raise
+            out_of_memory = str(exc).splitlines()[0] if str(exc) else "out of memory"
+        if out_of_memory is None:
+            return
+        # Out of the handler, so that its traceback no longer holds the image, the
+        # optimiser's history and the graph: only then can their memory be freed.
+        image = None
+        self._keep_result_on_cpu()
+        where = f"{self._last.width}×{self._last.height}" if self._last else "the requested size"
+        raise ResourceError(
+            f"the {device} device ran out of memory at {where} pixels ({out_of_memory}); "
+            "lower the size or the number of style images, or use the CPU"
+        )
+
+    def _keep_result_on_cpu(self) -> None:
+        """Move the lowest-loss image to the CPU and give the device's memory back."""
+        if self._control is not None:
+            self._kept = self._control.lowest.cpu()
+        self._control = None
+        self._final_content = None
+        gc.collect()
+        _empty_device_cache(self.compute.device)
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
         return ScaleInputs.prepare(self.content_image, self.style_images, size, self.settings, self.compute.device)

@@ -398,3 +398,64 @@ def test_the_result_and_the_last_record_are_the_lowest_loss_image_of_the_run(tin
     assert transfer.evaluate(transfer.result)["total"] == pytest.approx(min(losses), rel=0.02)
     best = next(r for r in records if r.total_loss == min(losses))
     assert np.array_equal(records[-1].preview, best.preview)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("MPS backend out of memory (MPS allocated: 8.00 GB, other allocations: 1.00 GB)"),
+    ],
+    ids=["cuda", "mps"],
+)
+def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
+    tiny, content_image, style_image, monkeypatch, error
+):
+    # The cache used to be emptied inside the except block, while its traceback
+    # still held the image, the optimiser's history and the graph; and MPS's
+    # out-of-memory error, a plain RuntimeError, reached the user as a traceback.
+    import gc
+    import weakref
+
+    from style_studio.core import engine
+    from style_studio.core.objective import Objective
+
+    held = {}
+    original = Objective.evaluate
+
+    def exhausted(self, image):
+        held.setdefault("image", weakref.ref(image))
+        held.setdefault("objective", weakref.ref(self))
+        if len(held.setdefault("calls", [])) == 3:
+            raise type(error)(*error.args)  # a new one, as torch raises: the parameter would hold its traceback
+        held["calls"].append(1)
+        return original(self, image)
+
+    alive_when_emptied = []
+
+    def empty(device):
+        gc.collect()
+        alive_when_emptied.append([name for name in ("image", "objective") if held[name]() is not None])
+
+    monkeypatch.setattr(Objective, "evaluate", exhausted)
+    monkeypatch.setattr(engine, "_empty_device_cache", empty)
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
+    records = []
+    with pytest.raises(StyleStudioError, match="ran out of memory at 64×43 pixels.*lower the size"):
+        for record in transfer.run():
+            records.append(record)
+    assert len(records) == 3
+    assert alive_when_emptied == [[]], "the image or the objective was still referenced when the cache was emptied"
+    assert transfer._kept is not None and transfer._kept.device.type == "cpu"
+    assert transfer.result is not None and transfer.result.size == (64, 43)
+
+
+def test_an_error_that_is_not_out_of_memory_reaches_the_caller_as_it_is(tiny, content_image, style_image, monkeypatch):
+    from style_studio.core.objective import Objective
+
+    def broken(self, image):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(Objective, "evaluate", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        run_all(StyleTransfer(content_image, [style_image], SMALL, tiny))
