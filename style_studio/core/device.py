@@ -42,6 +42,22 @@ class Compute:
         return f"{name}, {self.precision}"
 
 
+def free_device_memory(device: torch.device) -> int | None:
+    """Bytes a run may still allocate on a GPU; None on the CPU (the OS says, see ``memory``).
+
+    PyTorch keeps freed blocks reserved for reuse: they are free for the next
+    run too, so a second run after a large one is not refused for the first
+    one's cache. On Apple GPUs, Metal's recommended working set bounds it.
+    """
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free + cached)
+    if device.type == "mps":
+        return int(torch.mps.recommended_max_memory() - torch.mps.current_allocated_memory())
+    return None
+
+
 def cpu_has_fast_bf16() -> bool:
     """AVX512-BF16 or AMX: the CPUs on which bf16 convolutions beat fp32."""
     cpu = getattr(torch, "cpu", None)

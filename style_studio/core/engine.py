@@ -37,7 +37,7 @@ from torch import Tensor
 
 from . import color, memory
 from .cancel import CancelToken
-from .device import Compute, resolve
+from .device import Compute, free_device_memory, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import FeatureNetwork
 from .imageio import check_image_fits, fit_size
@@ -213,14 +213,14 @@ class StyleTransfer:
         device = self.compute.device
         longest = self.settings.style_side(max(self.sizes[-1]))
         style_sizes = [fit_size(s.width, s.height, longest) for s in self.style_images]
-        cuda_free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else None
         memory.check_fits(
             self.content_image.size,
             self.settings.size,
             style_sizes,
             self.compute.precision,
-            memory.available_bytes(device.type, cuda_free),
-            "GPU" if device.type == "cuda" else "computer",
+            memory.available_bytes(device.type, free_device_memory(device)),
+            "computer" if device.type == "cpu" else "GPU",
+            self.settings.optimizer,
         )
 
     # -- live changes -------------------------------------------------------

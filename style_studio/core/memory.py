@@ -30,7 +30,21 @@ BASE_BYTES: Final = 256 * 2**20
 HEADROOM: Final = 0.85
 
 
-def estimate_bytes(width: int, height: int, style_sizes: Sequence[tuple[int, int]], precision: str) -> int:
+#: Float32 vectors of the image's size that each optimiser keeps: L-BFGS its
+#: history of (step, gradient change) pairs plus its direction and last
+#: gradient; Adam its two moments. (``BYTES_PER_PIXEL`` was measured over 5
+#: iterations, before L-BFGS's history fills.)
+OPTIMIZER_VECTORS: Final = {"lbfgs": 2 * 20 + 2, "adam": 2}
+
+
+def optimizer_bytes(pixels: int, optimizer: str, channels: int = 3) -> int:
+    """The optimiser's state for an image of ``pixels`` pixels, in bytes."""
+    return OPTIMIZER_VECTORS.get(optimizer, OPTIMIZER_VECTORS["lbfgs"]) * channels * 4 * pixels
+
+
+def estimate_bytes(
+    width: int, height: int, style_sizes: Sequence[tuple[int, int]], precision: str, optimizer: str = "lbfgs"
+) -> int:
     """Extra memory a run at (width, height) needs at its peak, in bytes.
 
     Style images are forwarded once per scale without a backward pass: only
@@ -38,15 +52,14 @@ def estimate_bytes(width: int, height: int, style_sizes: Sequence[tuple[int, int
     """
     per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"])
     styles = sum(w * h for w, h in style_sizes)
-    return int(BASE_BYTES + per_pixel * (width * height + styles / 10))
+    pixels = width * height
+    return int(BASE_BYTES + per_pixel * (pixels + styles / 10) + optimizer_bytes(pixels, optimizer))
 
 
-def available_bytes(device_type: str, cuda_free: int | None = None) -> int | None:
-    """Memory the run may use: free GPU memory, or the OS's available RAM; None if unknown."""
-    if device_type == "cuda":
-        return cuda_free
+def available_bytes(device_type: str, device_free: int | None = None) -> int | None:
+    """Memory the run may use: ``device_free`` on a GPU, the OS's available RAM on the CPU; None if unknown."""
     if device_type != "cpu":
-        return None  # MPS shares memory with the system and reports nothing useful
+        return device_free
     try:
         text = Path("/proc/meminfo").read_text()
         match = re.search(r"^MemAvailable:\s+(\d+) kB", text, re.MULTILINE)
@@ -67,16 +80,20 @@ def check_fits(
     precision: str,
     available: int | None,
     where: str,
+    optimizer: str = "lbfgs",
 ) -> None:
     """Raise ResourceError, saying how much is needed and what size would fit, when it will not fit."""
     if available is None:
         return
     width, height = fit_size(*content_size, size)
-    need = estimate_bytes(width, height, style_sizes, precision)
+    need = estimate_bytes(width, height, style_sizes, precision, optimizer)
     budget = available * HEADROOM
     if need <= budget:
         return
-    per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"])
+    # Per output pixel, with the style images scaling along with the output.
+    styles_share = sum(w * h for w, h in style_sizes) / (width * height)
+    per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"]) * (1 + styles_share / 10)
+    per_pixel += optimizer_bytes(1, optimizer)
     fitting_pixels = max(0.0, (budget - BASE_BYTES) / per_pixel)
     aspect = max(content_size) / min(content_size)
     suggestion = int(math.sqrt(fitting_pixels * aspect) // 64 * 64)
