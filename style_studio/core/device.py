@@ -17,8 +17,12 @@ class Compute:
 
     Attributes:
         device: the torch device.
-        precision: "fp32", "bf16" or "fp16": the autocast dtype of VGG's
-            convolutions. Gram matrices, losses and the image stay float32.
+        precision: "fp32", "bf16" or "fp16": the autocast dtype of the
+            network's convolutions. Under bf16, Gram matrices are bf16
+            products accumulated in float32 and rounded to bf16 once (see
+            ``losses.gram``); under fp16 and fp32 they are computed in float32.
+            Losses, their factors and the image are float32 throughout. "fp32"
+            on a CUDA GPU means true float32: TF32 is switched off for the run.
         channels_last: use the NHWC memory format (faster convolutions with
             oneDNN on CPUs and with cuDNN's tensor cores).
     """

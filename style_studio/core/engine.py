@@ -102,18 +102,25 @@ def _network_on(
 
 
 @contextlib.contextmanager
-def _kernel_autotuning(device: torch.device) -> Iterator[None]:
-    """Let cuDNN pick its fastest kernels for the run (the size is fixed for hundreds of
-    iterations), and leave the global flag as it was afterwards."""
-    if device.type != "cuda":
+def _device_flags(compute: Compute) -> Iterator[None]:
+    """CUDA's global flags for the run, put back as they were afterwards.
+
+    cuDNN picks its fastest kernels (the size is fixed for hundreds of
+    iterations); "fp32" computes in float32, not in TF32, which Ampere and
+    later GPUs otherwise use for convolutions.
+    """
+    if compute.device.type != "cuda":
         yield
         return
-    before = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = True
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
+    cudnn.benchmark = True
+    if compute.precision == "fp32":
+        cudnn.allow_tf32 = matmul.allow_tf32 = False
     try:
         yield
     finally:
-        torch.backends.cudnn.benchmark = before
+        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = before
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -308,7 +315,7 @@ class StyleTransfer:
         out_of_memory: str | None = None
         try:
             network = network_for(self.weights, self.compute)
-            with _kernel_autotuning(device):
+            with _device_flags(self.compute):
                 for index, size in enumerate(self.sizes):
                     self.cancel_token.raise_if_cancelled()
                     inputs = self._inputs(size)

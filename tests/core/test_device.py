@@ -54,3 +54,23 @@ def test_bf16_on_apple_gpus_is_refused_and_auto_is_fp32():
     with pytest.raises(device.StyleStudioError, match="bf16 is not supported on mps"):
         resolve_precision("bf16", mps)
     assert resolve_precision("auto", mps) == "fp32"
+
+
+@pytest.mark.parametrize(("precision", "tf32"), [("fp32", False), ("bf16", True)])
+def test_a_cuda_run_sets_its_flags_and_puts_them_back(precision, tf32):
+    # cudnn.benchmark was switched on globally and never restored; and "fp32"
+    # ran TF32 convolutions on Ampere and later. The flags are plain globals:
+    # no GPU is needed to see them set and restored.
+    from style_studio.core.device import Compute
+    from style_studio.core.engine import _device_flags
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    before = (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
+    cudnn.allow_tf32 = matmul.allow_tf32 = True
+    try:
+        with _device_flags(Compute(torch.device("cuda"), precision, channels_last=True)):
+            assert cudnn.benchmark
+            assert cudnn.allow_tf32 == tf32 and matmul.allow_tf32 == tf32
+        assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (before[0], True, True)
+    finally:
+        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = before
