@@ -41,6 +41,7 @@ from .device import Compute, free_device_memory, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import FeatureNetwork
 from .imageio import check_image_fits, fit_size
+from .lbfgs import LBFGS
 from .objective import Objective, ScaleInputs, Terms
 from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
 from .settings import LIVE_FIELDS, Settings
@@ -153,7 +154,7 @@ class _GradientNorm:
         self._handle.remove()
 
 
-def _record_projected_step(optimizer: torch.optim.LBFGS, image: Tensor, before: Tensor) -> None:
+def _record_projected_step(optimizer: LBFGS, image: Tensor, before: Tensor) -> None:
     """Make L-BFGS remember the step the image took, not the one it proposed.
 
     L-BFGS learns curvature from (step, change of gradient) pairs and takes the
@@ -163,7 +164,7 @@ def _record_projected_step(optimizer: torch.optim.LBFGS, image: Tensor, before: 
     """
     state = optimizer.state[image]
     if "d" in state and "t" in state:
-        state["d"] = (image.detach() - before).flatten().div_(float(state["t"]))
+        state["d"] = (image.detach() - before).flatten().div_(state["t"])
 
 
 class StyleTransfer:
@@ -371,11 +372,8 @@ class StyleTransfer:
     def _optimizer(self, image: Tensor, lr: float) -> torch.optim.Optimizer:
         if self.settings.optimizer == "adam":
             return torch.optim.Adam([image], lr=lr)
-        # One evaluation per step, history kept across steps. The losses are
-        # relative (order 1), so torch's absolute tolerances would stop it early.
-        return torch.optim.LBFGS(
-            [image], lr=lr, max_iter=1, history_size=LBFGS_HISTORY, tolerance_grad=0.0, tolerance_change=0.0
-        )
+        # One evaluation per step, history kept across steps, nothing read back from the device.
+        return LBFGS([image], lr=lr, history_size=LBFGS_HISTORY)
 
     def _optimise(
         self, index: int, start: Tensor, inputs: ScaleInputs, network: FeatureNetwork
@@ -413,7 +411,7 @@ class StyleTransfer:
                     if restart:
                         optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
-                if isinstance(optimizer, torch.optim.LBFGS):
+                if isinstance(optimizer, LBFGS):
                     optimizer.step(closure)
                 else:
                     closure()
@@ -422,7 +420,7 @@ class StyleTransfer:
                     # A projected step: the loss reported is then that of the image the user
                     # gets. Left free, pixels drift outside [0, 1] and are clipped on export.
                     image.clamp_(0, 1)
-                    if isinstance(optimizer, torch.optim.LBFGS):
+                    if isinstance(optimizer, LBFGS):
                         _record_projected_step(optimizer, image, control.step_origin)
                 assert terms is not None
                 losses = terms.losses(gradient_norm.value)

@@ -366,9 +366,10 @@ def test_lbfgs_remembers_the_step_the_clamp_let_the_image_take():
     # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
     # shortened a step, remembering the proposed one made later steps overshoot.
     from style_studio.core.engine import _record_projected_step
+    from style_studio.core.lbfgs import LBFGS
 
     image = torch.tensor([0.5, 0.9, 0.1], requires_grad=True)
-    optimizer = torch.optim.LBFGS([image], lr=1.0, max_iter=1, tolerance_grad=0.0, tolerance_change=0.0)
+    optimizer = LBFGS([image], lr=1.0)
     target = torch.tensor([0.2, 1.6, -0.7])  # two pixels' optimum lies outside [0, 1]
 
     def closure():
@@ -459,3 +460,32 @@ def test_an_error_that_is_not_out_of_memory_reaches_the_caller_as_it_is(tiny, co
     monkeypatch.setattr(Objective, "evaluate", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         run_all(StyleTransfer(content_image, [style_image], SMALL, tiny))
+
+
+def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
+    tiny, content_image, style_image, monkeypatch
+):
+    # Each read is a wait for a GPU's queue to drain; torch's L-BFGS made about 45
+    # a step. Counted on the CPU: scalar reads through the dispatcher, and tolist().
+    from tests.core.test_lbfgs import DeviceReads
+
+    lists = []
+    original = torch.Tensor.tolist
+
+    def counting_tolist(self):
+        lists.append(1)
+        return original(self)
+
+    settings = dataclasses.replace(SMALL, iterations=30)
+    run = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=math.inf).run()
+    next(run)  # the first iteration also makes a preview
+    monkeypatch.setattr(torch.Tensor, "tolist", counting_tolist)
+    reads = []
+    for _ in range(25):  # the history fills after 20
+        lists.clear()
+        with DeviceReads() as counted:
+            record = next(run)
+        reads.append(counted.count + len(lists))
+    run.close()
+    assert record.iteration == 26 and record.preview is None
+    assert reads == [1] * 25
