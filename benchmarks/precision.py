@@ -9,6 +9,7 @@ Side-by-side images go to benchmarks/out/precision-*.png to look at.
 
     python benchmarks/precision.py                   # 512 px, 100 iterations
     python benchmarks/precision.py --iterations 300  # the full default run
+    python benchmarks/precision.py --against fp16 --size 1024 --iterations 10  # fp16's loss scaling
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ LOSS_TOLERANCE = 0.05
 OUT = Path(__file__).resolve().parent / "out"
 
 
-def compare(choice: str, size: int, iterations: int, speed_pairs: int) -> list[object]:
+def compare(choice: str, size: int, iterations: int, speed_pairs: int, against: str = "auto") -> list[object]:
     from PIL import Image
 
     from style_studio.core.engine import StyleTransfer
@@ -38,7 +39,7 @@ def compare(choice: str, size: int, iterations: int, speed_pairs: int) -> list[o
         p: StyleTransfer(
             content, [style], dataclasses.replace(base, precision=p), loaded, preview_interval=float("inf")
         )
-        for p in ("fp32", "auto")
+        for p in ("fp32", against)
     }
     generators = {p: t.run() for p, t in runs.items()}
     times: dict[str, list[float]] = {p: [] for p in runs}
@@ -51,22 +52,22 @@ def compare(choice: str, size: int, iterations: int, speed_pairs: int) -> list[o
     judge = runs["fp32"]
     losses = {p: judge.evaluate(t.result)["total"] for p, t in runs.items()}
     OUT.mkdir(exist_ok=True)
-    a, b = runs["fp32"].result, runs["auto"].result
+    a, b = runs["fp32"].result, runs[against].result
     sheet = Image.new("RGB", (a.width * 2 + 8, a.height), "white")
     sheet.paste(a, (0, 0))
     sheet.paste(b, (a.width + 8, 0))
     name = "proxy" if Path(choice) == PROXY else choice
-    sheet.save(OUT / f"precision-{name}.png")
-    speedup = median(times["fp32"]) / median(times["auto"])
-    difference = abs(losses["auto"] - losses["fp32"]) / losses["fp32"]
+    sheet.save(OUT / f"precision-{name}-{against}.png")
+    speedup = median(times["fp32"]) / median(times[against])
+    difference = abs(losses[against] - losses["fp32"]) / losses["fp32"]
     return [
         loaded.label.split(" (")[0],
-        runs["auto"].compute.precision,
+        runs[against].compute.precision,
         f"{median(times['fp32']) * 1000:.0f}",
-        f"{median(times['auto']) * 1000:.0f}",
+        f"{median(times[against]) * 1000:.0f}",
         f"{speedup:.2f}",
         f"{losses['fp32']:.4f}",
-        f"{losses['auto']:.4f}",
+        f"{losses[against]:.4f}",
         f"{difference * 100:.2f} %",
         "yes" if speedup >= SPEED_TARGET and difference <= LOSS_TOLERANCE else "NO",
     ]
@@ -77,20 +78,22 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=10, help="iterations timed per precision")
+    parser.add_argument("--against", default="auto", choices=["auto", "bf16", "fp16"], help="the precision to compare")
     args = parser.parse_args()
     choices = ([str(PROXY)] if PROXY.exists() else []) + ["untrained"]
-    rows = [compare(choice, args.size, args.iterations, args.pairs) for choice in choices]
-    print(f"Automatic precision vs fp32 at {args.size} px, {args.iterations} L-BFGS iterations ({machine()})")
+    rows = [compare(choice, args.size, args.iterations, args.pairs, args.against) for choice in choices]
+    what = "Automatic precision" if args.against == "auto" else args.against
+    print(f"{what} vs fp32 at {args.size} px, {args.iterations} L-BFGS iterations ({machine()})")
     print(
         table(
             [
                 "weights",
-                "auto is",
+                f"{args.against} is",
                 "fp32 ms/it",
-                "auto ms/it",
+                f"{args.against} ms/it",
                 "speed-up",
                 "fp32 loss",
-                "auto loss",
+                f"{args.against} loss",
                 "difference",
                 f">= {SPEED_TARGET}x, <= 5 %",
             ],

@@ -45,7 +45,7 @@ from .lbfgs import LBFGS
 from .objective import Objective, ScaleInputs, Terms
 from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
 from .settings import LIVE_FIELDS, Settings
-from .steps import StepControl
+from .steps import LossScale, StepControl
 from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
 
 #: A live change that scales a loss term's factor by more than this (either
@@ -389,7 +389,8 @@ class StyleTransfer:
         image = start.detach().clone(memory_format=torch.contiguous_format).requires_grad_(True)
         control = self._control = StepControl(image, self.settings.optimizer, self.settings.effective_step)
         optimizer = self._optimizer(image, control.step_size)
-        gradient_norm = _GradientNorm(image)
+        gradient_norm = _GradientNorm(image)  # sees the scaled gradient
+        scale = LossScale(self.compute.precision == "fp16")
         objective = Objective(network, inputs, self.settings, self.compute)
         terms: Terms | None = None
 
@@ -398,7 +399,12 @@ class StyleTransfer:
             self.cancel_token.raise_if_cancelled()
             optimizer.zero_grad(set_to_none=False)
             terms = objective.evaluate(image)
-            terms.total.backward()
+            if scale.enabled:
+                (terms.total * scale.value).backward()
+                assert image.grad is not None
+                image.grad.mul_(1 / scale.value)
+            else:
+                terms.total.backward()
             return terms.total
 
         try:
@@ -423,9 +429,15 @@ class StyleTransfer:
                     if isinstance(optimizer, LBFGS):
                         _record_projected_step(optimizer, image, control.step_origin)
                 assert terms is not None
-                losses = terms.losses(gradient_norm.value)
-                verdict = control.judge(losses.total, image, iteration)
-                if verdict.blew_up:
+                norm = gradient_norm.value / scale.value if scale.enabled else gradient_norm.value
+                losses = terms.losses(norm)
+                finite = math.isfinite(losses.grad_norm)
+                verdict = control.judge(losses.total, image, iteration, gradient_finite=finite)
+                if finite:
+                    scale.succeeded()
+                else:
+                    scale.overflowed()
+                if verdict.blew_up or verdict.overflowed:
                     optimizer = self._optimizer(image, verdict.step_size)
                 elif verdict.step_raised:
                     optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays

@@ -36,6 +36,42 @@ STEP_RECOVERY: Final = 10
 MAX_BLOWUPS: Final = 6
 
 
+#: fp16's loss scale: where it starts, and how many good iterations double it
+#: (torch.amp.GradScaler's start; a shorter interval than its 2000, for runs of hundreds).
+LOSS_SCALE_START: Final = 2.0**16
+LOSS_SCALE_GROWTH: Final = 100
+
+
+class LossScale:
+    """The factor fp16 runs multiply the loss by before the backward pass, and divide the gradient by after.
+
+    fp16's smallest normal number is 6e-5: the gradients of losses averaged
+    over millions of activations underflow to 0 in it, more of them the larger
+    the picture. Scaled, they stay in range; when the scaled gradient
+    overflows, the step is undone and the scale halved, and after
+    ``LOSS_SCALE_GROWTH`` good iterations it is doubled (Micikevicius et al.
+    2018, "Mixed precision training"; torch.amp.GradScaler does the same).
+    bf16 has fp32's range and needs none: disabled, the factor is 1.
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.value = LOSS_SCALE_START if enabled else 1.0
+        self._good = 0
+
+    def overflowed(self) -> None:
+        if self.enabled:
+            self.value /= 2
+            self._good = 0
+
+    def succeeded(self) -> None:
+        if self.enabled:
+            self._good += 1
+            if self._good >= LOSS_SCALE_GROWTH:
+                self.value *= 2
+                self._good = 0
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What ``StepControl.judge`` decided about one iteration.
@@ -47,6 +83,8 @@ class Verdict:
         step_size: the step size from now on.
         step_raised: a lowered step size was raised; the optimiser keeps its history.
         event: a sentence for the user, or None.
+        overflowed: the gradient was not finite: the step was undone (the
+            image is back where it started), and the optimiser must restart.
     """
 
     blew_up: bool
@@ -54,6 +92,7 @@ class Verdict:
     step_size: float
     step_raised: bool = False
     event: str | None = None
+    overflowed: bool = False
 
 
 class StepControl:
@@ -91,14 +130,19 @@ class StepControl:
         return self._candidate
 
     @torch.no_grad()
-    def judge(self, loss: float, image: Tensor, iteration: int) -> Verdict:
+    def judge(self, loss: float, image: Tensor, iteration: int, *, gradient_finite: bool = True) -> Verdict:
         """Decide about the step just taken from the image ``before_step`` saw, whose loss is ``loss``.
+
+        ``gradient_finite``: False when that image's gradient overflowed (fp16):
+        its loss still counts, but the step taken from it is undone.
 
         Raises:
             StyleStudioError: the run blew up ``MAX_BLOWUPS`` times in a row.
         """
         if not math.isfinite(loss) or loss > DIVERGENCE_FACTOR * self.best:
             return self._back_off(loss, image, iteration)
+        if not gradient_finite:
+            image.copy_(self._candidate)
         self._blowups = 0
         self._good_run += 1
         raised = self.step_size < self.set_step_size and self._good_run >= STEP_RECOVERY
@@ -109,7 +153,7 @@ class StepControl:
         if improved:
             self.best = loss
             self.lowest, self._candidate = self._candidate, self.lowest
-        return Verdict(False, improved, self.step_size, step_raised=raised)
+        return Verdict(False, improved, self.step_size, step_raised=raised, overflowed=not gradient_finite)
 
     def _back_off(self, loss: float, image: Tensor, iteration: int) -> Verdict:
         self._blowups += 1

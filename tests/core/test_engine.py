@@ -489,3 +489,40 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
     run.close()
     assert record.iteration == 26 and record.preview is None
     assert reads == [1] * 25
+
+
+def test_fp16_scales_the_loss_so_small_gradients_do_not_underflow(tiny, content_image, style_image):
+    # fp16's smallest normal number is 6e-5: the gradients of losses averaged over
+    # many activations underflowed to 0, more of them the larger the picture. Tiny
+    # weights make that happen at a test's size; unscaled, fp16 loses most of it.
+    from style_studio.core.engine import network_for
+    from style_studio.core.objective import Objective, ScaleInputs
+
+    settings = dataclasses.replace(SMALL, size=96, iterations=1, style_weight=1e-8, content_weight=1e-8, tv_weight=0)
+    norms = {}
+    for precision in ("fp32", "fp16"):
+        transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision=precision), tiny)
+        norms[precision] = run_all(transfer)[0].grad_norm
+    # The same first gradient without the scale:
+    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision="fp16"), tiny)
+    inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")
+    image = inputs.content.clone().requires_grad_(True)
+    with Objective(network_for(tiny, transfer.compute), inputs, transfer.settings, transfer.compute) as objective:
+        objective.evaluate(image).total.backward()
+    unscaled = image.grad.norm().item()
+    assert norms["fp16"] == pytest.approx(norms["fp32"], rel=0.05)
+    assert unscaled < 0.5 * norms["fp32"], "fp16 no longer underflows here: pick smaller weights"
+
+
+def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishes(
+    tiny, content_image, style_image, monkeypatch
+):
+    from style_studio.core import steps
+
+    monkeypatch.setattr(steps, "LOSS_SCALE_START", 2.0**40)  # the scaled gradient overflows at once
+    settings = dataclasses.replace(SMALL, iterations=30, precision="fp16")
+    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    overflowed = [r for r in records if not r.done and r.grad_norm is not None and not math.isfinite(r.grad_norm)]
+    assert overflowed, "the scale did not overflow: raise LOSS_SCALE_START"
+    assert records[-1].stop_reason == FINISHED and math.isfinite(records[-1].total_loss)
+    assert math.isfinite(records[-2].grad_norm) and records[-2].total_loss < records[0].total_loss

@@ -87,3 +87,35 @@ def test_after_a_new_objective_a_higher_loss_is_not_a_blow_up(image):
     control.new_objective()
     verdicts = drive(control, [90.0, 80.0], image)
     assert not any(v.blew_up for v in verdicts) and all(v.improved for v in verdicts)
+
+
+def test_an_overflowed_gradient_undoes_the_step_but_its_loss_still_counts(image):
+    control = StepControl(image, "lbfgs", 1.0)
+    drive(control, [3.0], image)
+    image.fill_(5.0)
+    control.before_step(image)
+    image.fill_(float("nan"))  # the step taken from an infinite gradient
+    verdict = control.judge(2.0, image, 2, gradient_finite=False)
+    assert verdict.overflowed and verdict.improved and not verdict.blew_up and verdict.event is None
+    assert torch.equal(image, torch.full_like(image, 5.0)), "the step was not undone"
+    assert torch.equal(control.lowest, torch.full_like(image, 5.0)) and control.step_size == 1.0
+
+
+def test_the_loss_scale_halves_on_overflow_and_doubles_after_good_iterations():
+    from style_studio.core.steps import LOSS_SCALE_GROWTH, LOSS_SCALE_START, LossScale
+
+    scale = LossScale(enabled=True)
+    assert scale.value == LOSS_SCALE_START
+    scale.overflowed()
+    scale.overflowed()
+    assert scale.value == LOSS_SCALE_START / 4
+    for _ in range(LOSS_SCALE_GROWTH - 1):
+        scale.succeeded()
+    scale.overflowed()  # the count of good iterations starts again
+    for _ in range(LOSS_SCALE_GROWTH):
+        scale.succeeded()
+    assert scale.value == LOSS_SCALE_START / 4
+    disabled = LossScale(enabled=False)
+    disabled.overflowed()
+    disabled.succeeded()
+    assert disabled.value == 1.0
