@@ -90,6 +90,11 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default=d.device, help="auto, cpu, cuda, cuda:N or mps (default auto)")
     r.add_argument("--precision", choices=settings_mod.PRECISIONS, default=d.precision)
     r.add_argument(
+        "--nondeterministic",
+        action="store_true",
+        help="let a GPU pick faster kernels whose results vary slightly from run to run",
+    )
+    r.add_argument(
         "--weights",
         default=d.weights,
         metavar="imagenet|untrained|PATH",
@@ -145,6 +150,7 @@ def settings_from_args(args: argparse.Namespace) -> settings_mod.Settings:
         "precision": args.precision,
         "weights": args.weights,
         "step_size": args.step_size,
+        "deterministic": not args.nondeterministic,
     }
     settings = settings_mod.from_dict(data)
     if settings.style_blend and len(settings.style_blend) != len(args.styles):

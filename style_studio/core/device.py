@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -9,6 +10,10 @@ import torch
 from .errors import StyleStudioError
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# cuBLAS is deterministic only with a fixed workspace; it reads this when CUDA
+# starts, so it is set when the device module is first imported (a user's own value stays).
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
 @dataclass(frozen=True)

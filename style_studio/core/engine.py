@@ -103,25 +103,30 @@ def _network_on(
 
 
 @contextlib.contextmanager
-def _device_flags(compute: Compute) -> Iterator[None]:
+def _device_flags(compute: Compute, deterministic: bool) -> Iterator[None]:
     """CUDA's global flags for the run, put back as they were afterwards.
 
-    cuDNN picks its fastest kernels (the size is fixed for hundreds of
-    iterations); "fp32" computes in float32, not in TF32, which Ampere and
-    later GPUs otherwise use for convolutions.
+    Deterministic runs use deterministic kernels only (the same seed gives the
+    same picture); otherwise cuDNN times its kernels and keeps the fastest, as
+    the size stays fixed for hundreds of iterations. "fp32" computes in
+    float32, not in the TF32 that Ampere and later GPUs otherwise use.
     """
     if compute.device.type != "cuda":
         yield
         return
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
-    before = (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
-    cudnn.benchmark = True
+    before = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
+    algorithms = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    cudnn.benchmark, cudnn.deterministic = not deterministic, deterministic
+    if deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
     if compute.precision == "fp32":
         cudnn.allow_tf32 = matmul.allow_tf32 = False
     try:
         yield
     finally:
-        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = before
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32 = before
+        torch.use_deterministic_algorithms(algorithms[0], warn_only=algorithms[1])
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -229,6 +234,7 @@ class StyleTransfer:
             memory.available_bytes(device.type, free_device_memory(device)),
             "computer" if device.type == "cpu" else "GPU",
             self.settings.optimizer,
+            workspace=memory.CUDNN_WORKSPACE_BYTES if device.type == "cuda" else 0,
         )
 
     # -- live changes -------------------------------------------------------
@@ -316,7 +322,7 @@ class StyleTransfer:
         out_of_memory: str | None = None
         try:
             network = network_for(self.weights, self.compute)
-            with _device_flags(self.compute):
+            with _device_flags(self.compute, self.settings.deterministic):
                 for index, size in enumerate(self.sizes):
                     self.cancel_token.raise_if_cancelled()
                     inputs = self._inputs(size)

@@ -150,6 +150,18 @@ def vgg19(features: nn.Sequential) -> FeatureNetwork:
     return FeatureNetwork(layers, normalize=Normalize(), mirrored_border=MIRRORED_BORDER)
 
 
+def mirror(x: Tensor, border: int) -> Tensor:
+    """``x`` (B, C, H, W) mirrored by ``border`` pixels on each side, as ``F.pad(mode="reflect")``.
+
+    Built from slices, flips and concatenations, whose backward passes are
+    deterministic on every device; the backward of CUDA's reflection pad adds
+    with atomics, in an order that changes from run to run.
+    """
+    b = border
+    x = torch.cat([x[..., 1 : b + 1].flip(-1), x, x[..., -b - 1 : -1].flip(-1)], dim=-1)
+    return torch.cat([x[..., 1 : b + 1, :].flip(-2), x, x[..., -b - 1 : -1, :].flip(-2)], dim=-2)
+
+
 class TruncatedNetwork(nn.Module):
     """A feature network up to and including the deepest of ``layers``: nothing nobody reads runs.
 
@@ -182,7 +194,7 @@ class TruncatedNetwork(nn.Module):
         """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer."""
         x = self.normalize(image)
         if self.mirrored_border:
-            x = F.pad(x, (self.mirrored_border,) * 4, mode="reflect")
+            x = mirror(x, self.mirrored_border)
         deepest: Tensor = self.layers(x.contiguous(memory_format=memory_format))
         return deepest
 

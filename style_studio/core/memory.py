@@ -26,6 +26,9 @@ BYTES_PER_PIXEL: Final = {"bf16": 1_700, "fp16": 1_700, "fp32": 2_400}
 #: Fixed cost of a run: the network in the compute dtype, targets, allocator slack
 #: (measured: 120 MB for bf16, 210 MB for fp32).
 BASE_BYTES: Final = 256 * 2**20
+#: An allowance for cuDNN's convolution workspace on CUDA GPUs, which the CPU
+#: measurements above cannot see (to be checked with benchmarks/gpu.py).
+CUDNN_WORKSPACE_BYTES: Final = 512 * 2**20
 #: Keep this share of the available memory free for everything else.
 HEADROOM: Final = 0.85
 
@@ -81,12 +84,17 @@ def check_fits(
     available: int | None,
     where: str,
     optimizer: str = "lbfgs",
+    *,
+    workspace: int = 0,
 ) -> None:
-    """Raise ResourceError, saying how much is needed and what size would fit, when it will not fit."""
+    """Raise ResourceError, saying how much is needed and what size would fit, when it will not fit.
+
+    ``workspace``: fixed memory the device's kernels need besides (cuDNN's).
+    """
     if available is None:
         return
     width, height = fit_size(*content_size, size)
-    need = estimate_bytes(width, height, style_sizes, precision, optimizer)
+    need = estimate_bytes(width, height, style_sizes, precision, optimizer) + workspace
     budget = available * HEADROOM
     if need <= budget:
         return
@@ -94,7 +102,7 @@ def check_fits(
     styles_share = sum(w * h for w, h in style_sizes) / (width * height)
     per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"]) * (1 + styles_share / 10)
     per_pixel += optimizer_bytes(1, optimizer)
-    fitting_pixels = max(0.0, (budget - BASE_BYTES) / per_pixel)
+    fitting_pixels = max(0.0, (budget - BASE_BYTES - workspace) / per_pixel)
     aspect = max(content_size) / min(content_size)
     suggestion = int(math.sqrt(fitting_pixels * aspect) // 64 * 64)
     advice = (

@@ -80,6 +80,9 @@ class Settings:
     weights: str = "imagenet"
     step_size: float | None = None
     """None = the optimiser's default (DEFAULT_STEP)."""
+    deterministic: bool = True
+    """The same seed and settings give the same picture on the same device, GPUs
+    included; False lets cuDNN choose its fastest, nondeterministic kernels."""
 
     @property
     def style_layer_weights(self) -> dict[str, float]:
@@ -242,7 +245,8 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         isinstance(d["weights"], str) and d["weights"].strip() != "",
         "weights must be 'imagenet', 'untrained' or a file path",
     )
-    need(isinstance(d["preserve_colors"], bool), f"preserve_colors must be true or false, got {d['preserve_colors']!r}")
+    for key in ("preserve_colors", "deterministic"):
+        need(isinstance(d[key], bool), f"{key} must be true or false, got {d[key]!r}")
     need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {d['seed']!r}")
     for key in ("content_weight", "style_weight", "tv_weight"):
         need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {d[key]!r}")

@@ -65,6 +65,10 @@ TIPS = {
         "Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
         "32-bit floats elsewhere. The picture looks the same."
     ),
+    "deterministic": (
+        "The same seed and settings give the same picture, on a GPU too. Off, a GPU may pick faster "
+        "kernels whose results differ slightly from run to run."
+    ),
     "weights": (
         "The trained network that judges content and style. ImageNet VGG19 gives real results; "
         "untrained features only transfer colour and texture."
@@ -252,11 +256,15 @@ class ControlsPanel(QWidget):
         self.weights_browse.setToolTip("Use a VGG19 weights file (.pth)")
         self.weights_browse.clicked.connect(self.chooseWeightsFile)
         weights_row.addWidget(self.weights_browse)
+        self.deterministic = QCheckBox("Same seed, same picture")
+        self.deterministic.setToolTip(TIPS["deterministic"])
         form.addRow("Device", self.device)
         form.addRow("Precision", self.precision)
+        form.addRow(self.deterministic)
         form.addRow("Weights", weights_row)
         self.device.currentIndexChanged.connect(self._changed)
         self.precision.currentIndexChanged.connect(self._changed)
+        self.deterministic.toggled.connect(self._changed)
         return group
 
     # -- weights choice ---------------------------------------------------------
@@ -306,6 +314,7 @@ class ControlsPanel(QWidget):
             pooling=self.pooling.currentData(),
             device=self.device.currentData(),
             precision=self.precision.currentData(),
+            deterministic=self.deterministic.isChecked(),
             weights=weights if weights != CHOOSE_FILE else self._base.weights,
         )
 
@@ -337,6 +346,7 @@ class ControlsPanel(QWidget):
                 self.device.addItem(settings.device, settings.device)
             _select(self.device, settings.device)
             _select(self.precision, settings.precision)
+            self.deterministic.setChecked(settings.deterministic)
             self.set_weights(settings.weights)
         finally:
             self._loading = False

@@ -114,7 +114,7 @@ PINNED_METADATA = {
         "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},
         "content_weight": 1.0, "style_weight": 3.0, "tv_weight": 0.1, "style_blend": [], "style_scale": 1.0,
         "preserve_colors": False, "pooling": "max", "seed": 3, "device": "auto", "precision": "auto",
-        "weights": "untrained", "step_size": None,
+        "weights": "untrained", "step_size": None, "deterministic": True,
     },
     "weights_label": "untrained VGG19 (random features: colour and texture only)",
     "app_version": __version__,

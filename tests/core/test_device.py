@@ -56,21 +56,31 @@ def test_bf16_on_apple_gpus_is_refused_and_auto_is_fp32():
     assert resolve_precision("auto", mps) == "fp32"
 
 
+@pytest.mark.parametrize("deterministic", [True, False])
 @pytest.mark.parametrize(("precision", "tf32"), [("fp32", False), ("bf16", True)])
-def test_a_cuda_run_sets_its_flags_and_puts_them_back(precision, tf32):
-    # cudnn.benchmark was switched on globally and never restored; and "fp32"
-    # ran TF32 convolutions on Ampere and later. The flags are plain globals:
-    # no GPU is needed to see them set and restored.
+def test_a_cuda_run_sets_its_flags_and_puts_them_back(precision, tf32, deterministic):
+    # cudnn.benchmark was switched on globally and never restored, which also made
+    # results vary from run to run; and "fp32" ran TF32 convolutions on Ampere and
+    # later. The flags are plain globals: no GPU is needed to see them set and restored.
     from style_studio.core.device import Compute
     from style_studio.core.engine import _device_flags
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
-    before = (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32)
+    saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
     cudnn.allow_tf32 = matmul.allow_tf32 = True
+    before = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
     try:
-        with _device_flags(Compute(torch.device("cuda"), precision, channels_last=True)):
-            assert cudnn.benchmark
+        with _device_flags(Compute(torch.device("cuda"), precision, channels_last=True), deterministic):
+            assert cudnn.benchmark != deterministic and cudnn.deterministic == deterministic
+            assert torch.are_deterministic_algorithms_enabled() == deterministic
             assert cudnn.allow_tf32 == tf32 and matmul.allow_tf32 == tf32
-        assert (cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32) == (before[0], True, True)
+        assert (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32) == before
+        assert not torch.are_deterministic_algorithms_enabled()
     finally:
-        cudnn.benchmark, cudnn.allow_tf32, matmul.allow_tf32 = before
+        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32 = saved
+
+
+def test_cublas_is_told_to_be_deterministic_before_cuda_starts():
+    import os
+
+    assert os.environ.get("CUBLAS_WORKSPACE_CONFIG") in (":4096:8", ":16:8")

@@ -182,3 +182,19 @@ def test_no_hook_is_left_after_the_block_or_an_exception(vgg):
     with pytest.raises(RuntimeError), capture(net, ["relu1_1"], ["relu2_1"]):
         raise RuntimeError("boom")
     assert hooks_on(vgg) == 0
+
+
+@pytest.mark.parametrize("border", [1, 2, 3])
+def test_the_mirror_is_torchs_reflection_pad_forward_and_backward(border):
+    # Built from slices and flips: CUDA's reflection-pad backward adds with atomics,
+    # in an order that changes from run to run; these do not.
+    from style_studio.core.features import mirror
+
+    x = torch.randn(2, 3, 7, 9, requires_grad=True)
+    y = x.detach().clone().requires_grad_(True)
+    weights = torch.randn(2, 3, 7 + 2 * border, 9 + 2 * border)
+    ours, theirs = mirror(x, border), F.pad(y, (border,) * 4, mode="reflect")
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+    (ours * weights).sum().backward()
+    (theirs * weights).sum().backward()
+    torch.testing.assert_close(x.grad, y.grad)

@@ -153,6 +153,7 @@ def test_settings_show_in_the_controls_and_come_back_unchanged(window):
         style_scale=0.7,
         pooling="avg",
         precision="fp32",
+        deterministic=False,
         content_weight=2.0,
         style_weight=40.0,
         tv_weight=0.01,
