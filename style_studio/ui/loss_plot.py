@@ -123,6 +123,7 @@ class LossPlot(QWidget):
         On a short dock pyqtgraph also labels the minor ticks, on top of each other.
         """
         self.plot.setYRange(low, high, padding=0.04)  # the end decades inside, so they are labelled
-        decades = [(float(k), f"{10.0**k:g}") for k in range(low, high + 1)]
+        every = math.ceil((high - low) / 4)  # at most 5 labels: a short dock has room for no more
+        decades = [(float(k), f"{10.0**k:g}" if (high - k) % every == 0 else "") for k in range(low, high + 1)]
         minor = [(math.log10(m) + k, "") for k in range(low, high) for m in range(2, 10)]
         self.plot.getAxis("left").setTicks([decades, minor])

@@ -63,3 +63,14 @@ def test_the_first_steps_show_from_step_0_over_whole_decades(qtbot):
     assert all(label == "" for _, label in minor)
     axis_box = plot.plot.getAxis("left").sceneBoundingRect()
     assert not plot.legend.sceneBoundingRect().intersects(axis_box)
+
+
+def test_a_wide_range_of_losses_labels_at_most_five_decades(qtbot):
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.add(1, {"total": 30.0, "content": 2e-6})
+    qtbot.waitUntil(lambda: len(plot._curves) == 2, timeout=2_000)
+    decades, _ = plot.plot.getAxis("left")._tickLevels
+    labels = [label for _, label in decades if label]
+    # 1e-06 ... 100: nine decades, every other one labelled.
+    assert len(decades) == 9 and labels == ["1e-06", "0.0001", "0.01", "1", "100"]
