@@ -405,12 +405,7 @@ class StyleTransfer:
             self.cancel_token.raise_if_cancelled()
             optimizer.zero_grad(set_to_none=False)
             terms = objective.evaluate(image)
-            if scale.enabled:
-                (terms.total * scale.value).backward()
-                assert image.grad is not None
-                image.grad.mul_(1 / scale.value)
-            else:
-                terms.total.backward()
+            scale.backward(terms.total, image)
             return terms.total
 
         try:
@@ -435,14 +430,10 @@ class StyleTransfer:
                     if isinstance(optimizer, LBFGS):
                         _record_projected_step(optimizer, image, control.step_origin)
                 assert terms is not None
-                norm = gradient_norm.value / scale.value if scale.enabled else gradient_norm.value
-                losses = terms.losses(norm)
+                losses = terms.losses(scale.unscaled(gradient_norm.value))
                 finite = math.isfinite(losses.grad_norm)
                 verdict = control.judge(losses.total, image, iteration, gradient_finite=finite)
-                if finite:
-                    scale.succeeded()
-                else:
-                    scale.overflowed()
+                scale.update(finite)
                 if verdict.blew_up or verdict.overflowed:
                     optimizer = self._optimizer(image, verdict.step_size)
                 elif verdict.step_raised:

@@ -59,17 +59,31 @@ class LossScale:
         self.value = LOSS_SCALE_START if enabled else 1.0
         self._good = 0
 
-    def overflowed(self) -> None:
-        if self.enabled:
+    def backward(self, loss: Tensor, image: Tensor) -> None:
+        """``loss.backward()`` through the scale: ``image.grad`` ends up the loss's own gradient."""
+        if not self.enabled:
+            loss.backward()  # type: ignore[no-untyped-call]
+            return
+        (loss * self.value).backward()  # type: ignore[no-untyped-call]
+        assert image.grad is not None
+        image.grad.mul_(1 / self.value)
+
+    def unscaled(self, value: Tensor) -> Tensor:
+        """A quantity measured on the scaled gradient (e.g. its norm), unscaled."""
+        return value / self.value if self.enabled else value
+
+    def update(self, gradient_finite: bool) -> None:
+        """Halve the scale after an overflow; double it after enough good iterations."""
+        if not self.enabled:
+            return
+        if not gradient_finite:
             self.value /= 2
             self._good = 0
-
-    def succeeded(self) -> None:
-        if self.enabled:
-            self._good += 1
-            if self._good >= LOSS_SCALE_GROWTH:
-                self.value *= 2
-                self._good = 0
+            return
+        self._good += 1
+        if self._good >= LOSS_SCALE_GROWTH:
+            self.value *= 2
+            self._good = 0
 
 
 @dataclass(frozen=True)

@@ -106,16 +106,25 @@ def test_the_loss_scale_halves_on_overflow_and_doubles_after_good_iterations():
 
     scale = LossScale(enabled=True)
     assert scale.value == LOSS_SCALE_START
-    scale.overflowed()
-    scale.overflowed()
+    scale.update(gradient_finite=False)
+    scale.update(gradient_finite=False)
     assert scale.value == LOSS_SCALE_START / 4
     for _ in range(LOSS_SCALE_GROWTH - 1):
-        scale.succeeded()
-    scale.overflowed()  # the count of good iterations starts again
+        scale.update(gradient_finite=True)
+    scale.update(gradient_finite=False)  # the count of good iterations starts again
     for _ in range(LOSS_SCALE_GROWTH):
-        scale.succeeded()
+        scale.update(gradient_finite=True)
     assert scale.value == LOSS_SCALE_START / 4
     disabled = LossScale(enabled=False)
-    disabled.overflowed()
-    disabled.succeeded()
+    disabled.update(gradient_finite=False)
+    disabled.update(gradient_finite=True)
     assert disabled.value == 1.0
+
+
+def test_the_scaled_backward_leaves_the_losss_own_gradient():
+    from style_studio.core.steps import LossScale
+
+    for enabled in (True, False):
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        LossScale(enabled).backward((x**2).sum() * 1e-3, x)
+        torch.testing.assert_close(x.grad, torch.tensor([2e-3, 4e-3]))
