@@ -114,10 +114,10 @@ class Job(QObject):
         if self._thread is not None:
             self._thread.quit()  # exec() returns as soon as run() does
             self._thread.wait()
+            # The worker's reports and its finished signal wait in this thread's queue: deliver them now.
             QCoreApplication.sendPostedEvents(self, 0)
-            QCoreApplication.sendPostedEvents(self._worker, 0)
-            if self._thread is not None:  # the queued finished signal has not arrived: take it from the worker
-                self._finish(self._outcome or JobOutcome(cancelled=True))
+            if self._thread is not None:  # no finished signal came (the worker never ran)
+                self._finish(JobOutcome(cancelled=True))
         return self._outcome
 
     @Slot(object)
