@@ -95,21 +95,16 @@ class Job(QObject):
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.run)
         self._worker.progressed.connect(self.progressed)
-        self._worker.finished.connect(self._on_finished)
-        self._outcome: JobOutcome | None = None
+        self._worker.finished.connect(self._finish)
 
     def start(self) -> None:
         assert self._thread is not None, "a job runs once"
         self._thread.start()
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def cancel(self) -> None:
         self.cancel_token.cancel()
 
-    def wait(self) -> JobOutcome | None:
+    def wait(self) -> None:
         """Block until the function has returned (it is not cancelled), and deliver ``finished`` now."""
         if self._thread is not None:
             self._thread.quit()  # exec() returns as soon as run() does
@@ -118,13 +113,8 @@ class Job(QObject):
             QCoreApplication.sendPostedEvents(self, 0)
             if self._thread is not None:  # no finished signal came (the worker never ran)
                 self._finish(JobOutcome(cancelled=True))
-        return self._outcome
 
     @Slot(object)
-    def _on_finished(self, outcome: JobOutcome) -> None:
-        self._outcome = outcome
-        self._finish(outcome)
-
     def _finish(self, outcome: JobOutcome) -> None:
         if self._thread is None:
             return

@@ -32,7 +32,7 @@ from .. import APP_NAME, __version__
 from ..core import settings as settings_mod
 from ..core.errors import ImageLoadError, SettingsError
 from ..core.imageio import fit_size
-from ..core.progress import CANCELLED, Progress
+from ..core.progress import Progress
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
@@ -512,6 +512,3 @@ class MainWindow(QMainWindow):
         self.store.save_geometry(self.saveGeometry(), self.saveState())
         self.store.sync()
         super().closeEvent(event)
-
-
-__all__ = ["CANCELLED", "MainWindow"]
