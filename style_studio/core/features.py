@@ -150,16 +150,26 @@ def vgg19(features: nn.Sequential) -> FeatureNetwork:
     return FeatureNetwork(layers, normalize=Normalize(), mirrored_border=MIRRORED_BORDER)
 
 
-def mirror(x: Tensor, border: int) -> Tensor:
-    """``x`` (B, C, H, W) mirrored by ``border`` pixels on each side, as ``F.pad(mode="reflect")``.
+#: Mirrored pixels on each side of a picture: (top, bottom, left, right).
+Sides = tuple[int, int, int, int]
 
+
+def mirror(x: Tensor, border: int | Sides) -> Tensor:
+    """``x`` (B, C, H, W) mirrored by ``border`` pixels, as ``F.pad(mode="reflect")``.
+
+    ``border`` is one width for every side, or (top, bottom, left, right): a
+    tile of a larger picture is mirrored only on the sides where the picture ends.
     Built from slices, flips and concatenations, whose backward passes are
     deterministic on every device; the backward of CUDA's reflection pad adds
     with atomics, in an order that changes from run to run.
     """
-    b = border
-    x = torch.cat([x[..., 1 : b + 1].flip(-1), x, x[..., -b - 1 : -1].flip(-1)], dim=-1)
-    return torch.cat([x[..., 1 : b + 1, :].flip(-2), x, x[..., -b - 1 : -1, :].flip(-2)], dim=-2)
+    top, bottom, left, right = (border,) * 4 if isinstance(border, int) else border
+    columns = [x[..., 1 : left + 1].flip(-1)] if left else []
+    columns += [x] + ([x[..., -right - 1 : -1].flip(-1)] if right else [])
+    x = torch.cat(columns, dim=-1) if len(columns) > 1 else x
+    rows = [x[..., 1 : top + 1, :].flip(-2)] if top else []
+    rows += [x] + ([x[..., -bottom - 1 : -1, :].flip(-2)] if bottom else [])
+    return torch.cat(rows, dim=-2) if len(rows) > 1 else x
 
 
 class TruncatedNetwork(nn.Module):
@@ -190,11 +200,21 @@ class TruncatedNetwork(nn.Module):
         except ValueError:
             raise KeyError(f"layer {name} is deeper than this network ({self.names[-1]})") from None
 
-    def forward(self, image: Tensor, memory_format: torch.memory_format = torch.contiguous_format) -> Tensor:
-        """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer."""
+    def forward(
+        self,
+        image: Tensor,
+        memory_format: torch.memory_format = torch.contiguous_format,
+        mirrored: Sides | None = None,
+    ) -> Tensor:
+        """image: (B, 3, H, W) RGB in [0, 1] -> output of the deepest layer.
+
+        ``mirrored``: pixels to mirror on each side instead of ``mirrored_border``
+        all round (a tile has real pixels where it borders another).
+        """
         x = self.normalize(image)
-        if self.mirrored_border:
-            x = mirror(x, self.mirrored_border)
+        border = mirrored if mirrored is not None else (self.mirrored_border,) * 4
+        if any(border):
+            x = mirror(x, border)
         deepest: Tensor = self.layers(x.contiguous(memory_format=memory_format))
         return deepest
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Generator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Self
 
 import torch
 from PIL import Image
@@ -20,11 +22,12 @@ from torch import Tensor
 from . import color
 from .device import Compute
 from .errors import StyleStudioError
-from .features import Captured, FeatureNetwork, TruncatedNetwork, capture
+from .features import Captured, FeatureNetwork, Sides, TruncatedNetwork, capture
 from .imageio import fit_size
 from .losses import magnitude, total_variation, weighted_mse
 from .progress import Losses
 from .settings import Settings
+from .steps import LossScale
 from .tensors import resized_tensor
 
 
@@ -78,6 +81,14 @@ class ScaleInputs:
 
 
 @dataclass(frozen=True)
+class TileDone:
+    """Part of an evaluation done: ``done`` of ``parts``."""
+
+    done: int
+    parts: int
+
+
+@dataclass(frozen=True)
 class Terms:
     """The weighted loss terms of one evaluation, as scalar float32 tensors."""
 
@@ -122,14 +133,14 @@ class Objective:
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
         self._hooks = contextlib.ExitStack()
-        self.captured: Captured = self._hooks.enter_context(capture(self.net, self.content_layers, self.style_layers))
+        self.captured: Captured = self._hooks.enter_context(capture(self.net, *self._hooked_layers()))
         try:
             self._compute_targets(inputs, settings)
         except BaseException:
             self.close()
             raise
 
-    def __enter__(self) -> Objective:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -141,23 +152,30 @@ class Objective:
         """Remove the hooks (also what leaving the ``with`` block does)."""
         self._hooks.close()
 
-    def _forward(self, image: Tensor) -> None:
+    def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(layers whose activations the hooks keep, layers whose Gram matrices they compute)."""
+        return self.content_layers, self.style_layers
+
+    def _forward(self, image: Tensor, mirrored: Sides | None = None) -> None:
         self.captured.clear()
         dtype = self.compute.autocast_dtype
         with torch.autocast(self.compute.device.type, dtype=dtype, enabled=dtype is not None):
-            self.net(image, self.compute.memory_format)
+            self.net(image, self.compute.memory_format, mirrored)
 
     @torch.no_grad()
-    def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
-        self._forward(vgg_input(inputs.content))
-        self.content_targets = {k: v.detach().clone() for k, v in self.captured.activations.items()}
-        self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
-        self.style_grams: list[dict[str, Tensor]] = []
-        for style in inputs.styles:
-            self._forward(style)
-            self.style_grams.append({k: v.detach().clone() for k, v in self.captured.grams.items()})
-        self.tv_reference = total_variation(vgg_input(inputs.content)).clamp_min(1e-8)
+    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """(content layer -> activation, style layer -> Gram matrix) of a whole picture, (1, 3, H, W)."""
+        self._forward(picture)
+        activations = {k: v.detach().clone() for k, v in self.captured.activations.items()}
+        grams = {k: v.detach().clone() for k, v in self.captured.grams.items()}
         self.captured.clear()
+        return activations, grams
+
+    def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
+        self.content_targets, _ = self.summarise(vgg_input(inputs.content))
+        self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
+        self.style_grams: list[dict[str, Tensor]] = [self.summarise(style)[1] for style in inputs.styles]
+        self.tv_reference = total_variation(vgg_input(inputs.content)).detach().clamp_min(1e-8)
         self._take_weights(settings)
 
     def reweight(self, settings: Settings) -> float:
@@ -212,6 +230,18 @@ class Objective:
         total = torch.stack([content, tv, *style.values()]).sum()
         self.captured.clear()
         return Terms(total, content, style, tv)
+
+    def gradient(self, image: Tensor, loss_scale: LossScale) -> Generator[TileDone, None, Terms]:
+        """The loss terms of ``image``, with their gradient added to ``image.grad``.
+
+        A generator, so that an evaluation in parts (``tiles.TiledObjective``)
+        can report each part as it is done; this one is done in one pass and
+        reports nothing. Its return value is the terms.
+        """
+        terms = self.evaluate(image)
+        loss_scale.backward(terms.total, image)
+        yield from ()
+        return terms
 
 
 def _ratio(a: float, b: float) -> float:

@@ -65,8 +65,13 @@ class LossScale:
             loss.backward()  # type: ignore[no-untyped-call]
             return
         (loss * self.value).backward()  # type: ignore[no-untyped-call]
-        assert image.grad is not None
-        image.grad.mul_(1 / self.value)
+        self.unscale(image)
+
+    def unscale(self, image: Tensor) -> None:
+        """Divide ``image.grad``, the gradient of the scaled loss, by the scale."""
+        if self.enabled:
+            assert image.grad is not None
+            image.grad.mul_(1 / self.value)
 
     def unscaled(self, value: Tensor) -> Tensor:
         """A quantity measured on the scaled gradient (e.g. its norm), unscaled."""

@@ -1,0 +1,382 @@
+"""The loss and its exact gradient, evaluated tile by tile: pictures larger than memory.
+
+A style term needs each layer's Gram matrix of the whole picture, and its
+gradient with respect to one position's features depends only on those
+features and that Gram matrix (dL/dF = F·(dL/dG + dL/dGᵀ) / N). So an
+evaluation takes two passes over the tiles:
+
+1. forward only, nothing kept for the backward pass: each tile's share of
+   every style layer's Gram matrix is added up, which gives the style terms
+   and dL/dG;
+2. forward and backward per tile, with dL/dG held fixed: each tile's
+   features meet the surrogate ⟨dL/dG, F_tileᵀ·F_tile⟩ / N, whose gradient is
+   the tile's share of the untiled one, and the content term's share.
+
+Each tile is cut out with a halo as wide as the deepest layer's reach, and
+its crop starts on the pools' grid, so the features of its core are exactly
+the whole picture's; only the core counts. The picture's mirrored border is
+applied at its true edges only. The sum over the tiles is the gradient of
+the untiled loss, not an approximation (``tests/core/test_tiles.py``
+checks every Gram matrix and the image gradient against the untiled ones).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+from torch import Tensor, nn
+
+from .device import Compute
+from .errors import StyleStudioError
+from .features import FeatureNetwork, Sides, TruncatedNetwork, UnpaddedConv2d
+from .losses import total_variation
+from .objective import Objective, ScaleInputs, Terms, TileDone, vgg_input
+from .settings import Settings
+from .steps import LossScale
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class LayerGrid:
+    """Where a layer's feature map lies on the picture.
+
+    Attributes:
+        stride: picture pixels per feature position, along each side.
+        border: positions the map extends beyond the picture on each side
+            (VGG's unpadded first convolutions see the mirrored border, so
+            ``conv1_1`` and ``relu1_1`` have 1).
+    """
+
+    stride: int
+    border: int
+
+    def length(self, pixels: int) -> int:
+        """Positions along a side of ``pixels`` pixels (the pools round up)."""
+        return math.ceil(pixels / self.stride) + 2 * self.border
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a tile needs from the network's geometry.
+
+    Attributes:
+        grids: layer name -> its ``LayerGrid``.
+        alignment: the deepest layer's stride: crops start on multiples of it.
+        halo: pixels a core's features depend on beyond the core, rounded
+            up to the alignment.
+        border: the network's mirrored border.
+    """
+
+    grids: dict[str, LayerGrid]
+    alignment: int
+    halo: int
+    border: int
+
+    @classmethod
+    def of(cls, net: TruncatedNetwork) -> Reach:
+        """Walk the network's layers: convolutions widen the reach, pools the stride."""
+        stride, border, reach = 1, net.mirrored_border, 0
+        grids = {}
+        for name, module in zip(net.names, net.layers, strict=True):
+            if isinstance(module, UnpaddedConv2d | nn.Conv2d):
+                conv = module.conv if isinstance(module, UnpaddedConv2d) else module
+                kernel, padding = conv.kernel_size[0], 0 if isinstance(module, UnpaddedConv2d) else conv.padding[0]
+                if conv.stride != (1, 1) or conv.dilation != (1, 1) or kernel % 2 == 0 or not isinstance(padding, int):
+                    raise StyleStudioError(f"layer {name} cannot be tiled: only odd, unstrided convolutions can")
+                reach += (kernel - 1) // 2 * stride
+                border += padding - (kernel - 1) // 2
+            elif isinstance(module, nn.MaxPool2d | nn.AvgPool2d):
+                size, step = _pair(module.kernel_size), _pair(module.stride)
+                if size != step or _pair(module.padding) != 0 or border != 0:
+                    raise StyleStudioError(f"layer {name} cannot be tiled: only unpadded, non-overlapping pools can")
+                stride *= size
+            elif not isinstance(module, nn.ReLU):
+                raise StyleStudioError(f"layer {name} ({type(module).__name__}) cannot be tiled")
+            if border < 0:
+                raise StyleStudioError(f"layer {name} cannot be tiled: it crops the picture")
+            grids[name] = LayerGrid(stride, border)
+        return cls(grids, stride, -(-reach // stride) * stride, net.mirrored_border)
+
+
+def _pair(value: int | tuple[int, ...]) -> int:
+    if isinstance(value, int):
+        return value
+    if len(set(value)) != 1:
+        raise StyleStudioError("only square pools can be tiled")
+    return value[0]
+
+
+@dataclass(frozen=True)
+class Span:
+    """One tile along one side of the picture, in pixels, [start, stop).
+
+    Attributes:
+        core_start, core_stop: what the tile contributes to the losses.
+        crop_start, crop_stop: what it runs through the network: the core and its halo.
+        length: the picture's side.
+    """
+
+    core_start: int
+    core_stop: int
+    crop_start: int
+    crop_stop: int
+    length: int
+
+    def positions(self, grid: LayerGrid) -> slice:
+        """The core's positions in the crop's feature map at a layer on ``grid``.
+
+        The border positions beyond the picture belong to the tiles at its edges.
+        """
+        first = self.core_start // grid.stride + (grid.border if self.core_start > 0 else 0)
+        last = math.ceil(self.core_stop / grid.stride) + grid.border * (2 if self.core_stop == self.length else 1)
+        offset = self.crop_start // grid.stride
+        return slice(first - offset, last - offset)
+
+    def input_range(self, border: int) -> tuple[int, int, int, int]:
+        """(first pixel, end pixel, mirrored before, mirrored after) of the network's input for this crop.
+
+        Inside the picture, the ``border`` pixels the first convolutions eat
+        are real ones; at the picture's edges they are mirrored.
+        """
+        before = border if self.crop_start == 0 else 0
+        after = border if self.crop_stop == self.length else 0
+        return self.crop_start - border + before, self.crop_stop + border - after, before, after
+
+
+def split(length: int, core: int, reach: Reach) -> list[Span]:
+    """A side of ``length`` pixels in spans whose cores are at most ``core`` pixels and start on the grid.
+
+    A crop is the core and ``reach.halo`` pixels on each side, cut at the
+    picture's edges; one that would end within the border of an edge is
+    taken to the edge (the mirrored pixels are the edge's).
+    """
+    step = max(reach.alignment, core // reach.alignment * reach.alignment)
+    count = math.ceil(length / step)
+    cuts = sorted({0, length, *(round(i * length / count / reach.alignment) * reach.alignment for i in range(1, count))})
+    spans = []
+    for start, stop in zip(cuts, cuts[1:], strict=False):
+        crop_start = max(start - reach.halo, 0)
+        crop_stop = min(stop + reach.halo, length)
+        if crop_start < reach.border:
+            crop_start = 0
+        if length - crop_stop < reach.border:
+            crop_stop = length
+        spans.append(Span(start, stop, crop_start, crop_stop, length))
+    return spans
+
+
+@dataclass(frozen=True)
+class Tile:
+    rows: Span
+    cols: Span
+
+    def crop(self, picture: Tensor, border: int) -> tuple[Tensor, Sides]:
+        """The network's input for this tile (a view of ``picture``), and the sides to mirror."""
+        top, bottom, mirror_top, mirror_bottom = self.rows.input_range(border)
+        left, right, mirror_left, mirror_right = self.cols.input_range(border)
+        return picture[..., top:bottom, left:right], (mirror_top, mirror_bottom, mirror_left, mirror_right)
+
+    def core(self, features: Tensor, grid: LayerGrid) -> Tensor:
+        """The core of a crop's feature map at a layer on ``grid``."""
+        return features[..., self.rows.positions(grid), self.cols.positions(grid)]
+
+
+def tiles_for(width: int, height: int, core: int, reach: Reach) -> list[Tile]:
+    """Row-major tiles covering a width×height picture, cores at most ``core`` px on a side."""
+    return [Tile(rows, cols) for rows in split(height, core, reach) for cols in split(width, core, reach)]
+
+
+class _GramSums:
+    """Gram matrices of a whole picture, added up from the tiles' shares."""
+
+    def __init__(self, grids: dict[str, LayerGrid], width: int, height: int) -> None:
+        self.grids, self.width, self.height = grids, width, height
+        self.sums: dict[str, Tensor] = {}
+
+    def add(self, name: str, core: Tensor) -> None:
+        """Add Fᵀ·F over the positions of a tile's core (1, C, h, w) at layer ``name``."""
+        flat = core[0].flatten(1)
+        if flat.dtype != torch.bfloat16:  # as ``losses.gram``: bf16 features are multiplied as they are
+            flat = flat.float()
+        share = (flat @ flat.t()).float()
+        self.sums[name] = self.sums[name] + share if name in self.sums else share
+
+    def result(self) -> dict[str, Tensor]:
+        """layer -> G = Fᵀ·F / (C·H·W), (1, C, C) float32, as ``losses.gram`` makes it untiled."""
+        return {name: (total / self.positions(name, total.shape[0])).unsqueeze(0) for name, total in self.sums.items()}
+
+    def positions(self, name: str, channels: int) -> int:
+        """C·H·W of layer ``name``'s whole feature map: what a Gram matrix is divided by."""
+        grid = self.grids[name]
+        return grid.length(self.height) * grid.length(self.width) * channels
+
+
+class TiledObjective(Objective):
+    """``Objective``'s loss and gradient, computed tile by tile in bounded memory.
+
+    Args:
+        network, inputs, settings, compute: as for ``Objective``.
+        tile: the longest side of a tile's core, in pixels (the crop adds
+            the halo); the style images' targets are computed in tiles of the same size.
+    """
+
+    def __init__(
+        self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings, compute: Compute, tile: int
+    ) -> None:
+        self.tile = tile
+        super().__init__(network, inputs, settings, compute)
+
+    def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        # Every layer's activation: each tile keeps only its core's share.
+        return tuple(dict.fromkeys(self.content_layers + self.style_layers)), ()
+
+    @functools.cached_property
+    def reach(self) -> Reach:
+        return Reach.of(self.net)
+
+    def tiles(self, width: int, height: int) -> list[Tile]:
+        return tiles_for(width, height, self.tile, self.reach)
+
+    def _tile_features(self, picture: Tensor, tile: Tile, layers: tuple[str, ...]) -> Iterator[tuple[str, Tensor]]:
+        """(layer, the core of its activation) for one tile of ``picture`` (1, 3, H, W)."""
+        reach = self.reach
+        crop, mirrored = tile.crop(picture, reach.border)
+        self._forward(crop, mirrored)
+        for name in layers:
+            yield name, tile.core(self.captured.activations[name], reach.grids[name])
+
+    @torch.no_grad()
+    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """The whole picture's content activations and Gram matrices, a tile at a time."""
+        height, width = picture.shape[-2:]
+        grids = self.reach.grids
+        activations: dict[str, Tensor] = {}
+        grams = _GramSums(grids, width, height)
+        for tile in self.tiles(width, height):
+            for name, core in self._tile_features(picture, tile, self._hooked_layers()[0]):
+                if name in self.content_layers:
+                    if name not in activations:
+                        shape = (*core.shape[:2], grids[name].length(height), grids[name].length(width))
+                        activations[name] = core.new_zeros(shape)
+                    rows, cols = _global_positions(tile, grids[name])
+                    activations[name][..., rows, cols] = core
+                if name in self.style_layers:
+                    grams.add(name, core)
+            self.captured.clear()
+        return activations, grams.result()
+
+    @torch.no_grad()
+    def _gram_pass(self, picture: Tensor) -> Generator[int, None, dict[str, Tensor]]:
+        """Each style layer's Gram matrix of the whole picture; yields the count of tiles done."""
+        height, width = picture.shape[-2:]
+        grams = _GramSums(self.reach.grids, width, height)
+        for done, tile in enumerate(self.tiles(width, height), start=1):
+            for name, core in self._tile_features(picture, tile, self.style_layers):
+                grams.add(name, core)
+            self.captured.clear()
+            yield done
+        return grams.result()
+
+    def evaluate(self, image: Tensor) -> Terms:
+        """Loss terms for ``image`` (1, C, H, W), without a gradient."""
+        return _last(self._terms(image, None))
+
+    def gradient(self, image: Tensor, loss_scale: LossScale) -> Generator[TileDone, None, Terms]:
+        """The loss terms, with their exact gradient added to ``image.grad``: two passes over the tiles.
+
+        Reports each tile of each pass (2 × tiles parts). The hooks on
+        ``image`` see the whole gradient once, as after an untiled backward pass.
+        """
+        return self._terms(image, loss_scale)
+
+    def _terms(self, image: Tensor, loss_scale: LossScale | None) -> Generator[TileDone, None, Terms]:
+        picture = vgg_input(image.detach())
+        height, width = picture.shape[-2:]
+        tiles = self.tiles(width, height)
+        parts = 2 * len(tiles) if loss_scale is not None else len(tiles)
+        gram_pass = self._gram_pass(picture)
+        while True:
+            try:
+                yield TileDone(next(gram_pass), parts)
+            except StopIteration as finished:
+                grams: dict[str, Tensor] = finished.value
+                break
+        style: dict[str, Tensor] = {}
+        gram_gradients: dict[str, Tensor] = {}
+        for name in self.style_layers:
+            difference = grams[name] - self.style_targets[name]
+            style[name] = difference.square().mean() * self.style_factors[name]
+            # d/dG of factor · mean((G - T)²)
+            gram_gradients[name] = (difference * (2 * self.style_factors[name] / difference.numel()))[0]
+        scale = loss_scale.value if loss_scale is not None else 1.0
+        gradient = torch.zeros_like(image) if loss_scale is not None else None
+        content = image.new_zeros((), dtype=torch.float32)
+        grids = self.reach.grids
+        for done, tile in enumerate(tiles, start=len(tiles) + 1):
+            crop, mirrored = tile.crop(image.detach(), self.reach.border)
+            crop = crop.detach().requires_grad_(loss_scale is not None)
+            with torch.set_grad_enabled(loss_scale is not None):
+                self._forward(vgg_input(crop), mirrored)
+                share = image.new_zeros((), dtype=torch.float32)
+                tile_content = image.new_zeros((), dtype=torch.float32)
+                for name in self.content_layers:
+                    core = tile.core(self.captured.activations[name], grids[name])
+                    rows, cols = _global_positions(tile, grids[name])
+                    target = self.content_targets[name][..., rows, cols]
+                    squared = (core.float() - target.float()).square().sum()
+                    tile_content = tile_content + squared * (self.content_factors[name] / self.content_targets[name].numel())
+                share = share + tile_content
+                if loss_scale is not None:
+                    for name in self.style_layers:
+                        core = tile.core(self.captured.activations[name], grids[name])
+                        flat = core[0].flatten(1).float()  # (C, positions)
+                        positions = grids[name].length(height) * grids[name].length(width) * flat.shape[0]
+                        # ⟨dL/dG, F·Fᵀ⟩ / N: its gradient is F's share of the style terms' one
+                        share = share + (gram_gradients[name] @ flat * flat).sum() / positions
+                    (share * scale).backward()  # type: ignore[no-untyped-call]
+            self.captured.clear()
+            content = content + tile_content.detach()
+            if gradient is not None and crop.grad is not None:
+                top, bottom, _, _ = tile.rows.input_range(self.reach.border)
+                left, right, _, _ = tile.cols.input_range(self.reach.border)
+                gradient[..., top:bottom, left:right] += crop.grad
+            if loss_scale is not None:
+                yield TileDone(done, parts)
+        smooth = image.detach().requires_grad_(gradient is not None)
+        with torch.set_grad_enabled(gradient is not None):
+            tv = total_variation(smooth) * self.tv_factor
+            if gradient is not None:
+                (tv * scale).backward()  # type: ignore[no-untyped-call]
+                assert smooth.grad is not None
+                gradient += smooth.grad
+        if gradient is not None and loss_scale is not None:
+            image.backward(gradient)  # type: ignore[no-untyped-call]
+            loss_scale.unscale(image)
+        tv = tv.detach()
+        total = torch.stack([content, tv, *style.values()]).sum()
+        return Terms(total, content, style, tv)
+
+
+def _global_positions(tile: Tile, grid: LayerGrid) -> tuple[slice, slice]:
+    """The tile core's positions in the whole picture's feature map at a layer on ``grid``."""
+    rows, cols = tile.rows.positions(grid), tile.cols.positions(grid)
+    row_offset, col_offset = tile.rows.crop_start // grid.stride, tile.cols.crop_start // grid.stride
+    return (
+        slice(rows.start + row_offset, rows.stop + row_offset),
+        slice(cols.start + col_offset, cols.stop + col_offset),
+    )
+
+
+def _last(generator: Generator[object, None, T]) -> T:
+    """Run a reporting generator to its end; its return value."""
+    while True:
+        try:
+            next(generator)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]

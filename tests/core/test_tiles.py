@@ -1,0 +1,130 @@
+"""Tiled evaluation gives the untiled loss and gradient: every Gram matrix, the image gradient, a short run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from PIL import Image
+
+from style_studio.core.device import resolve
+from style_studio.core.engine import network_for
+from style_studio.core.features import capture
+from style_studio.core.objective import Objective, ScaleInputs
+from style_studio.core.settings import Settings
+from style_studio.core.steps import LossScale
+from style_studio.core.tiles import Reach, TiledObjective, split, tiles_for
+from tests.conftest import SAMPLES
+
+FP32 = resolve("cpu", "fp32")
+#: Odd sides, neither a multiple of the pools' 16 px grid.
+SIZE = (301, 229)
+BLEND = Settings(
+    size=301,
+    weights="untrained",
+    precision="fp32",
+    device="cpu",
+    content_layers=("relu4_2",),
+    style_layers=(("relu1_1", 1.0), ("relu2_1", 0.5), ("relu3_1", 1.0), ("relu4_1", 1.0), ("relu5_1", 2.0)),
+    style_blend=(0.7, 0.3),
+)
+
+
+@pytest.fixture(scope="module")
+def pictures():
+    content = Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB")
+    styles = tuple(
+        Image.open(SAMPLES / "style" / name).convert("RGB") for name in ("starry_night.jpg", "the_scream.jpg")
+    )
+    return content, styles
+
+
+def both(weights, pictures, settings, tile=128):
+    content, styles = pictures
+    network = network_for(weights, FP32)
+    inputs = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device)
+    return Objective(network, inputs, settings, FP32), TiledObjective(network, inputs, settings, FP32, tile), inputs
+
+
+def relative(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    return float((ours - theirs).norm() / theirs.norm())
+
+
+def gradient_of(objective, image, hook=None):
+    image = image.detach().clone().requires_grad_(True)
+    if hook is not None:
+        image.register_hook(hook)
+    generator = objective.gradient(image, LossScale(False))
+    parts = []
+    while True:
+        try:
+            parts.append(next(generator))
+        except StopIteration as finished:
+            return finished.value, image.grad, parts
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        BLEND,
+        dataclasses.replace(BLEND, pooling="avg", preserve_colors=True),
+    ],
+    ids=["max-pool-rgb", "avg-pool-preserve-colours"],
+)
+def test_tiled_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictures, settings):
+    untiled, tiled, inputs = both(untrained, pictures, settings)
+    with untiled, tiled:
+        assert len(tiled.tiles(*SIZE)) >= 4
+        for ours, theirs in zip(tiled.style_grams, untiled.style_grams, strict=True):
+            for layer in theirs:
+                assert relative(ours[layer], theirs[layer]) < 1e-4, layer
+        for layer, target in untiled.content_targets.items():
+            assert relative(tiled.content_targets[layer], target) < 1e-4, layer
+
+        torch.manual_seed(0)
+        image = (inputs.content + 0.2 * torch.randn_like(inputs.content)).clamp(0, 1)
+        activations, grams = untiled.summarise(image.expand(-1, 3, -1, -1))
+        tiled_activations, tiled_grams = tiled.summarise(image.expand(-1, 3, -1, -1))
+        for layer in grams:
+            assert relative(tiled_grams[layer], grams[layer]) < 1e-4, layer
+        for layer in activations:
+            assert relative(tiled_activations[layer], activations[layer]) < 1e-4, layer
+
+        terms, gradient, parts = gradient_of(untiled, image)
+        tiled_terms, tiled_gradient, tiled_parts = gradient_of(tiled, image)
+        assert parts == []
+        assert [p.done for p in tiled_parts] == list(range(1, 2 * len(tiled.tiles(*SIZE)) + 1))
+        assert relative(tiled_gradient, gradient) < 1e-4
+        torch.testing.assert_close(tiled_gradient, gradient, rtol=0, atol=1e-4 * float(gradient.abs().max()))
+        assert float(tiled_terms.total) == pytest.approx(float(terms.total.detach()), rel=1e-4)
+        assert float(tiled_terms.content) == pytest.approx(float(terms.content.detach()), rel=1e-4)
+        for layer, value in terms.style.items():
+            assert float(tiled_terms.style[layer]) == pytest.approx(float(value.detach()), rel=1e-4)
+
+
+def test_the_image_hooks_see_the_whole_gradient_once(tiny, pictures):
+    untiled, tiled, inputs = both(tiny, pictures, BLEND, tile=64)
+    with untiled, tiled:
+        seen = []
+        _, gradient, _ = gradient_of(tiled, inputs.content, hook=lambda grad: seen.append(grad.clone()))
+    assert len(seen) == 1
+    assert torch.equal(seen[0], gradient)
+
+
+def test_cores_cover_the_picture_once_and_crops_start_on_the_pools_grid(untrained):
+    network = network_for(untrained, FP32)
+    from style_studio.core.features import TruncatedNetwork
+
+    reach = Reach.of(TruncatedNetwork(network, ["relu5_1"]))
+    assert reach.alignment == 16
+    # conv1 2 + conv2 2·2 + conv3 4·4 + conv4 4·8 + conv5_1 16 pixels, rounded up to the grid.
+    assert reach.halo == 80
+    for length in (16, 17, 301, 1000, 4096):
+        spans = split(length, 128, reach)
+        assert spans[0].core_start == 0 and spans[-1].core_stop == length
+        assert all(a.core_stop == b.core_start for a, b in zip(spans, spans[1:]))
+        assert all(s.core_stop - s.core_start <= 128 for s in spans)
+        assert all(s.crop_start % 16 == 0 for s in spans)
+        assert all(s.crop_start <= max(0, s.core_start - 80) and s.crop_stop >= min(length, s.core_stop + 80) for s in spans)
+    assert len(tiles_for(4096, 3072, 1024, reach)) == 12
