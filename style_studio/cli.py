@@ -67,9 +67,32 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
     r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
     r.add_argument(
-        "--iterations", type=int, default=d.iterations, help=f"iterations at each scale (default {d.iterations})"
+        "--iterations",
+        type=int,
+        default=d.iterations,
+        help=f"iterations at the first (coarsest) scale (default {d.iterations})",
     )
-    r.add_argument("--scales", type=int, default=d.scales, help=f"coarse-to-fine scales (default {d.scales})")
+    r.add_argument(
+        "--scales",
+        type=int,
+        default=d.scales,
+        help=f"coarse-to-fine scales; 0: one per doubling above {settings_mod.SCREEN_SIDE} px (default {d.scales})",
+    )
+    r.add_argument(
+        "--finer-iterations",
+        type=float,
+        default=d.finer_iterations,
+        metavar="SHARE",
+        help=f"iterations at each finer scale, as a share of the previous one's (default {d.finer_iterations:g})",
+    )
+    r.add_argument(
+        "--tile",
+        type=int,
+        default=d.tile,
+        metavar="N",
+        help="evaluate in tiles whose core is at most N px on a side: same result, bounded memory "
+        "(default 0: only when the picture would not fit)",
+    )
     r.add_argument("--optimizer", choices=settings_mod.OPTIMIZERS, default=d.optimizer)
     r.add_argument("--init", choices=settings_mod.INITS, default=d.init)
     r.add_argument("--content-layers", metavar="L1,L2", default=",".join(d.content_layers))
@@ -134,6 +157,8 @@ def settings_from_args(args: argparse.Namespace) -> settings_mod.Settings:
         "size": args.size,
         "iterations": args.iterations,
         "scales": args.scales,
+        "finer_iterations": args.finer_iterations,
+        "tile": args.tile,
         "optimizer": args.optimizer,
         "init": args.init,
         "content_layers": [n.strip() for n in args.content_layers.split(",") if n.strip()],
@@ -272,11 +297,12 @@ class _Reporter:
             from tqdm import tqdm
 
             self._bar = tqdm(total=record.steps, file=self.stderr, unit="it", dynamic_ncols=True, desc=record.compute)
-        self._bar.set_postfix_str(
-            f"scale {record.scale}/{record.scales} {record.width}×{record.height} loss {record.total_loss:.4g}",
-            refresh=False,
-        )
-        self._bar.update(record.step - self._bar.n)
+        where = f"scale {record.scale}/{record.scales} {record.width}×{record.height}"
+        if record.within_iteration:
+            where += f" part {record.part}/{record.parts}"
+        self._bar.set_postfix_str(f"{where} loss {record.total_loss:.4g}", refresh=False)
+        # Whole iterations and their parts: the bar moves during a long tiled iteration.
+        self._bar.update(round(record.steps_done - self._bar.n, 6))
 
     def _write(self, line: str) -> None:
         if self._bar is not None:

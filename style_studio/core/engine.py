@@ -42,11 +42,12 @@ from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import FeatureNetwork
 from .imageio import check_image_fits, fit_size
 from .lbfgs import LBFGS
-from .objective import Objective, ScaleInputs, Terms
+from .objective import Objective, ScaleInputs, Terms, TileDone
 from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
-from .settings import LIVE_FIELDS, Settings
+from .settings import LIVE_FIELDS, Settings, scale_sides
 from .steps import LossScale, StepControl
 from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
+from .tiles import TiledObjective
 
 #: A live change that scales a loss term's factor by more than this (either
 #: way) restarts the optimiser: L-BFGS's curvature pairs describe the old
@@ -54,11 +55,6 @@ from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
 #: of a dragged slider, keep the history: a restart begins with a tiny step,
 #: and the picture would stand still for as long as the drag lasts.
 RESTART_RATIO: Final = 2.0
-#: The coarsest scale's longest side is at least this (coarser scales are skipped).
-MIN_SCALE_SIDE: Final = 64
-#: L-BFGS corrections kept: fewer cost less time per step; more than 20 bring
-#: no lower loss (measured at 256 px with the proxy weights).
-LBFGS_HISTORY: Final = 20
 
 
 class NetworkWeights(Hashable, Protocol):
@@ -71,18 +67,8 @@ class NetworkWeights(Hashable, Protocol):
 
 
 def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[tuple[int, int]]:
-    """(width, height) of each scale, coarse to fine; the last is the requested size.
-
-    Each coarser scale halves the previous one; scales whose longest side
-    would be under MIN_SCALE_SIDE are dropped.
-    """
-    sizes = []
-    for k in reversed(range(scales)):
-        longest = round(size / 2**k)
-        if k > 0 and longest < MIN_SCALE_SIDE:
-            continue
-        sizes.append(fit_size(*content_size, longest))
-    return sizes
+    """(width, height) of each scale, coarse to fine (``settings.scale_sides``); the last is the requested size."""
+    return [fit_size(*content_size, side) for side in scale_sides(size, scales)]
 
 
 def network_for(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
@@ -159,6 +145,10 @@ class _GradientNorm:
         self._handle.remove()
 
 
+def _returning(value: Tensor) -> Tensor:
+    return value
+
+
 def _record_projected_step(optimizer: LBFGS, image: Tensor, before: Tensor) -> None:
     """Make L-BFGS remember the step the image took, not the one it proposed.
 
@@ -207,26 +197,29 @@ class StyleTransfer:
         self.preview_interval = preview_interval
         self.preview_max_side = preview_max_side
         self.compute = resolve(settings.device, settings.precision)
-        self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scales)
-        self.iterations = [settings.iterations] * len(self.sizes)
+        self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scale_count())
+        self.iterations = settings.iterations_per_scale(len(self.sizes))
         layers = list(settings.content_layers) + list(settings.active_style_layers)
         if layers:
             check_image_fits(self.content_image, settings.size, layers, "the content image")
             for number, style in enumerate(self.style_images, start=1):
                 check_image_fits(style, settings.style_side(), layers, f"style image {number}")
-        self._check_memory()
+        self.tile = self._plan_memory()
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._control: StepControl | None = None
         self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
         self._final_content: Tensor | None = None
 
-    def _check_memory(self) -> None:
-        """Refuse, before anything is allocated, a run that will not fit in memory."""
+    def _plan_memory(self) -> int | None:
+        """The tile core the largest scale is evaluated in (None: untiled).
+
+        Refuses, before anything is allocated, a run that will not fit in memory even in tiles.
+        """
         device = self.compute.device
         longest = self.settings.style_side(max(self.sizes[-1]))
         style_sizes = [fit_size(s.width, s.height, longest) for s in self.style_images]
-        memory.check_fits(
+        return memory.plan_tiles(
             self.content_image.size,
             self.settings.size,
             style_sizes,
@@ -234,8 +227,19 @@ class StyleTransfer:
             memory.available_bytes(device.type, free_device_memory(device)),
             "computer" if device.type == "cpu" else "GPU",
             self.settings.optimizer,
+            tile=self.settings.tile,
             workspace=memory.CUDNN_WORKSPACE_BYTES if device.type == "cuda" else 0,
         )
+
+    def tiles_at(self, size: tuple[int, int]) -> int | None:
+        """The tile core a scale of ``size`` is evaluated in; None when it is evaluated whole."""
+        return self.tile if self.tile is not None and max(size) > self.tile else None
+
+    def _objective(self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings) -> Objective:
+        tile = self.tiles_at(inputs.size)
+        if tile is None:
+            return Objective(network, inputs, settings, self.compute)
+        return TiledObjective(network, inputs, settings, self.compute, tile)
 
     # -- live changes -------------------------------------------------------
 
@@ -295,7 +299,7 @@ class StyleTransfer:
             raise StyleStudioError("evaluate() does not apply to preserve-colours runs")
         network = network_for(self.weights, self.compute)
         inputs = self._inputs(self.sizes[-1])
-        with Objective(network, inputs, self.settings, self.compute) as objective, torch.no_grad():
+        with self._objective(network, inputs, self.settings) as objective, torch.no_grad():
             terms = objective.evaluate(resized_tensor(image, self.sizes[-1]).to(self.compute.device))
             losses = terms.losses(terms.total.new_zeros(()))
         return {"total": losses.total, "content": losses.content, "tv": losses.tv, **losses.style}
@@ -312,7 +316,7 @@ class StyleTransfer:
         self._started = time.perf_counter()
         self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes, strict=True))
         self._work_done = 0
-        self._rate_origin: tuple[float, int] | None = None
+        self._rate_origin: tuple[float, float] | None = None
         self._last_preview = -math.inf
         self._last: Progress | None = None
         self._result_losses: Losses | None = None
@@ -379,7 +383,8 @@ class StyleTransfer:
         if self.settings.optimizer == "adam":
             return torch.optim.Adam([image], lr=lr)
         # One evaluation per step, history kept across steps, nothing read back from the device.
-        return LBFGS([image], lr=lr, history_size=LBFGS_HISTORY)
+        history = memory.lbfgs_history(image[0, 0].numel(), image.shape[1])
+        return LBFGS([image], lr=lr, history_size=history)
 
     def _optimise(
         self, index: int, start: Tensor, inputs: ScaleInputs, network: FeatureNetwork
@@ -397,17 +402,7 @@ class StyleTransfer:
         optimizer = self._optimizer(image, control.step_size)
         gradient_norm = _GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")
-        objective = Objective(network, inputs, self.settings, self.compute)
-        terms: Terms | None = None
-
-        def closure() -> Tensor:
-            nonlocal terms
-            self.cancel_token.raise_if_cancelled()
-            optimizer.zero_grad(set_to_none=False)
-            terms = objective.evaluate(image)
-            scale.backward(terms.total, image)
-            return terms.total
-
+        objective = self._objective(network, inputs, self.settings)
         try:
             for iteration in range(1, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
@@ -418,10 +413,12 @@ class StyleTransfer:
                     if restart:
                         optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
+                optimizer.zero_grad(set_to_none=False)
+                terms = yield from self._evaluate(objective.gradient(image, scale), index, iteration, inputs.size)
                 if isinstance(optimizer, LBFGS):
-                    optimizer.step(closure)
+                    # Its one evaluation per step is the one just made.
+                    optimizer.step(functools.partial(_returning, terms.total))
                 else:
-                    closure()
                     optimizer.step()
                 with torch.no_grad():
                     # A projected step: the loss reported is then that of the image the user
@@ -429,7 +426,6 @@ class StyleTransfer:
                     image.clamp_(0, 1)
                     if isinstance(optimizer, LBFGS):
                         _record_projected_step(optimizer, image, control.step_origin)
-                assert terms is not None
                 losses = terms.losses(scale.unscaled(gradient_norm.value))
                 finite = math.isfinite(losses.grad_norm)
                 verdict = control.judge(losses.total, image, iteration, gradient_finite=finite)
@@ -467,7 +463,24 @@ class StyleTransfer:
         if tuple(settings.active_style_layers) == objective.style_layers:
             return objective, objective.reweight(settings) > RESTART_RATIO
         objective.close()
-        return Objective(network, inputs, settings, self.compute), True
+        return self._objective(network, inputs, settings), True
+
+    def _evaluate(
+        self, evaluation: Generator[TileDone, None, Terms], index: int, iteration: int, size: tuple[int, int]
+    ) -> Generator[Progress, None, Terms]:
+        """Run an objective's evaluation, with a record after each part of a tiled one; the terms.
+
+        Stop is checked after each part: a tiled iteration stops within one tile.
+        """
+        while True:
+            try:
+                part = next(evaluation)
+            except StopIteration as finished:
+                terms: Terms = finished.value
+                return terms
+            self.cancel_token.raise_if_cancelled()
+            losses = self._last.losses if self._last is not None else NO_LOSSES
+            yield self._progress(index, iteration, size, losses, part=(part.done, part.parts))
 
     # -- progress records ------------------------------------------------------------
 
@@ -481,12 +494,17 @@ class StyleTransfer:
         event: str | None = None,
         force_preview: bool = False,
         stop_reason: str | None = None,
+        part: tuple[int, int] | None = None,
     ) -> Progress:
-        """The one place a ``Progress`` is made; ``stop_reason`` makes it the run's last."""
+        """The one place a ``Progress`` is made; ``stop_reason`` makes it the run's last.
+
+        ``part`` (done, parts) makes it a record from within an iteration.
+        """
         now = time.perf_counter()
         done = stop_reason is not None
         preview = None
-        if self._control is not None and (done or force_preview or now - self._last_preview >= self.preview_interval):
+        due = done or force_preview or now - self._last_preview >= self.preview_interval
+        if self._control is not None and due and part is None:
             preview = self._preview(self._control.lowest)
             self._last_preview = now
         record = Progress(
@@ -504,27 +522,30 @@ class StyleTransfer:
             tv_loss=losses.tv,
             grad_norm=losses.grad_norm,
             elapsed=now - self._started,
-            eta=0.0 if done else self._eta(now),
+            eta=0.0 if done else self._eta(now, size, part),
             weights=self.weights.label,
             compute=self.compute.describe(),
             preview=preview,
             event=event,
             done=done,
             stop_reason=stop_reason,
+            part=part[0] if part is not None else 0,
+            parts=part[1] if part is not None else 0,
         )
-        if not done:
+        if not done and part is None:
             self._last = record
         return record
 
-    def _eta(self, now: float) -> float | None:
-        # The rate comes from the iterations since the first one: the set-up before
+    def _eta(self, now: float, size: tuple[int, int], part: tuple[int, int] | None) -> float | None:
+        # The rate comes from the work since the first record: the set-up before
         # it (network, targets) would make an early ETA far too long.
+        work_done = self._work_done + (size[0] * size[1] * part[0] / part[1] if part is not None else 0)
         if self._rate_origin is None:
-            self._rate_origin = (now, self._work_done)
+            self._rate_origin = (now, work_done)
         origin_time, origin_work = self._rate_origin
-        if self._work_done > origin_work and now > origin_time:
-            rate = (self._work_done - origin_work) / (now - origin_time)
-            return (self._work_total - self._work_done) / rate
+        if work_done > origin_work and now > origin_time:
+            rate = (work_done - origin_work) / (now - origin_time)
+            return (self._work_total - work_done) / rate
         return None
 
     def _end(self, reason: str) -> Progress:

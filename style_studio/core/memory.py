@@ -33,16 +33,33 @@ CUDNN_WORKSPACE_BYTES: Final = 512 * 2**20
 HEADROOM: Final = 0.85
 
 
-#: Float32 vectors of the image's size that each optimiser keeps: L-BFGS its
-#: history of (step, gradient change) pairs plus its direction and last
-#: gradient; Adam its two moments. (``BYTES_PER_PIXEL`` was measured over 5
-#: iterations, before L-BFGS's history fills.)
-OPTIMIZER_VECTORS: Final = {"lbfgs": 2 * 20 + 2, "adam": 2}
+#: L-BFGS corrections kept: fewer cost less time per step; more than 20 bring
+#: no lower loss (measured at 256 px with the proxy weights).
+LBFGS_HISTORY: Final = 20
+#: Memory L-BFGS's history may take: at print sizes 20 pairs would be the
+#: largest thing in memory (6 GB at 4096×3072). Larger pictures keep fewer
+#: pairs (benchmarks/print_size.py measures what that costs in loss).
+LBFGS_HISTORY_BYTES: Final = 1 * 2**30
+#: Fewest pairs kept, however large the picture.
+LBFGS_MIN_HISTORY: Final = 3
+
+
+def lbfgs_history(pixels: int, channels: int = 3) -> int:
+    """The (step, gradient change) pairs L-BFGS keeps for an image of ``pixels`` pixels."""
+    pair = 2 * channels * 4 * pixels
+    return max(LBFGS_MIN_HISTORY, min(LBFGS_HISTORY, LBFGS_HISTORY_BYTES // pair))
 
 
 def optimizer_bytes(pixels: int, optimizer: str, channels: int = 3) -> int:
-    """The optimiser's state for an image of ``pixels`` pixels, in bytes."""
-    return OPTIMIZER_VECTORS.get(optimizer, OPTIMIZER_VECTORS["lbfgs"]) * channels * 4 * pixels
+    """The optimiser's state for an image of ``pixels`` pixels, in bytes.
+
+    Float32 vectors of the image's size: L-BFGS keeps its history of (step,
+    gradient change) pairs plus its direction and last gradient; Adam its two
+    moments. (``BYTES_PER_PIXEL`` was measured over 5 iterations, before
+    L-BFGS's history fills.)
+    """
+    vectors = 2 if optimizer == "adam" else 2 * lbfgs_history(pixels, channels) + 2
+    return vectors * channels * 4 * pixels
 
 
 def estimate_bytes(
@@ -57,6 +74,28 @@ def estimate_bytes(
     styles = sum(w * h for w, h in style_sizes)
     pixels = width * height
     return int(BASE_BYTES + per_pixel * (pixels + styles / 10) + optimizer_bytes(pixels, optimizer))
+
+
+#: A tiled run's memory besides its tile, per pixel of the whole picture: the
+#: image, its gradient, the tiles' gradients added up, the lowest-loss image,
+#: the step's origin, the smoothing term's differences (float32 RGB each), the
+#: style pictures and the content targets. Measured with benchmarks/print_size.py.
+WHOLE_PICTURE_BYTES_PER_PIXEL: Final = 200
+#: The widest halo a tile carries (conv5_4's reach, on the pools' 16 px grid).
+MAX_HALO: Final = 128
+#: Tile cores tried, largest first, when a picture does not fit untiled: the
+#: larger the tile, the less of each is halo, so the faster the iteration.
+TILE_SIDES: Final = (1024, 768, 512, 384, 256)
+
+
+def tiled_bytes(width: int, height: int, tile: int, precision: str, optimizer: str = "lbfgs") -> int:
+    """Extra memory a run at (width, height) needs when evaluated in tiles whose core is ``tile`` px."""
+    per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"])
+    crop = min(width, tile + 2 * MAX_HALO) * min(height, tile + 2 * MAX_HALO)
+    pixels = width * height
+    return int(
+        BASE_BYTES + per_pixel * crop + WHOLE_PICTURE_BYTES_PER_PIXEL * pixels + optimizer_bytes(pixels, optimizer)
+    )
 
 
 def available_bytes(device_type: str, device_free: int | None = None) -> int | None:
@@ -111,4 +150,58 @@ def check_fits(
     raise ResourceError(
         f"a {width}×{height} picture needs about {need / 2**30:.1f} GB of memory, but only "
         f"{available / 2**30:.1f} GB is free on the {where}; {advice}"
+    )
+
+
+def plan_tiles(
+    content_size: tuple[int, int],
+    size: int,
+    style_sizes: Sequence[tuple[int, int]],
+    precision: str,
+    available: int | None,
+    where: str,
+    optimizer: str = "lbfgs",
+    *,
+    tile: int = 0,
+    workspace: int = 0,
+) -> int | None:
+    """The tile core a run at ``size`` evaluates in, or None for the whole picture at once.
+
+    ``tile`` > 0 asks for tiles of that size (None when one covers the
+    picture); 0 tiles only a picture that would not fit untiled, in the
+    largest of ``TILE_SIDES`` that fits.
+
+    Raises:
+        ResourceError: not even the smallest tiles fit, with the memory needed.
+    """
+    width, height = fit_size(*content_size, size)
+    if tile and tile >= max(width, height):
+        tile = 0
+    if not tile:
+        try:
+            check_fits(content_size, size, style_sizes, precision, available, where, optimizer, workspace=workspace)
+            return None
+        except ResourceError:
+            candidates = [t for t in TILE_SIDES if t < max(width, height)]
+            if not candidates:
+                raise
+    else:
+        candidates = [tile]
+    budget = math.inf if available is None else available * HEADROOM
+    for candidate in candidates:
+        need = tiled_bytes(width, height, candidate, precision, optimizer) + workspace
+        if need <= budget:
+            return candidate
+    assert available is not None
+    # What fits in the smallest tiles: the whole picture's share grows with the size, the tile's does not.
+    fixed = tiled_bytes(width, height, candidates[-1], precision, optimizer) + workspace
+    per_pixel = (fixed - tiled_bytes(1, 1, candidates[-1], precision, optimizer)) / (width * height - 1)
+    fitting_pixels = max(0.0, (budget - (fixed - per_pixel * width * height)) / per_pixel)
+    suggestion = int(math.sqrt(fitting_pixels * max(content_size) / min(content_size)) // 64 * 64)
+    advice = (
+        f"use a size of {suggestion} px or less" if suggestion >= 64 else "close other programs or use another device"
+    )
+    raise ResourceError(
+        f"a {width}×{height} picture needs about {need / 2**30:.1f} GB of memory even in tiles of "
+        f"{candidates[-1]} px, but only {available / 2**30:.1f} GB is free on the {where}; {advice}"
     )

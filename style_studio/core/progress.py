@@ -69,6 +69,10 @@ class Progress:
             ``grad_norm`` are the result's (the lowest-loss image of the last
             scale reached), which need not be the last iteration's.
         stop_reason: with ``done``: ``FINISHED``, ``CANCELLED`` or why it stopped.
+        part, parts: in a record from within an iteration (a tiled one), the
+            parts of the iteration done and their number; 0 and 0 in a record
+            of a whole iteration. Its losses are the previous iteration's and
+            ``step`` counts the iterations done before it.
     """
 
     scale: int
@@ -92,6 +96,18 @@ class Progress:
     event: str | None = None
     done: bool = False
     stop_reason: str | None = None
+    part: int = 0
+    parts: int = 0
+
+    @property
+    def within_iteration(self) -> bool:
+        """A record from within an iteration, not of a whole one."""
+        return self.parts > 0
+
+    @property
+    def steps_done(self) -> float:
+        """Iterations done over all scales, counting the part of the current one."""
+        return self.step + self.part / self.parts if self.parts else float(self.step)
 
     @property
     def losses(self) -> Losses:

@@ -34,6 +34,13 @@ DEVICE_PATTERN: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 MIN_SIZE: Final = 32
 MAX_SIZE: Final = 8192
 MAX_SCALES: Final = 6
+#: With ``scales`` at 0 (automatic), a picture up to this longest side runs at one
+#: scale; a larger one starts at this size or under and doubles up to its own.
+SCREEN_SIDE: Final = 1024
+#: The coarsest scale's longest side is at least this (coarser scales are skipped).
+MIN_SCALE_SIDE: Final = 64
+#: The smallest tile core ``tile`` may ask for, in pixels.
+MIN_TILE: Final = 128
 
 #: Step size each optimiser starts from when ``step_size`` is None. The image
 #: lives in [0, 1]; L-BFGS scales its own steps.
@@ -56,9 +63,13 @@ class Settings:
     size: int = 512
     """Longest side of the output, in pixels."""
     iterations: int = 300
-    """Optimiser steps (one forward and backward pass each) at each scale."""
-    scales: int = 1
-    """Coarse-to-fine scales; each coarser one halves the size. 1 = single scale."""
+    """Optimiser steps (one forward and backward pass each) at the first (coarsest) scale."""
+    scales: int = 0
+    """Coarse-to-fine scales; each coarser one halves the size. 1 = single scale;
+    0 = automatic: one up to SCREEN_SIDE, then one more per doubling."""
+    finer_iterations: float = 0.5
+    """Iterations at each finer scale, as a share of the previous scale's: the
+    composition settles at the coarse scales, the finer ones refine it."""
     optimizer: str = "lbfgs"
     init: str = "content"
     content_layers: tuple[str, ...] = ("relu4_2",)
@@ -80,6 +91,9 @@ class Settings:
     weights: str = "imagenet"
     step_size: float | None = None
     """None = the optimiser's default (DEFAULT_STEP)."""
+    tile: int = 0
+    """Longest side of a tile's core, in pixels, for evaluating large pictures tile
+    by tile (exactly, in bounded memory); 0 = only when the picture would not fit."""
     deterministic: bool = True
     """The same seed and settings give the same picture on the same device, GPUs
     included; False lets cuDNN choose its fastest, nondeterministic kernels."""
@@ -95,6 +109,21 @@ class Settings:
     def style_side(self, longest: int | None = None) -> int:
         """Longest side of the style images for an output whose longest side is ``longest`` (default ``size``)."""
         return max(1, round((self.size if longest is None else longest) * self.style_scale))
+
+    def scale_count(self) -> int:
+        """The number of scales: ``scales``, or for 0 one per doubling from SCREEN_SIDE."""
+        if self.scales:
+            return self.scales
+        return min(MAX_SCALES, 1 + max(0, math.ceil(math.log2(self.size / SCREEN_SIDE))))
+
+    def iterations_per_scale(self, scales: int) -> list[int]:
+        """Iterations at each of ``scales`` scales, coarse to fine."""
+        return [max(1, round(self.iterations * self.finer_iterations**k)) for k in range(scales)]
+
+    def schedule(self) -> list[tuple[int, int]]:
+        """(longest side, iterations) of each scale the run will have, coarse to fine."""
+        sides = scale_sides(self.size, self.scale_count())
+        return list(zip(sides, self.iterations_per_scale(len(sides)), strict=True))
 
     @property
     def effective_step(self) -> float:
@@ -123,6 +152,15 @@ class Settings:
         if problems:
             raise SettingsError(problems)
         return self
+
+
+def scale_sides(size: int, scales: int) -> list[int]:
+    """The longest side of each of ``scales`` scales, coarse to fine; the last is ``size``.
+
+    Each coarser scale halves the next; those under MIN_SCALE_SIDE are dropped.
+    """
+    sides = [round(size / 2**k) for k in reversed(range(scales))]
+    return [side for k, side in zip(reversed(range(scales)), sides, strict=True) if k == 0 or side >= MIN_SCALE_SIDE]
 
 
 #: The defaults, in one place.
@@ -162,7 +200,7 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
         sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()), key=lambda kv: order[kv[0]])
     )
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
-    for key in ("content_weight", "style_weight", "tv_weight", "style_scale"):
+    for key in ("content_weight", "style_weight", "tv_weight", "style_scale", "finer_iterations"):
         merged[key] = float(merged[key])
     if merged["step_size"] is not None:
         merged["step_size"] = float(merged["step_size"])
@@ -230,8 +268,16 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         f"iterations must be a whole number from 1 to 100000, got {d['iterations']!r}",
     )
     need(
-        _is_int(d["scales"]) and 1 <= d["scales"] <= MAX_SCALES,
-        f"scales must be a whole number from 1 to {MAX_SCALES}, got {d['scales']!r}",
+        _is_int(d["scales"]) and 0 <= d["scales"] <= MAX_SCALES,
+        f"scales must be a whole number from 1 to {MAX_SCALES}, or 0 for automatic, got {d['scales']!r}",
+    )
+    need(
+        _is_number(d["finer_iterations"]) and 0.05 <= d["finer_iterations"] <= 1,
+        f"finer_iterations must be a number from 0.05 to 1, got {d['finer_iterations']!r}",
+    )
+    need(
+        _is_int(d["tile"]) and (d["tile"] == 0 or MIN_TILE <= d["tile"] <= MAX_SIZE),
+        f"tile must be 0 (automatic) or a whole number of pixels from {MIN_TILE} to {MAX_SIZE}, got {d['tile']!r}",
     )
     need(d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {d['optimizer']!r}")
     need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {d['init']!r}")

@@ -23,6 +23,7 @@ checks every Gram matrix and the image gradient against the untiled ones).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -158,9 +159,11 @@ def split(length: int, core: int, reach: Reach) -> list[Span]:
     """
     step = max(reach.alignment, core // reach.alignment * reach.alignment)
     count = math.ceil(length / step)
-    cuts = sorted({0, length, *(round(i * length / count / reach.alignment) * reach.alignment for i in range(1, count))})
+    cuts = sorted(
+        {0, length, *(round(i * length / count / reach.alignment) * reach.alignment for i in range(1, count))}
+    )
     spans = []
-    for start, stop in zip(cuts, cuts[1:], strict=False):
+    for start, stop in itertools.pairwise(cuts):
         crop_start = max(start - reach.halo, 0)
         crop_stop = min(stop + reach.halo, length)
         if crop_start < reach.border:
@@ -330,7 +333,9 @@ class TiledObjective(Objective):
                     rows, cols = _global_positions(tile, grids[name])
                     target = self.content_targets[name][..., rows, cols]
                     squared = (core.float() - target.float()).square().sum()
-                    tile_content = tile_content + squared * (self.content_factors[name] / self.content_targets[name].numel())
+                    tile_content = tile_content + squared * (
+                        self.content_factors[name] / self.content_targets[name].numel()
+                    )
                 share = share + tile_content
                 if loss_scale is not None:
                     for name in self.style_layers:

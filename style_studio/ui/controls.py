@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QLabel,
     QPushButton,
     QSpinBox,
     QToolButton,
@@ -43,11 +44,20 @@ TIPS = {
     "style_weight": "How strongly the picture takes on the style. Higher: more painting, less photo.",
     "tv_weight": "Smoothing. Higher removes speckle and noise but blurs fine strokes.",
     "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
-    "iterations": "Optimisation steps at each scale. More steps: a more finished picture.",
+    "iterations": "Optimisation steps at the first scale. More steps: a more finished picture.",
     "scales": (
         "Coarse-to-fine: paint at half the size first (halved again for each further scale), then "
-        "refine at full size. 2-3 scales give larger, more coherent strokes: a different look, not a "
-        "faster one (each coarser scale adds about a quarter of the time). 1 = full size only."
+        "refine at full size. 2-3 scales give larger, more coherent strokes. Auto: one scale up to "
+        f"{settings_mod.SCREEN_SIDE} px; a large picture settles at screen size, then each doubling "
+        "refines it. 1 = full size only."
+    ),
+    "finer_iterations": (
+        "Iterations at each finer scale, as a share of the previous scale's. The composition settles at "
+        "the coarse scales; the finer ones only refine it, and each costs four times as much per iteration."
+    ),
+    "tile": (
+        "Work on a large picture in tiles of this size: the same result, in less memory, a little slower. "
+        "Auto: only when the picture would not fit in memory otherwise."
     ),
     "optimizer": "L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
     "init": (
@@ -192,7 +202,20 @@ class ControlsPanel(QWidget):
         self.iterations.setRange(1, 100_000)
         self.iterations.setSingleStep(50)
         self.scales = QSpinBox()
-        self.scales.setRange(1, settings_mod.MAX_SCALES)
+        self.scales.setRange(0, settings_mod.MAX_SCALES)
+        self.scales.setSpecialValueText("Auto")
+        self.finer_iterations = QSpinBox()
+        self.finer_iterations.setRange(5, 100)
+        self.finer_iterations.setSingleStep(5)
+        self.finer_iterations.setSuffix(" %")
+        self.tile = QSpinBox()
+        self.tile.setRange(0, settings_mod.MAX_SIZE)
+        self.tile.setSingleStep(256)
+        self.tile.setSpecialValueText("Auto")
+        self.tile.setSuffix(" px")
+        self.schedule = QLabel()
+        self.schedule.setWordWrap(True)
+        self.schedule.setToolTip("The scales this run will paint, coarse to fine, and their iterations.")
         self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], TIPS["optimizer"])
         self.init = _combo(
             [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], TIPS["init"]
@@ -209,18 +232,22 @@ class ControlsPanel(QWidget):
             ("size", self.output_size, "Size"),
             ("iterations", self.iterations, "Iterations"),
             ("scales", self.scales, "Scales"),
+            ("finer_iterations", self.finer_iterations, "Finer scales"),
             ("optimizer", self.optimizer, "Optimiser"),
             ("init", self.init, "Start from"),
             ("seed", self.seed, "Seed"),
             ("style_scale", self.style_scale, "Style scale"),
             ("pooling", self.pooling, "Pooling"),
+            ("tile", self.tile, "Tiles"),
         ):
             widget.setToolTip(TIPS[key])
             form.addRow(label, widget)
+        form.insertRow(4, "", self.schedule)
         self.preserve_colors.setToolTip(TIPS["preserve_colors"])
         form.addRow(self.preserve_colors)
-        for spin in (self.output_size, self.iterations, self.scales, self.seed):
+        for spin in (self.output_size, self.iterations, self.scales, self.finer_iterations, self.tile, self.seed):
             spin.valueChanged.connect(self._changed)
+        self.changed.connect(self._show_schedule)
         self.style_scale.valueChanged.connect(self._changed)
         for box in (self.optimizer, self.init, self.pooling):
             box.currentIndexChanged.connect(self._changed)
@@ -306,6 +333,8 @@ class ControlsPanel(QWidget):
             size=self.output_size.value(),
             iterations=self.iterations.value(),
             scales=self.scales.value(),
+            finer_iterations=self.finer_iterations.value() / 100,
+            tile=max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
             optimizer=self.optimizer.currentData(),
             init=self.init.currentData(),
             seed=self.seed.value(),
@@ -336,6 +365,8 @@ class ControlsPanel(QWidget):
             self.output_size.setValue(settings.size)
             self.iterations.setValue(settings.iterations)
             self.scales.setValue(settings.scales)
+            self.finer_iterations.setValue(round(settings.finer_iterations * 100))
+            self.tile.setValue(settings.tile)
             _select(self.optimizer, settings.optimizer)
             _select(self.init, settings.init)
             self.seed.setValue(min(settings.seed, 2**31 - 1))
@@ -351,6 +382,13 @@ class ControlsPanel(QWidget):
         finally:
             self._loading = False
         self.changed.emit()
+
+    def _show_schedule(self) -> None:
+        schedule = self.settings().schedule()
+        sides = " → ".join(f"{side}" for side, _ in schedule)
+        iterations = " + ".join(str(n) for _, n in schedule)
+        noun = "iteration" if schedule == [(schedule[0][0], 1)] else "iterations"
+        self.schedule.setText(f"{sides} px · {iterations} {noun}")
 
     def _content_layer_changed(self, _: int) -> None:
         if not self._loading:

@@ -383,7 +383,7 @@ class MainWindow(QMainWindow):
             self._running_weights = (self._running_weights[0], record.weights)
             self._update_weights_label()
         self.device_label.setText(record.compute)
-        if not record.done:
+        if not record.done and not record.within_iteration:
             self.loss_plot.add(record.step, record.loss_curves())
         if record.event:
             self.show_info(record.event)

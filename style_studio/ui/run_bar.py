@@ -11,6 +11,9 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 from ..core.progress import CANCELLED, Progress
 from .runner import RunOutcome
 
+#: Progress bar units per iteration.
+STEP_RESOLUTION = 100
+
 
 class RunBar(QWidget):
     """Shows a run's progress and offers Start and Stop.
@@ -24,7 +27,7 @@ class RunBar(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._rates: deque[tuple[float, int]] = deque(maxlen=20)
+        self._rates: deque[tuple[float, float]] = deque(maxlen=20)
         self.start_button = QPushButton("Start")
         self.start_button.setToolTip("Start stylising (Ctrl+Enter)")
         self.stop_button = QPushButton("Stop")
@@ -65,19 +68,26 @@ class RunBar(QWidget):
 
     def show_progress(self, record: Progress) -> None:
         now = time.perf_counter()
-        self._rates.append((now, record.step))
+        self._rates.append((now, record.steps_done))
         rate = 0.0
         if len(self._rates) > 1:
             (t0, s0), (t1, s1) = self._rates[0], self._rates[-1]
             rate = (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
-        if self.progress.maximum() != record.steps:
-            self.progress.setRange(0, record.steps)
-        self.progress.setValue(record.step)
-        self.progress.setFormat(
+        # In hundredths of an iteration: a tiled iteration moves the bar tile by tile.
+        if self.progress.maximum() != record.steps * STEP_RESOLUTION:
+            self.progress.setRange(0, record.steps * STEP_RESOLUTION)
+        self.progress.setValue(round(record.steps_done * STEP_RESOLUTION))
+        text = (
             f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/"
             f"{record.iterations} · {record.width}×{record.height}"
         )
-        self.rate_label.setText(f"{rate:.1f} it/s" if rate else "")
+        if record.within_iteration:
+            text += f" · part {record.part}/{record.parts}"
+        self.progress.setFormat(text)
+        if rate >= 0.1:
+            self.rate_label.setText(f"{rate:.1f} it/s")
+        else:
+            self.rate_label.setText(f"{1 / rate:.0f} s/it" if rate else "")
         self.eta_label.setText(f"ETA {duration(record.eta)}" if record.eta is not None and not record.done else "")
         self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
 

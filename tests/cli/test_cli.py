@@ -104,17 +104,18 @@ PINNED_RECORD_FIELDS = {
     "width": int, "height": int, "total_loss": float, "content_loss": float, "style_losses": dict,
     "tv_loss": float, "grad_norm": float, "elapsed": float, "eta": (float, type(None)), "weights": str,
     "compute": str, "event": (str, type(None)), "done": bool, "stop_reason": (str, type(None)),
+    "part": int, "parts": int,
 }  # fmt: skip
 PINNED_METADATA = {
     "format": "style-studio",
     "version": 1,
     "settings": {
-        "size": 48, "iterations": 3, "scales": 1, "optimizer": "lbfgs", "init": "content",
+        "size": 48, "iterations": 3, "scales": 0, "finer_iterations": 0.5, "optimizer": "lbfgs", "init": "content",
         "content_layers": ["relu4_2"],
         "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},
         "content_weight": 1.0, "style_weight": 3.0, "tv_weight": 0.1, "style_blend": [], "style_scale": 1.0,
         "preserve_colors": False, "pooling": "max", "seed": 3, "device": "auto", "precision": "auto",
-        "weights": "untrained", "step_size": None, "deterministic": True,
+        "weights": "untrained", "step_size": None, "tile": 0, "deterministic": True,
     },
     "weights_label": "untrained VGG19 (random features: colour and texture only)",
     "app_version": __version__,

@@ -86,7 +86,24 @@ def test_multi_scale_ends_at_the_requested_size(tiny, content_image, style_image
     sizes = sorted({(r.scale, r.width, r.height) for r in records})
     assert sizes == [(1, 64, 43), (2, 128, 85)]
     assert transfer.result.size == (128, 85)
-    assert records[-1].step == records[-1].steps == 6
+    # The finer scale refines with half the coarse scale's iterations (3 -> 2).
+    assert [max(r.iteration for r in records if r.scale == k) for k in (1, 2)] == [3, 2]
+    assert records[-1].step == records[-1].steps == 5
+
+
+def test_large_pictures_get_a_coarse_to_fine_schedule_by_default():
+    assert Settings(size=1024).scale_count() == 1
+    assert Settings(size=2048).scale_count() == 2
+    assert Settings(size=4096).scale_count() == 3
+    assert Settings(size=4096, scales=1).scale_count() == 1
+    # The composition settles at screen size; each doubling refines with fewer iterations.
+    assert Settings(size=4096, iterations=300).iterations_per_scale(3) == [300, 150, 75]
+    assert Settings(size=4096, iterations=300, finer_iterations=1.0).iterations_per_scale(3) == [300, 300, 300]
+    assert scale_sizes((4000, 3000), 4096, Settings(size=4096).scale_count()) == [
+        (1024, 768),
+        (2048, 1536),
+        (4096, 3072),
+    ]
 
 
 def test_scale_sizes_halve_and_skip_scales_that_are_too_small():
@@ -109,20 +126,25 @@ def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_ima
     assert transfer.result is not None and transfer.result.size == (64, 43)
 
 
-def test_cancel_is_checked_inside_the_lbfgs_closure(tiny, content_image, style_image):
-    class CancelOnThirdCheck(CancelToken):
-        checks = 0
-
-        def raise_if_cancelled(self):
-            self.checks += 1
-            if self.checks == 3:
-                self.cancel()
-            super().raise_if_cancelled()
-
-    # Checks: before the scale, before iteration 1, inside its closure (the 3rd).
-    token = CancelOnThirdCheck()
-    records = run_all(StyleTransfer(content_image, [style_image], SMALL, tiny, cancel=token))
-    assert len(records) == 1 and records[0].stop_reason == CANCELLED
+def test_a_tiled_iteration_reports_each_tile_and_stops_within_one(tiny, content_image, style_image):
+    settings = dataclasses.replace(SMALL, size=300, tile=160, iterations=3)
+    token = CancelToken()
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token)
+    assert transfer.tiles_at((300, 200)) == 160
+    records = []
+    for record in transfer.run():
+        records.append(record)
+        if record.within_iteration and record.step == 1 and record.part == 3:
+            token.cancel()
+    iteration_one = [r for r in records if r.within_iteration and r.step == 0]
+    # 2 × 2 tiles, each visited twice: the Gram pass, then the forward and backward pass.
+    assert [r.part for r in iteration_one] == list(range(1, 9)) and {r.parts for r in iteration_one} == {8}
+    assert [r.steps_done for r in iteration_one] == [k / 8 for k in range(1, 9)]
+    assert all(r.preview is None for r in iteration_one)
+    # Stopped after the 3rd part of iteration 2: nothing more ran, the first iteration's result is kept.
+    assert records[-2].within_iteration and (records[-2].step, records[-2].part) == (1, 3)
+    assert records[-1].stop_reason == CANCELLED
+    assert transfer.result is not None and transfer.result.size == (300, 200)
 
 
 def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, content_image, style_image):

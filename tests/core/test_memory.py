@@ -40,6 +40,35 @@ def test_the_estimate_counts_the_optimisers_state_lbfgs_history_included():
     assert memory.optimizer_bytes(pixels, "lbfgs") == 42 * 3 * 4 * pixels
 
 
+def test_lbfgs_keeps_fewer_pairs_at_print_sizes_and_its_history_stays_within_its_allowance():
+    assert memory.lbfgs_history(512 * 512) == memory.LBFGS_HISTORY
+    assert memory.lbfgs_history(2048 * 1536) < memory.LBFGS_HISTORY
+    for pixels in (1024 * 768, 2048 * 1536, 4096 * 3072):
+        history = memory.lbfgs_history(pixels)
+        assert history >= memory.LBFGS_MIN_HISTORY
+        assert history == memory.LBFGS_MIN_HISTORY or 2 * history * 3 * 4 * pixels <= memory.LBFGS_HISTORY_BYTES
+
+
+def test_a_picture_that_does_not_fit_is_tiled_in_the_largest_tiles_that_fit():
+    # Untiled, a 4096×3072 fp32 run needs far more than 8 GB.
+    with pytest.raises(ResourceError):
+        memory.check_fits((4000, 3000), 4096, [(4096, 3072)], "fp32", 8 * GB, "computer")
+    tile = memory.plan_tiles((4000, 3000), 4096, [(4096, 3072)], "fp32", 8 * GB, "computer")
+    assert tile in memory.TILE_SIDES
+    assert memory.tiled_bytes(4096, 3072, tile, "fp32") <= 8 * GB * memory.HEADROOM
+    larger = [t for t in memory.TILE_SIDES if t > tile]
+    assert all(memory.tiled_bytes(4096, 3072, t, "fp32") > 8 * GB * memory.HEADROOM for t in larger)
+    # What fits untiled runs untiled; tiles asked for are used; a tile as large as the picture is no tile.
+    assert memory.plan_tiles((4000, 3000), 512, [(512, 384)], "fp32", 8 * GB, "computer") is None
+    assert memory.plan_tiles((4000, 3000), 512, [(512, 384)], "fp32", 8 * GB, "computer", tile=256) == 256
+    assert memory.plan_tiles((4000, 3000), 512, [(512, 384)], "fp32", 8 * GB, "computer", tile=512) is None
+
+
+def test_a_picture_too_large_even_in_tiles_is_refused_with_what_it_needs():
+    with pytest.raises(ResourceError, match=r"even in tiles of 256 px, but only 0.5 GB is free"):
+        memory.plan_tiles((4000, 3000), 8192, [(8192, 6144)], "fp32", GB // 2, "computer")
+
+
 def test_the_suggested_size_fits_once_the_optimiser_is_counted():
     available = 3 * GB
     with pytest.raises(ResourceError, match=r"use a size of (\d+) px or less") as refused:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 import torch
@@ -10,7 +11,6 @@ from PIL import Image
 
 from style_studio.core.device import resolve
 from style_studio.core.engine import network_for
-from style_studio.core.features import capture
 from style_studio.core.objective import Objective, ScaleInputs
 from style_studio.core.settings import Settings
 from style_studio.core.steps import LossScale
@@ -123,8 +123,10 @@ def test_cores_cover_the_picture_once_and_crops_start_on_the_pools_grid(untraine
     for length in (16, 17, 301, 1000, 4096):
         spans = split(length, 128, reach)
         assert spans[0].core_start == 0 and spans[-1].core_stop == length
-        assert all(a.core_stop == b.core_start for a, b in zip(spans, spans[1:]))
+        assert all(a.core_stop == b.core_start for a, b in itertools.pairwise(spans))
         assert all(s.core_stop - s.core_start <= 128 for s in spans)
         assert all(s.crop_start % 16 == 0 for s in spans)
-        assert all(s.crop_start <= max(0, s.core_start - 80) and s.crop_stop >= min(length, s.core_stop + 80) for s in spans)
+        assert all(
+            s.crop_start <= max(0, s.core_start - 80) and s.crop_stop >= min(length, s.core_stop + 80) for s in spans
+        )
     assert len(tiles_for(4096, 3072, 1024, reach)) == 12

@@ -14,6 +14,7 @@ from PySide6.QtGui import QDropEvent, QGuiApplication, QImage, QKeySequence
 from style_studio.core import settings as settings_mod
 from style_studio.core.imageio import read_metadata
 from style_studio.ui.qt_images import pil_to_qimage
+from style_studio.ui.run_bar import STEP_RESOLUTION
 from tests.conftest import SAMPLES
 from tests.ui.conftest import FAST
 
@@ -184,7 +185,7 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
     assert len(window.history.entries) == 1
     assert window.commands.export.isEnabled() and window.run_bar.start_button.isEnabled()
     assert "untrained" in window.weights_label.text()
-    assert window.run_bar.progress.value() == window.run_bar.progress.maximum() == 6
+    assert window.run_bar.progress.value() == window.run_bar.progress.maximum() == 6 * STEP_RESOLUTION
     assert window.loss_plot.series("total")
 
 
@@ -392,3 +393,35 @@ def test_export_suggests_the_pictures_folder_for_a_sample_and_the_photos_folder_
     window.commands.export.trigger()
     expected = documents.pictures_folder() / "chelsea-styled.png" if from_samples else tmp_path / "holiday-styled.png"
     assert asked == [str(expected)]
+
+
+def test_a_tiled_run_moves_the_bar_tile_by_tile_and_plots_whole_iterations(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, size=300, iterations=2, tile=160))
+    bar_values, formats = [], []
+    window.controller.progressed.connect(
+        lambda record: (
+            bar_values.append(window.run_bar.progress.value()),
+            formats.append(window.run_bar.progress.format()),
+        )
+    )
+    outcome = run_to_end(qtbot, window)
+    assert outcome.stop_reason == "finished"
+    # 4 tiles, visited twice per iteration: the bar moves in eighths of an iteration.
+    assert bar_values[:8] == [round(k / 8 * STEP_RESOLUTION) for k in range(1, 9)]
+    assert "part 3/8" in formats[2]
+    assert len(window.loss_plot.series("total")) == 2
+
+
+def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window):
+    controls = window.controls
+    controls.output_size.setValue(4096)
+    controls.iterations.setValue(300)
+    assert controls.scales.text() == "Auto"
+    assert controls.schedule.text() == "1024 → 2048 → 4096 px · 300 + 150 + 75 iterations"
+    controls.finer_iterations.setValue(100)
+    assert controls.schedule.text() == "1024 → 2048 → 4096 px · 300 + 300 + 300 iterations"
+    controls.scales.setValue(1)
+    assert controls.schedule.text() == "4096 px · 300 iterations"
+    controls.tile.setValue(512)
+    settings = window.current_settings()
+    assert (settings.scales, settings.finer_iterations, settings.tile) == (1, 1.0, 512)
