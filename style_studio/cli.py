@@ -7,6 +7,7 @@ wrong; nothing is written at the output path unless the run succeeds.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
@@ -129,6 +130,12 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="bar (default on a terminal), json (one object per iteration on stdout), none",
     )
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the unfinished run of the same OUT (after a crash, a kill or Ctrl+C) "
+        "where its last checkpoint stood; refused if the inputs or settings changed",
+    )
     r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     return parser
 
@@ -195,6 +202,11 @@ def _check_output(path: Path) -> None:
         raise UsageError(f"{path}: the folder {folder} is not writable")
 
 
+def _run_id(output: Path) -> str:
+    """A command-line run's checkpoint name: the same output file, the same run."""
+    return "cli-" + hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:16]
+
+
 def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio render``; returns the exit status."""
     settings = settings_from_args(args)
@@ -216,10 +228,40 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if loaded.untrained:
         stderr.write(f"style-studio: using {loaded.label}\n")
 
+    from .core.checkpoints import CheckpointStore
     from .core.engine import StyleTransfer
 
+    store = CheckpointStore()
+    run_id = _run_id(output)
+    try:
+        unfinished = store.load(run_id)
+    except StyleStudioError:
+        if args.resume:
+            raise
+        store.discard(run_id)  # damaged, and not asked for: a fresh run replaces it
+        unfinished = None
+    if args.resume and unfinished is None:
+        stderr.write(f"style-studio: no unfinished run of {output} to resume; starting from the beginning\n")
+    elif unfinished is not None and not args.resume:
+        stderr.write(
+            f"style-studio: replacing the unfinished run of {output} ({unfinished.describe()}); "
+            "use --resume to go on with it instead\n"
+        )
     cancel = CancelToken()
-    transfer = StyleTransfer(content, styles, settings, loaded, cancel=cancel, preview_interval=float("inf"))
+    transfer = StyleTransfer(
+        content,
+        styles,
+        settings,
+        loaded,
+        cancel=cancel,
+        preview_interval=float("inf"),
+        checkpoints=store,
+        run_id=run_id,
+        resume=unfinished if args.resume else None,
+        input_names=[Path(args.content).name, *(Path(p).name for p in args.styles)],
+    )
+    if args.resume and unfinished is not None:
+        stderr.write(f"style-studio: resuming {unfinished.describe()}\n")
     reporter = _Reporter(progress_mode, stdout, stderr)
     record: Progress | None = None
     try:
@@ -228,7 +270,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     except KeyboardInterrupt:
         cancel.cancel()
         reporter.close()
-        stderr.write("style-studio: interrupted; nothing written\n")
+        stderr.write("style-studio: interrupted; nothing written. Run the same command with --resume to go on\n")
         return EXIT_INTERRUPTED
     finally:
         reporter.close()
@@ -243,6 +285,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         styles=[Path(p).name for p in args.styles],
     )
     imageio.save_image(transfer.result, output, metadata, software=f"Style Studio {__version__}")
+    store.discard(run_id)  # the picture is written: nothing left to resume
     if progress_mode != "json":
         stderr.write(
             f"style-studio: wrote {output} ({transfer.result.width}×{transfer.result.height}, "

@@ -20,6 +20,12 @@ def _isolated_torch_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("TORCH_HOME", str(tmp_path_factory.getbasetemp() / "torch-home"))
 
 
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints go to a folder of the test's own: none from a user or another test is seen."""
+    monkeypatch.setenv("STYLE_STUDIO_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture(scope="session")
 def untrained():
     from style_studio.core.weights import load_weights

@@ -23,9 +23,11 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Generator, Hashable, Iterator, Sequence
 from typing import Final, Protocol
 
@@ -35,8 +37,9 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
-from . import color, memory
+from . import checkpoints, color, memory
 from .cancel import CancelToken
+from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
 from .device import Compute, free_device_memory, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import FeatureNetwork
@@ -48,6 +51,8 @@ from .settings import LIVE_FIELDS, Settings, scale_sides
 from .steps import LossScale, StepControl
 from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
 from .tiles import TiledObjective
+
+log = logging.getLogger(__name__)
 
 #: A live change that scales a loss term's factor by more than this (either
 #: way) restarts the optimiser: L-BFGS's curvature pairs describe the old
@@ -173,6 +178,12 @@ class StyleTransfer:
         cancel: set it from any thread to stop the run within one iteration.
         preview_interval: minimum seconds between previews (0 = every iteration).
         preview_max_side: longest side of preview images.
+        checkpoints: where to save the run's state every ``checkpoints.interval()``
+            seconds and when it is stopped (None: nowhere).
+        run_id: the run's name in ``checkpoints`` (a new one when None).
+        resume: a checkpoint to go on from; refused, with what changed, when
+            its settings or inputs are not these.
+        input_names: the content's and the styles' names for the user (file names), kept in checkpoints.
     """
 
     def __init__(
@@ -185,6 +196,10 @@ class StyleTransfer:
         cancel: CancelToken | None = None,
         preview_interval: float = 0.15,
         preview_max_side: int = 512,
+        checkpoints: CheckpointStore | None = None,
+        run_id: str | None = None,
+        resume: Checkpoint | None = None,
+        input_names: Sequence[str] = (),
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
@@ -210,6 +225,30 @@ class StyleTransfer:
         self._control: StepControl | None = None
         self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
         self._final_content: Tensor | None = None
+        self.checkpoints = checkpoints
+        self.resume = resume
+        self.input_names = tuple(input_names) or ("content", *(f"style {n}" for n in range(1, len(styles) + 1)))
+        self.run_id = resume.run_id if resume is not None else run_id or uuid.uuid4().hex
+        self._hashes: tuple[str, tuple[str, ...]] | None = None
+        if resume is not None:
+            self._check_resume(resume)
+
+    def _input_hashes(self) -> tuple[str, tuple[str, ...]]:
+        if self._hashes is None:
+            self._hashes = (image_hash(self.content_image), tuple(image_hash(s) for s in self.style_images))
+        return self._hashes
+
+    def _check_resume(self, checkpoint: Checkpoint) -> None:
+        content, styles = self._input_hashes()
+        changed = checkpoint.changes(self.settings, content, styles)
+        if changed:
+            raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
+        position = checkpoint.position
+        if position.scale >= len(self.sizes) or position.iteration > self.iterations[position.scale]:
+            raise StyleStudioError("the unfinished run cannot be resumed: it stopped past the end of its schedule")
+        width, height = self.sizes[position.scale]
+        if checkpoint.image.shape[-2:] != (height, width):
+            raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
 
     def _plan_memory(self) -> int | None:
         """The tile core the largest scale is evaluated in (None: untiled).
@@ -321,24 +360,44 @@ class StyleTransfer:
         self._last: Progress | None = None
         self._result_losses: Losses | None = None
         self._step = 0
+        self._last_checkpoint = time.perf_counter()
+        self._position: tuple[int, int, Tensor] | None = None  # scale, iteration done, image
         device = self.compute.device
         image: Tensor | None = None
+        first_scale, done_before = 0, 0
+        if self.resume is not None:
+            position = self.resume.position
+            first_scale, done_before, self._step = position.scale, position.iteration, position.step
+            self._started -= position.elapsed
+            self._work_done = sum(
+                n * w * h for n, (w, h) in zip(self.iterations, self.sizes[:first_scale], strict=False)
+            )
+            self._work_done += done_before * self.sizes[first_scale][0] * self.sizes[first_scale][1]
         out_of_memory: str | None = None
         try:
             network = network_for(self.weights, self.compute)
             with _device_flags(self.compute, self.settings.deterministic):
                 for index, size in enumerate(self.sizes):
+                    if index < first_scale:
+                        continue
                     self.cancel_token.raise_if_cancelled()
                     inputs = self._inputs(size)
-                    if image is None:
+                    if image is None and self.resume is not None:
+                        image = self.resume.image.to(device)
+                    elif image is None:
                         image = self._initial_image(inputs)
                     else:
                         image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic", align_corners=False)
                         image.clamp_(0, 1)
-                    image = yield from self._optimise(index, image, inputs, network)
+                    resumed = self.resume if index == first_scale else None
+                    image = yield from self._optimise(index, image, inputs, network, resumed)
             yield self._end(FINISHED)
         except Cancelled:
+            self._save_checkpoint()
             yield self._end(CANCELLED)
+        except KeyboardInterrupt:
+            self._save_checkpoint()  # Ctrl+C on the command line: nothing lost
+            raise
         except (torch.OutOfMemoryError, RuntimeError) as exc:
             if not _is_out_of_memory(exc):
                 raise
@@ -354,6 +413,28 @@ class StyleTransfer:
             f"the {device} device ran out of memory at {where} pixels ({out_of_memory}); "
             "lower the size or the number of style images, or use the CPU"
         )
+
+    def _save_checkpoint(self) -> None:
+        """Save where the run stands, if it has a store and has done an iteration; a failure is logged, not raised."""
+        self._last_checkpoint = time.perf_counter()
+        if self.checkpoints is None or self._position is None or self._control is None:
+            return
+        index, iteration, image = self._position
+        content, styles = self._input_hashes()
+        checkpoint = Checkpoint(
+            run_id=self.run_id,
+            settings=self.settings,
+            content_hash=content,
+            style_hashes=styles,
+            names=self.input_names,
+            position=Position(index, iteration, self._step, time.perf_counter() - self._started),
+            state={"image": image.detach().float().cpu(), "lowest": self._control.lowest.float().cpu()},
+            best=self._control.best,
+        )
+        try:
+            self.checkpoints.save(checkpoint, (self.content_image, self.style_images))
+        except OSError as exc:
+            log.warning("could not save a checkpoint in %s: %s", self.checkpoints.root, exc)
 
     def _keep_result_on_cpu(self) -> None:
         """Move the lowest-loss image to the CPU and give the device's memory back."""
@@ -387,11 +468,18 @@ class StyleTransfer:
         return LBFGS([image], lr=lr, history_size=history)
 
     def _optimise(
-        self, index: int, start: Tensor, inputs: ScaleInputs, network: FeatureNetwork
+        self,
+        index: int,
+        start: Tensor,
+        inputs: ScaleInputs,
+        network: FeatureNetwork,
+        resumed: Checkpoint | None = None,
     ) -> Generator[Progress, None, Tensor]:
         """Optimise at one scale; returns the lowest-loss image (generator return value).
 
         The loss an iteration reports is that of the image before its step.
+        ``resumed``: the checkpoint this scale goes on from (its iterations
+        done, its lowest-loss image).
         """
         pending = self._take_pending()
         if pending is not None:
@@ -399,12 +487,18 @@ class StyleTransfer:
         # L-BFGS flattens the gradient with view(-1): the image must be NCHW-contiguous.
         image = start.detach().clone(memory_format=torch.contiguous_format).requires_grad_(True)
         control = self._control = StepControl(image, self.settings.optimizer, self.settings.effective_step)
+        first = 1
+        if resumed is not None:
+            control.lowest, control.best = resumed.lowest.to(image.device), resumed.best
+            first = resumed.position.iteration + 1
+            if first > self.iterations[index]:
+                return control.lowest
         optimizer = self._optimizer(image, control.step_size)
         gradient_norm = _GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
         try:
-            for iteration in range(1, self.iterations[index] + 1):
+            for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
                 changed = self._take_pending()
                 if changed is not None:
@@ -438,6 +532,9 @@ class StyleTransfer:
                     self._result_losses = losses
                 self._step += 1
                 self._work_done += inputs.size[0] * inputs.size[1]
+                self._position = (index, iteration, image)
+                if time.perf_counter() - self._last_checkpoint >= checkpoints.interval():
+                    self._save_checkpoint()
                 yield self._progress(
                     index,
                     iteration,

@@ -30,7 +30,8 @@ from PySide6.QtWidgets import (
 
 from .. import APP_NAME, __version__
 from ..core import settings as settings_mod
-from ..core.errors import ImageLoadError, SettingsError
+from ..core.checkpoints import Checkpoint, CheckpointStore
+from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import fit_size
 from ..core.progress import Progress
 from ..core.settings import Settings
@@ -43,7 +44,7 @@ from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
-from .run_bar import RunBar
+from .run_bar import RunBar, ago
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
 from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
@@ -60,6 +61,7 @@ class MainWindow(QMainWindow):
         content, styles: files to open instead of the last session's.
         load_defaults: open those, the last session's or the bundled samples.
         weights: where runs get their weights (tests give a tiny encoder).
+        checkpoints: where runs save checkpoints, and unfinished runs are found (the user's cache).
     """
 
     def __init__(
@@ -70,11 +72,13 @@ class MainWindow(QMainWindow):
         styles: Sequence[Path] = (),
         load_defaults: bool = True,
         weights: WeightsCache | None = None,
+        checkpoints: CheckpointStore | None = None,
     ) -> None:
         super().__init__()
         self.store = store or Store()
         self.setWindowTitle(APP_NAME)
-        self.controller = RunController(self, weights=weights)
+        self.checkpoints = checkpoints if checkpoints is not None else CheckpointStore()
+        self.controller = RunController(self, weights=weights, checkpoints=self.checkpoints)
         self.documents = Documents(self)
         self.shown: HistoryEntry | None = None  # the result in the picture area, which Export writes
         self._running_weights: tuple[str, str] | None = None  # (choice, label) of the run in progress
@@ -102,6 +106,7 @@ class MainWindow(QMainWindow):
                 content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
             )
         self._update_state()
+        self.offer_resume()
 
     # -- construction ----------------------------------------------------------------
 
@@ -316,7 +321,8 @@ class MainWindow(QMainWindow):
 
     # -- running -------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, resume: Checkpoint | None = None) -> None:
+        """Start a run with the current inputs and settings (going on from ``resume``, when given)."""
         if self.controller.running and not self.controller.stopping:
             return
         content = self.inputs.content
@@ -340,6 +346,7 @@ class MainWindow(QMainWindow):
             settings,
             content.name,
             tuple(r.item.name for r in rows),
+            resume,
         )
         self._final_size = fit_size(*content.image.size, settings.size)
         self.loss_plot.clear()
@@ -347,6 +354,51 @@ class MainWindow(QMainWindow):
         self._running_weights = (settings.weights, describe(settings.weights))
         self.controller.start(job)
         self._update_state()
+
+    # -- unfinished runs ------------------------------------------------------------
+
+    def offer_resume(self) -> None:
+        """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run)."""
+        try:
+            unfinished = self.checkpoints.unfinished()
+        except OSError as exc:
+            log.warning("cannot list unfinished runs: %s", exc)
+            return
+        if not unfinished:
+            return
+        checkpoint = unfinished[0]
+        more = f" ({len(unfinished) - 1} older ones too)" if len(unfinished) > 1 else ""
+        self.banner.show_message(
+            f"An unfinished run can be resumed: {checkpoint.describe()}, {ago(checkpoint.saved_at)}{more}.",
+            "info",
+            [("Resume", lambda: self.resume(checkpoint)), ("Discard", lambda: self.discard_unfinished(unfinished))],
+        )
+
+    def resume(self, checkpoint: Checkpoint) -> None:
+        """Load an unfinished run's pictures and settings and go on with it where it stood."""
+        if self.controller.running:
+            self.show_error("Stop the current run before resuming another.")
+            return
+        try:
+            content, styles = checkpoint.inputs()
+        except StyleStudioError as exc:
+            self.show_error(str(exc))
+            return
+        names = checkpoint.names
+        self.inputs.set_content(InputImage(content, names[0]))
+        for row in list(self.inputs.style_rows):
+            self.inputs.remove_style(row)
+        for number, style in enumerate(styles, start=1):
+            name = names[number] if number < len(names) else f"style {number}"
+            self.inputs.add_style(InputImage(style, name))
+        self.controls.set_settings(checkpoint.settings)
+        self.inputs.show_blend(checkpoint.settings.style_blend)
+        self.start(resume=checkpoint)
+
+    def discard_unfinished(self, checkpoints: Sequence[Checkpoint]) -> None:
+        for checkpoint in checkpoints:
+            self.checkpoints.discard(checkpoint.run_id)
+        self.statusBar().showMessage("Unfinished runs discarded", 4000)
 
     def _ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""

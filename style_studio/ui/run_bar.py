@@ -116,3 +116,16 @@ def duration(seconds: float | None) -> str:
         return f"{minutes} min {seconds:02d} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def ago(timestamp: float) -> str:
+    """How long ago a moment (seconds since the epoch) was: "just now", "5 min ago", "3 days ago"."""
+    seconds = time.time() - timestamp
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    days = int(seconds // 86400)
+    return "yesterday" if days == 1 else f"{days} days ago"

@@ -33,6 +33,7 @@ from .jobs import Job, JobOutcome, Report
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
+    from ..core.checkpoints import Checkpoint, CheckpointStore
     from ..core.engine import NetworkWeights, StyleTransfer
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class RenderJob:
     settings: Settings
     content_name: str = "content"
     style_names: tuple[str, ...] = ()
+    resume: Checkpoint | None = None
 
 
 @dataclass(frozen=True)
@@ -131,9 +133,11 @@ def _lower_this_threads_priority() -> None:
 class RenderSession:
     """One run's work, done in its job's thread; live settings and previews cross threads here."""
 
-    def __init__(self, job: RenderJob, weights: WeightsCache) -> None:
+    def __init__(self, job: RenderJob, weights: WeightsCache, checkpoints: CheckpointStore | None = None) -> None:
         self.job = job
         self._weights = weights
+        self._checkpoints = checkpoints
+        self.run_id: str | None = job.resume.run_id if job.resume is not None else None
         self._lock = threading.Lock()
         self._preview: QImage | None = None
         self._transfer: StyleTransfer | None = None
@@ -177,8 +181,17 @@ class RenderSession:
             label = weights.label
             cancel.raise_if_cancelled()
             transfer = StyleTransfer(
-                job.content, list(job.styles), job.settings, weights, cancel=cancel, preview_interval=0.15
+                job.content,
+                list(job.styles),
+                job.settings,
+                weights,
+                cancel=cancel,
+                preview_interval=0.15,
+                checkpoints=self._checkpoints,
+                resume=job.resume,
+                input_names=(job.content_name, *job.style_names),
             )
+            self.run_id = transfer.run_id
             with self._lock:
                 self._transfer = transfer
                 pending, self._pending_settings = self._pending_settings, None
@@ -218,8 +231,13 @@ class RunController(QObject):
     A start while the previous run is still stopping waits for it and then
     begins, so the user can press Start again at once.
 
+    A run saves checkpoints in ``checkpoints`` while it lasts. Its checkpoint
+    is discarded when it ends (its result is in the window's history), but
+    kept when the window closes during the run: the next start offers to resume it.
+
     Args:
         weights: where runs get their weights (injectable for tests).
+        checkpoints: where runs save their checkpoints (None: nowhere).
     """
 
     started = Signal(object)  # RenderJob
@@ -228,9 +246,17 @@ class RunController(QObject):
     finished = Signal(object)  # RunOutcome
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None, *, weights: WeightsCache | None = None) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        *,
+        weights: WeightsCache | None = None,
+        checkpoints: CheckpointStore | None = None,
+    ) -> None:
         super().__init__(parent)
         self.weights = weights or WeightsCache()
+        self.checkpoints = checkpoints
+        self._closing = False
         self._job: Job | None = None
         self._session: RenderSession | None = None
         self._pending: RenderJob | None = None
@@ -250,7 +276,7 @@ class RunController(QObject):
             self.stop()
             return
         self._stopping = False
-        session = RenderSession(render, self.weights)
+        session = RenderSession(render, self.weights, self.checkpoints)
         job = Job(session, "style-studio-render", failure="the run failed unexpectedly")
         job.progressed.connect(self._on_report)
         job.finished.connect(self._on_finished)
@@ -272,6 +298,7 @@ class RunController(QObject):
         """Stop any run and wait for it (closing the window)."""
         self._pending = None
         if self._job is not None:
+            self._closing = True  # the run's checkpoint stays, to be resumed at the next start
             self.stop()
             self._job.wait()
 
@@ -289,6 +316,8 @@ class RunController(QObject):
         session = self._session
         self._job = self._session = None
         self._stopping = False
+        if session is not None and session.run_id is not None and self.checkpoints is not None and not self._closing:
+            self.checkpoints.discard(session.run_id)
         result = outcome.value
         if not isinstance(result, RunOutcome) and session is not None:
             reason = CANCELLED if outcome.cancelled else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QPushButton,
     QSizePolicy,
     QSlider,
     QToolButton,
@@ -294,10 +296,26 @@ class MessageBanner(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 4, 4)
         layout.addWidget(self.label, 1)
+        self._actions = QHBoxLayout()
+        layout.addLayout(self._actions)
         layout.addWidget(close)
+        self.buttons: list[QPushButton] = []
         self.hide()
 
-    def show_message(self, text: str, kind: str = "error") -> None:
+    def show_message(
+        self, text: str, kind: str = "error", actions: Sequence[tuple[str, Callable[[], None]]] = ()
+    ) -> None:
+        """Show ``text``; each action is a button that runs its function and dismisses the banner."""
+        for button in self.buttons:
+            self._actions.removeWidget(button)
+            button.deleteLater()
+        self.buttons = []
+        for label, act in actions:
+            button = QPushButton(label)
+            button.clicked.connect(self.hide)
+            button.clicked.connect(act)
+            self._actions.addWidget(button)
+            self.buttons.append(button)
         colors = {"error": ("#fdecea", "#8a1c12"), "info": ("#e8f1fb", "#123f6b")}
         background, foreground = colors.get(kind, colors["info"])
         self.setStyleSheet(

@@ -1,0 +1,137 @@
+"""Print sizes: peak memory and time per iteration, untiled and tiled; and what a shorter L-BFGS history costs.
+
+Each case runs in a fresh process (peak resident memory, ru_maxrss, only
+grows) with the proxy weights where they exist, one scale, on the CPU. The
+time per iteration is the median after the first (which includes the
+targets). The peak is the whole process's, optimiser state included.
+
+    python benchmarks/print_size.py                       # 1024 and 2048 px, untiled and tiled
+    python benchmarks/print_size.py --tiled-only 4096     # adds tiled 4096 px (minutes per iteration on a CPU)
+    python benchmarks/print_size.py --history             # loss after 100 iterations: 20 pairs against 3
+
+Goals (issue #12): 4096×3072 within 6 GB; tiled time per iteration at most
+1.8x the untiled one at 2048 px.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from _common import machine, table
+
+CHILD = r"""
+import dataclasses, json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from _common import images, weights
+from style_studio.core import memory
+from style_studio.core.engine import StyleTransfer
+from style_studio.core.settings import DEFAULTS
+case = json.loads(sys.argv[2])
+if case.get("history"):
+    memory.LBFGS_HISTORY = case["history"]
+    memory.LBFGS_MIN_HISTORY = min(memory.LBFGS_MIN_HISTORY, case["history"])
+loaded = weights()
+content, style = images(case["size"])
+settings = dataclasses.replace(
+    DEFAULTS, size=case["size"], iterations=case["iterations"], scales=1, tile=case["tile"],
+    weights=loaded.choice, precision=case["precision"], device="cpu",
+)
+transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=1e9)
+times, last = [], None
+started = time.perf_counter()
+for record in transfer.run():
+    if record.within_iteration or record.done:
+        continue
+    now = time.perf_counter()
+    times.append(now - started)
+    started = now
+    last = record
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+width, height = transfer.sizes[-1]
+tile = transfer.tiles_at((width, height))
+later = sorted(times[1:]) or times
+print(json.dumps({
+    "pixels": f"{width}x{height}", "tile": tile, "precision": transfer.compute.precision,
+    "per_iteration": later[len(later) // 2], "peak": peak, "loss": last.total_loss,
+    "estimate": memory.tiled_bytes(width, height, tile, transfer.compute.precision) if tile
+    else memory.estimate_bytes(width, height, [(width, height)], transfer.compute.precision),
+}))
+"""
+
+HERE = str(Path(__file__).resolve().parent)
+
+
+def run(case: dict[str, object]) -> dict[str, object]:
+    out = subprocess.run([sys.executable, "-c", CHILD, HERE, json.dumps(case)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def sizes_table(args: argparse.Namespace) -> None:
+    def tile(size: int) -> int:
+        return args.tile or min(1024, max(512, size // 2))
+
+    cases = [(size, t) for size in args.sizes for t in (0, tile(size))]
+    cases += [(size, tile(size)) for size in args.tiled_only]
+    rows, untiled = [], {}
+    for size, core in cases:
+        # tile 0: untiled where it fits (the automatic choice); the CLI's --tile N otherwise.
+        m = run({"size": size, "tile": core, "iterations": args.iterations, "precision": args.precision})
+        if "error" in m:
+            rows.append([size, "tiled" if core else "untiled", "-", "-", "-", "-", "-", m["error"]])
+            continue
+        per_iteration = float(m["per_iteration"])  # type: ignore[arg-type]
+        if not m["tile"]:
+            untiled[size] = per_iteration
+        ratio = f"{per_iteration / untiled[size]:.2f}" if m["tile"] and size in untiled else "-"
+        rows.append(
+            [
+                size,
+                f"tiles of {m['tile']} px" if m["tile"] else "untiled",
+                m["pixels"],
+                f"{per_iteration:.1f}",
+                ratio,
+                f"{int(m['peak']) / 2**30:.2f}",  # type: ignore[call-overload]
+                f"{int(m['estimate']) / 2**30:.2f}",  # type: ignore[call-overload]
+                "",
+            ]
+        )
+    print(f"Print sizes, {args.precision}, {args.iterations} iterations each ({machine()})")
+    headers = ["px", "evaluation", "picture", "s / iteration", "tiled / untiled", "peak GB", "estimate GB", "note"]
+    print(table(headers, rows))
+
+
+def history_table(args: argparse.Namespace) -> None:
+    rows = []
+    for history in (20, 3):
+        m = run({"size": 512, "tile": 0, "iterations": 100, "precision": args.precision, "history": history})
+        rows.append([history, f"{float(m['loss']):.4f}", f"{float(m['per_iteration']):.2f}"])  # type: ignore[arg-type]
+    ratio = float(rows[1][1]) / float(rows[0][1])
+    print(f"L-BFGS history at 512 px, 100 iterations, {args.precision} ({machine()})")
+    print(table(["pairs kept", "final loss", "s / iteration"], rows))
+    print(f"loss with 3 pairs / with 20: {ratio:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048])
+    parser.add_argument("--tiled-only", type=int, nargs="*", default=[])
+    parser.add_argument("--tile", type=int, default=0, help="tile core of the tiled rows (default: half the size, 512-1024)")
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--history", action="store_true", help="measure the history's cost instead")
+    args = parser.parse_args()
+    if args.history:
+        history_table(args)
+    else:
+        sizes_table(args)
+
+
+if __name__ == "__main__":
+    main()

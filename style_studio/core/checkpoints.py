@@ -1,0 +1,315 @@
+"""Checkpoints: a long run's state on disk, so that a crash, a kill or a closed window loses at most a minute.
+
+A run's folder in the user's cache holds what it needs to go on::
+
+    checkpoints/<run id>/
+        run.json        settings, the inputs' hashes and names, where the run stands
+        state.pt        the image, the lowest-loss image and its loss
+        content.png     the inputs, as the run saw them (the window resumes from these)
+        style-1.png ...
+
+Every file is written atomically (``files.write_atomically``) and the
+state last: a reader finds either the previous checkpoint or the new one,
+never half of one. ``run.json`` names the state file it belongs with, so
+a crash between the two writes is seen, not misread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
+
+from PIL import Image
+
+from . import settings as settings_mod
+from .errors import StyleStudioError
+from .files import write_atomically
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+#: Seconds between checkpoints of a run (``STYLE_STUDIO_CHECKPOINT_SECONDS`` overrides it).
+INTERVAL: Final = 60.0
+#: Checkpoints older than this are removed when the store is listed.
+MAX_AGE: Final = 14 * 24 * 3600.0
+FORMAT: Final = "style-studio-checkpoint"
+VERSION: Final = 1
+
+
+def interval() -> float:
+    """Seconds between checkpoints: ``INTERVAL``, or the environment's ``STYLE_STUDIO_CHECKPOINT_SECONDS``."""
+    value = os.environ.get("STYLE_STUDIO_CHECKPOINT_SECONDS")
+    try:
+        return float(value) if value else INTERVAL
+    except ValueError:
+        return INTERVAL
+
+
+def image_hash(image: Image.Image) -> str:
+    """The SHA-256 of an image's RGB pixels and size: the same picture in any file format hashes the same."""
+    rgb = image.convert("RGB")
+    digest = hashlib.sha256(f"{rgb.width}x{rgb.height}:".encode())
+    digest.update(rgb.tobytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a run stands: ``iteration`` iterations done at scale ``scale`` (0-based), ``step`` in all."""
+
+    scale: int
+    iteration: int
+    step: int
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One run's saved state.
+
+    Attributes:
+        run_id: the name of its folder.
+        settings: the settings in effect (live changes included).
+        content_hash, style_hashes: ``image_hash`` of the inputs.
+        names: display names of the content and style images.
+        position: where the run stood.
+        state: {"image": the optimised image (1, C, H, W), "lowest": the
+            lowest-loss image at that scale}, float32 on the CPU; or the file
+            holding them, read when first needed (listing checkpoints reads none).
+        best: the lowest-loss image's loss.
+        saved_at: when it was written (seconds since the epoch).
+        folder: where it lives, when loaded from a store.
+    """
+
+    run_id: str
+    settings: Settings
+    content_hash: str
+    style_hashes: tuple[str, ...]
+    names: tuple[str, ...]
+    position: Position
+    state: dict[str, Tensor] | Path
+    best: float
+    saved_at: float = 0.0
+    folder: Path | None = None
+
+    @functools.cached_property
+    def _tensors(self) -> dict[str, Tensor]:
+        if isinstance(self.state, dict):
+            return self.state
+        try:
+            return _load_state(self.state)
+        except (OSError, ValueError) as exc:
+            raise StyleStudioError(
+                f"the checkpoint in {self.folder} is damaged and cannot be resumed ({exc})"
+            ) from None
+
+    @property
+    def image(self) -> Tensor:
+        """The optimised image where the run stood (1, C, H, W), float32, on the CPU."""
+        return self._tensors["image"]
+
+    @property
+    def lowest(self) -> Tensor:
+        """The lowest-loss image at that scale."""
+        return self._tensors["lowest"]
+
+    def changes(self, settings: Settings, content_hash: str, style_hashes: Sequence[str]) -> list[str]:
+        """What differs between this checkpoint's run and one with these settings and inputs (empty: none)."""
+        problems = []
+        if content_hash != self.content_hash:
+            problems.append("the content image is not the one the run started with")
+        if len(style_hashes) != len(self.style_hashes):
+            problems.append(f"the run had {len(self.style_hashes)} style images, now {len(style_hashes)}")
+        else:
+            problems += [
+                f"style image {n} is not the one the run started with"
+                for n, (a, b) in enumerate(zip(style_hashes, self.style_hashes, strict=True), start=1)
+                if a != b
+            ]
+        ours, theirs = settings_mod.to_dict(self.settings), settings_mod.to_dict(settings)
+        problems += [f"{key} was {ours[key]!r}, now {theirs[key]!r}" for key in ours if ours[key] != theirs[key]]
+        return problems
+
+    def inputs(self) -> tuple[Image.Image, list[Image.Image]]:
+        """The content and style images the run saw, from the checkpoint's folder."""
+        if self.folder is None:
+            raise StyleStudioError("this checkpoint has no folder to read its inputs from")
+        try:
+            content = _open(self.folder / "content.png")
+            styles = [_open(self.folder / f"style-{n}.png") for n in range(1, len(self.style_hashes) + 1)]
+        except OSError as exc:
+            raise StyleStudioError(f"the checkpoint's input images cannot be read ({exc})") from None
+        return content, styles
+
+    def describe(self) -> str:
+        """For the user: what run it is and where it stood."""
+        p = self.position
+        scales = len(self.settings.schedule())
+        where = f"scale {p.scale + 1}/{scales}, iteration {p.iteration}" if scales > 1 else f"iteration {p.iteration}"
+        return f"{self.names[0]} ({self.settings.size} px), stopped at {where}"
+
+
+def _write_png(image: Image.Image, out: BinaryIO) -> None:
+    image.save(out, format="PNG")
+
+
+def _write_bytes(out: BinaryIO, data: bytes) -> None:
+    out.write(data)
+
+
+def _open(path: Path) -> Image.Image:
+    with Image.open(path) as image:
+        return image.convert("RGB")
+
+
+class CheckpointStore:
+    """The folder of every run's checkpoint (by default in the user's cache).
+
+    Args:
+        root: the folder; ``default_root()`` when None.
+    """
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else default_root()
+
+    def folder(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def save(self, checkpoint: Checkpoint, inputs: tuple[Image.Image, Sequence[Image.Image]] | None = None) -> None:
+        """Write ``checkpoint`` (and, the first time, the run's input images) atomically.
+
+        Raises:
+            OSError: the folder cannot be written (the run goes on; see the engine).
+        """
+        import torch
+
+        folder = self.folder(checkpoint.run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        if inputs is not None:
+            content, styles = inputs
+            for name, image in [("content.png", content), *((f"style-{n}.png", s) for n, s in enumerate(styles, 1))]:
+                if not (folder / name).exists():
+                    write_atomically(folder / name, functools.partial(_write_png, image))
+        # A new state file name each time: run.json points at the one that is complete.
+        state_name = f"state-{checkpoint.position.step}.pt"
+        state = {"image": checkpoint.image.detach().cpu(), "lowest": checkpoint.lowest.detach().cpu()}
+        folder.joinpath(state_name).unlink(missing_ok=True)  # never the file run.json names while it is rewritten
+        write_atomically(folder / state_name, lambda out: torch.save(state, out))
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "run_id": checkpoint.run_id,
+            "settings": settings_mod.to_dict(checkpoint.settings),
+            "content_hash": checkpoint.content_hash,
+            "style_hashes": list(checkpoint.style_hashes),
+            "names": list(checkpoint.names),
+            "position": dataclasses.asdict(checkpoint.position),
+            "best": checkpoint.best,
+            "state": state_name,
+            "saved_at": time.time(),
+        }
+        text = json.dumps(document, indent=1).encode()
+        write_atomically(folder / "run.json", lambda out: _write_bytes(out, text))
+        for old in folder.glob("state-*.pt"):
+            if old.name != state_name:
+                old.unlink(missing_ok=True)
+
+    def load(self, run_id: str, *, read_state: bool = True) -> Checkpoint | None:
+        """The checkpoint of run ``run_id``; None if there is none.
+
+        ``read_state``: read the images now (False: when first used).
+
+        Raises:
+            StyleStudioError: it exists but cannot be read (damaged, or from a newer version).
+        """
+        folder = self.folder(run_id)
+        if not (folder / "run.json").exists():
+            return None
+        try:
+            document = json.loads((folder / "run.json").read_text())
+            if document.get("format") != FORMAT:
+                raise ValueError("not a Style Studio checkpoint")
+            if document.get("version", 0) > VERSION:
+                raise StyleStudioError("the checkpoint was written by a newer Style Studio")
+            checkpoint = Checkpoint(
+                run_id=document["run_id"],
+                settings=settings_mod.from_dict(document["settings"]),
+                content_hash=document["content_hash"],
+                style_hashes=tuple(document["style_hashes"]),
+                names=tuple(document["names"]),
+                position=Position(**document["position"]),
+                state=folder / document["state"],
+                best=float(document["best"]),
+                saved_at=float(document["saved_at"]),
+                folder=folder,
+            )
+            if read_state:
+                checkpoint.image  # noqa: B018 - reads and checks the state file
+            return checkpoint
+        except StyleStudioError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError, EOFError) as exc:
+            raise StyleStudioError(f"the checkpoint in {folder} is damaged and cannot be resumed ({exc})") from None
+
+    def unfinished(self) -> list[Checkpoint]:
+        """Every checkpoint, newest first, its images not yet read; removes old and unreadable ones."""
+        found: list[Checkpoint] = []
+        if not self.root.is_dir():
+            return found
+        for folder in self.root.iterdir():
+            if not folder.is_dir():
+                continue
+            try:
+                checkpoint = self.load(folder.name, read_state=False)
+            except StyleStudioError as exc:
+                log.warning("removing a checkpoint that cannot be read: %s", exc)
+                self.discard(folder.name)
+                continue
+            if checkpoint is None:
+                continue
+            if time.time() - checkpoint.saved_at > MAX_AGE:
+                self.discard(folder.name)
+                continue
+            found.append(checkpoint)
+        return sorted(found, key=lambda c: c.saved_at, reverse=True)
+
+    def discard(self, run_id: str) -> None:
+        """Remove run ``run_id``'s checkpoint, if there is one."""
+        shutil.rmtree(self.folder(run_id), ignore_errors=True)
+
+
+def _load_state(path: Path) -> dict[str, Any]:
+    import torch
+
+    data = io.BytesIO(path.read_bytes())
+    try:
+        state: dict[str, Any] = torch.load(data, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a truncated or foreign file
+        raise ValueError(f"its state file cannot be read: {exc}") from None
+    if not isinstance(state, dict) or not all(isinstance(state.get(k), torch.Tensor) for k in ("image", "lowest")):
+        raise ValueError("its state file holds no image")
+    return state
+
+
+def default_root() -> Path:
+    """``checkpoints`` in the user's cache folder (``STYLE_STUDIO_CACHE`` overrides the cache folder)."""
+    override = os.environ.get("STYLE_STUDIO_CACHE")
+    if override:
+        return Path(override) / "checkpoints"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("style-studio", appauthor=False)) / "checkpoints"

@@ -1,0 +1,125 @@
+"""Checkpoints: saved while a run goes on and when it stops, resumed to the end, refused when inputs changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+import torch
+
+from style_studio.core.cancel import CancelToken
+from style_studio.core.checkpoints import MAX_AGE, CheckpointStore, image_hash
+from style_studio.core.engine import StyleTransfer
+from style_studio.core.errors import StyleStudioError
+from style_studio.core.progress import CANCELLED, FINISHED
+from style_studio.core.settings import Settings
+
+SETTINGS = Settings(size=128, iterations=6, scales=2, weights="untrained", device="cpu")
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "0")  # after every iteration
+    return CheckpointStore(tmp_path / "checkpoints")
+
+
+def stop_at(transfer, token, step):
+    records = []
+    for record in transfer.run():
+        records.append(record)
+        if record.step == step and not record.within_iteration:
+            token.cancel()
+    return records
+
+
+def test_a_stopped_run_resumes_where_it_stood_and_finishes(tiny, content_image, style_image, store):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store,
+                          input_names=("chelsea.png", "starry.png"))  # fmt: skip
+    records = stop_at(first, token, 4)
+    assert records[-1].stop_reason == CANCELLED
+    checkpoint = store.load(first.run_id)
+    # Scale 1 has 6 iterations, scale 2 has 3: the 4th step is scale 1's 4th iteration.
+    assert (checkpoint.position.scale, checkpoint.position.iteration, checkpoint.position.step) == (0, 4, 4)
+    assert checkpoint.names == ("chelsea.png", "starry.png")
+    assert checkpoint.describe() == "chelsea.png (128 px), stopped at scale 1/2, iteration 4"
+    content, styles = checkpoint.inputs()
+    assert image_hash(content) == image_hash(content_image) and len(styles) == 1
+
+    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    resumed = list(second.run())
+    steps = [(r.scale, r.iteration, r.step) for r in resumed if not r.done]
+    assert steps[0] == (1, 5, 5) and steps[-1] == (2, 3, 9)
+    assert resumed[-1].stop_reason == FINISHED and second.result.size == (128, 85)
+    # The loss goes on from where it stood, not from the start.
+    assert resumed[0].total_loss < records[0].total_loss
+
+
+def test_resuming_with_other_settings_or_inputs_is_refused_with_what_changed(
+    tiny, content_image, style_image, second_style_image, store
+):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 2)
+    checkpoint = store.load(first.run_id)
+    with pytest.raises(StyleStudioError, match="style_weight was 3.0, now 5.0"):
+        StyleTransfer(content_image, [style_image], dataclasses.replace(SETTINGS, style_weight=5.0), tiny,
+                      resume=checkpoint)  # fmt: skip
+    with pytest.raises(StyleStudioError, match="style image 1 is not the one the run started with"):
+        StyleTransfer(content_image, [second_style_image], SETTINGS, tiny, resume=checkpoint)
+    with pytest.raises(StyleStudioError, match="content image is not the one"):
+        StyleTransfer(content_image.rotate(180), [style_image], SETTINGS, tiny, resume=checkpoint)
+
+
+def test_a_damaged_checkpoint_is_never_read_and_is_cleaned_up(tiny, content_image, style_image, store):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 2)
+    folder = store.folder(first.run_id)
+    state = next(folder.glob("state-*.pt"))
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
+        store.load(first.run_id)
+    # Listed (reading no images), but refused when resumed.
+    (listed,) = store.unfinished()
+    with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
+        StyleTransfer(content_image, [style_image], SETTINGS, tiny, resume=listed)
+    # A run whose description cannot be read is removed.
+    (folder / "run.json").write_text("{not json")
+    assert store.unfinished() == [] and not folder.exists()
+
+
+def test_each_save_replaces_the_last_and_old_checkpoints_are_removed(tiny, content_image, style_image, store):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 3)
+    folder = store.folder(first.run_id)
+    assert [p.name for p in folder.glob("state-*.pt")] == ["state-3.pt"]
+    assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
+    assert [c.run_id for c in store.unfinished()] == [first.run_id]
+    document = json.loads((folder / "run.json").read_text())
+    document["saved_at"] = time.time() - MAX_AGE - 1
+    (folder / "run.json").write_text(json.dumps(document))
+    assert store.unfinished() == [] and not folder.exists()
+
+
+def test_without_a_store_nothing_is_written_and_a_run_with_one_checkpoints_on_its_interval(
+    tiny, content_image, style_image, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "3600")
+    store = CheckpointStore(tmp_path / "hourly")
+    transfer = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store)
+    list(transfer.run())
+    # Finished within the hour: no checkpoint (a finished run's result is its caller's to keep).
+    assert store.load(transfer.run_id) is None
+
+
+def test_a_checkpoint_keeps_the_image_and_the_lowest_loss_image_bit_for_bit(tiny, content_image, style_image, store):
+    token = CancelToken()
+    transfer = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(transfer, token, 2)
+    checkpoint = store.load(transfer.run_id)
+    assert checkpoint.image.dtype == torch.float32 and checkpoint.image.shape == (1, 3, 43, 64)
+    assert torch.equal(checkpoint.lowest, transfer._control.lowest.cpu())
