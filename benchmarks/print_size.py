@@ -122,7 +122,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048])
     parser.add_argument("--tiled-only", type=int, nargs="*", default=[])
-    parser.add_argument("--tile", type=int, default=0, help="tile core of the tiled rows (default: half the size, 512-1024)")
+    parser.add_argument(
+        "--tile", type=int, default=0, help="tile core of the tiled rows (default: half the size, 512-1024)"
+    )
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--history", action="store_true", help="measure the history's cost instead")

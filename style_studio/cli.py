@@ -66,6 +66,19 @@ def _build_parser() -> argparse.ArgumentParser:
         help="output file: .png, .jpg, .webp or .tif (settings are embedded)",
     )
     r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
+    r.add_argument(
+        "--bit-depth",
+        type=int,
+        choices=(8, 16),
+        default=8,
+        help="bits per channel of the output: 16 keeps the finest gradations, for print (.png and .tif)",
+    )
+    r.add_argument(
+        "--dpi",
+        type=float,
+        default=None,
+        help="print resolution recorded in the output (default: the photo's own, else 72)",
+    )
     r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
     r.add_argument(
         "--iterations",
@@ -212,6 +225,10 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     settings = settings_from_args(args)
     output = Path(args.output)
     _check_output(output)
+    if args.bit_depth == 16 and output.suffix.lower() not in (".png", ".tif", ".tiff"):
+        raise UsageError(f"{output}: 16-bit pictures can be saved as .png or .tif, not {output.suffix}")
+    if args.dpi is not None and not 1 <= args.dpi <= 10_000:
+        raise UsageError(f"--dpi must be from 1 to 10000, got {args.dpi:g}")
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
     from .core import imageio, weights
@@ -284,7 +301,12 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         content=Path(args.content).name,
         styles=[Path(p).name for p in args.styles],
     )
-    imageio.save_image(transfer.result, output, metadata, software=f"Style Studio {__version__}")
+    dpi = (args.dpi, args.dpi) if args.dpi else content.info.get("dpi")
+    picture = transfer.result_array() if args.bit_depth == 16 else transfer.result
+    assert picture is not None
+    imageio.save_image(
+        picture, output, metadata, software=f"Style Studio {__version__}", bit_depth=args.bit_depth, dpi=dpi
+    )
     store.discard(run_id)  # the picture is written: nothing left to resume
     if progress_mode != "json":
         stderr.write(

@@ -313,6 +313,14 @@ class StyleTransfer:
             return None
         return tensor_to_pil(self._final_rgb(kept))
 
+    def result_array(self) -> np.ndarray | None:
+        """``result`` as an (H, W, 3) float32 array in [0, 1], before rounding to 8 bits (for 16-bit files)."""
+        kept = self._control.lowest if self._control is not None else self._kept
+        if kept is None:
+            return None
+        rgb = self._final_rgb(kept).detach().float().clamp(0, 1)
+        return rgb[0].permute(1, 2, 0).cpu().numpy()
+
     def _final_rgb(self, image: Tensor) -> Tensor:
         width, height = self.sizes[-1]
         if image.shape[-2:] != (height, width):

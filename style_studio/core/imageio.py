@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import errno
 import io
+import logging
 import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import numpy as np
-from PIL import Image, ImageOps, PngImagePlugin, UnidentifiedImageError
+from PIL import Image, ImageCms, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from .errors import ImageLoadError, ImageSaveError, StyleStudioError
 from .files import write_atomically
 from .layers import min_input_side
+
+log = logging.getLogger(__name__)
 
 #: Export formats by file extension.
 FORMATS: Final = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP", ".tif": "TIFF", ".tiff": "TIFF"}
@@ -30,6 +33,8 @@ FORMATS: Final = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP
 MAX_PIXELS: Final = Image.MAX_IMAGE_PIXELS or 89_478_485
 
 METADATA_KEY: Final = "style-studio"
+#: What the network sees and every export is in; exports embed its profile.
+SRGB_PROFILE: Final = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
 _EXIF_DESCRIPTION: Final = 0x010E
 _EXIF_SOFTWARE: Final = 0x0131
 
@@ -88,8 +93,13 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
     try:
         image.seek(0)  # first frame of an animation or first page of a TIFF
         image.load()
+        dpi = _dpi_of(image)
+        profile = image.info.get("icc_profile")
         image = _upright(image)
-        return _to_rgb(image)
+        rgb = _in_srgb(image, profile, name) if profile else _to_rgb(image)
+        if dpi is not None:
+            rgb.info["dpi"] = dpi
+        return rgb
     except Image.DecompressionBombError:
         raise ImageLoadError(f"{name}: the image is too large to open safely") from None
     except (OSError, ValueError, SyntaxError, EOFError) as exc:
@@ -108,6 +118,39 @@ def _not_an_image_reason(data: bytes) -> str:
     if all(32 <= b < 127 or b in (9, 10, 13) for b in data[:512]):
         return "this is a text file, not an image"
     return "not an image format Style Studio can read (PNG, JPEG, WebP, TIFF, BMP, GIF, ...)"
+
+
+def _in_srgb(image: Image.Image, profile: bytes, name: str) -> Image.Image:
+    """``image`` converted from its embedded ICC profile (Adobe RGB, Display P3, ProPhoto, ...) to sRGB.
+
+    The network was trained on sRGB photos: Adobe RGB numbers read as sRGB
+    look dull, ProPhoto ones duller still. A profile that cannot be read or
+    applied is ignored with a warning, as browsers do.
+    """
+    from PIL import ImageCms
+
+    try:
+        source = ImageCms.ImageCmsProfile(io.BytesIO(profile))
+        if image.mode not in ("RGB", "CMYK", "L"):
+            image = image.convert("RGBA" if "A" in image.mode else "RGB")
+            image = _to_rgb(image)
+        converted = ImageCms.profileToProfile(image, source, SRGB_PROFILE, outputMode="RGB")
+    except (ImageCms.PyCMSError, OSError, ValueError) as exc:
+        log.warning("%s: its colour profile cannot be applied (%s); reading it as sRGB", name, exc)
+        return _to_rgb(image)
+    assert converted is not None
+    return converted
+
+
+def _dpi_of(image: Image.Image) -> tuple[float, float] | None:
+    dpi = image.info.get("dpi")
+    if dpi is None:
+        return None
+    try:
+        x, y = float(dpi[0]), float(dpi[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return (x, y) if x > 0 and y > 0 else None
 
 
 def _upright(image: Image.Image) -> Image.Image:
@@ -139,30 +182,74 @@ def fit_size(width: int, height: int, longest: int) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
+#: Bit depths an export can have: 16 keeps the optimised image's gradations (PNG and TIFF only).
+BIT_DEPTHS: Final = (8, 16)
+#: The resolution written when neither the photo nor the user gives one.
+DEFAULT_DPI: Final = 72.0
+
+
 def save_image(
-    image: Image.Image,
+    image: Image.Image | np.ndarray,
     path: str | os.PathLike[str],
     metadata: str | None = None,
     *,
     quality: int = 95,
     software: str = "Style Studio",
+    bit_depth: int = 8,
+    dpi: tuple[float, float] | None = None,
 ) -> Path:
-    """Write ``image`` atomically, with ``metadata`` (a JSON text) embedded.
+    """Write ``image`` atomically in sRGB with its profile, ``metadata`` (a JSON text) embedded.
 
-    PNG keeps it in an iTXt chunk named "style-studio"; JPEG, WebP and TIFF in
-    the EXIF ImageDescription.
+    ``image``: a PIL image, or an (H, W, 3) float array in [0, 1] (the run's
+    own result, for 16-bit files). PNG keeps the metadata in an iTXt chunk
+    named "style-studio"; JPEG, WebP and TIFF in the ImageDescription.
+    ``dpi``: the print resolution to record (default ``DEFAULT_DPI``).
 
     Raises:
-        ImageSaveError: unknown extension, missing or read-only folder, full
-            disk. An existing file at ``path`` is left as it was.
+        ImageSaveError: unknown extension, 16 bits in a format without them,
+            missing or read-only folder, full disk. An existing file at
+            ``path`` is left as it was.
     """
     path = Path(path)
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ImageSaveError(f"{path}: unknown file type {path.suffix or '(none)'}; use .png, .jpg, .webp or .tif")
+    if bit_depth not in BIT_DEPTHS:
+        raise ImageSaveError(f"{path}: the bit depth must be 8 or 16, not {bit_depth}")
+    if bit_depth == 16 and fmt not in ("PNG", "TIFF"):
+        raise ImageSaveError(f"{path}: 16-bit pictures can be saved as .png or .tif, not {path.suffix}")
     folder = path.parent
     if not folder.is_dir():
         raise ImageSaveError(f"{path}: the folder {folder} does not exist")
+    dpi = dpi or (DEFAULT_DPI, DEFAULT_DPI)
+    profile = SRGB_PROFILE.tobytes()
+    if bit_depth == 16:
+        deep = _to_uint16(image)
+
+        def write(out: BinaryIO) -> None:
+            if fmt == "PNG":
+                _write_png16(out, deep, metadata, software, profile, dpi)
+            else:
+                _write_tiff16(out, deep, metadata, software, profile, dpi)
+
+    else:
+        picture = image if isinstance(image, Image.Image) else Image.fromarray(_to_uint8(image))
+        options = _pillow_options(fmt, metadata, software, quality)
+        options["icc_profile"] = profile
+        if fmt != "WEBP":
+            options["dpi"] = dpi
+
+        def write(out: BinaryIO) -> None:
+            picture.convert("RGB").save(out, format=fmt, **options)
+
+    try:
+        write_atomically(path, write)
+    except OSError as exc:
+        raise ImageSaveError(f"{path}: {_write_error(exc)}") from None
+    return path
+
+
+def _pillow_options(fmt: str, metadata: str | None, software: str, quality: int) -> dict[str, object]:
     options: dict[str, object] = {}
     exif = Image.Exif()
     exif[_EXIF_SOFTWARE] = software
@@ -180,11 +267,82 @@ def save_image(
             options["quality"] = quality
         if fmt == "TIFF":
             options["compression"] = "tiff_deflate"
-    try:
-        write_atomically(path, lambda out: image.convert("RGB").save(out, format=fmt, **options))
-    except OSError as exc:
-        raise ImageSaveError(f"{path}: {_write_error(exc)}") from None
-    return path
+    return options
+
+
+def _to_uint16(image: Image.Image | np.ndarray) -> np.ndarray:
+    if isinstance(image, Image.Image):
+        deep: np.ndarray = np.asarray(image.convert("RGB"), dtype=np.uint16) * 257
+        return deep
+    if image.dtype == np.uint16:
+        return image
+    scaled: np.ndarray = np.clip(image, 0.0, 1.0) * 65535.0 + 0.5
+    return scaled.astype(np.uint16)
+
+
+def _to_uint8(image: np.ndarray) -> np.ndarray:
+    if image.dtype == np.uint8:
+        return image
+    if image.dtype == np.uint16:
+        rounded: np.ndarray = (image.astype(np.uint32) + 128) // 257
+        return rounded.astype(np.uint8)
+    scaled: np.ndarray = np.clip(image, 0.0, 1.0) * 255.0 + 0.5
+    return scaled.astype(np.uint8)
+
+
+def _write_png16(
+    out: BinaryIO, deep: np.ndarray, metadata: str | None, software: str, profile: bytes, dpi: tuple[float, float]
+) -> None:
+    """A 48-bit RGB PNG (pypng encodes the pixels; Pillow cannot) with iCCP, pHYs and text chunks."""
+    import zlib
+
+    import png
+
+    height, width = deep.shape[:2]
+    per_metre = [round(d / 0.0254) for d in dpi]
+    writer = png.Writer(
+        width,
+        height,
+        greyscale=False,
+        bitdepth=16,
+        compression=6,
+        x_pixels_per_unit=per_metre[0],
+        y_pixels_per_unit=per_metre[1],
+        unit_is_meter=True,
+    )
+    encoded = io.BytesIO()
+    writer.write_array(encoded, deep.reshape(-1))
+    chunks = list(png.Reader(bytes=encoded.getvalue()).chunks())
+    extra = [
+        (b"iCCP", b"sRGB\0\0" + zlib.compress(profile)),
+        (b"tEXt", b"Software\0" + software.encode("latin-1", "replace")),
+    ]
+    if metadata is not None:
+        extra.append((b"iTXt", METADATA_KEY.encode() + b"\0\0\0\0\0" + metadata.encode("utf-8")))
+    # After IHDR, before the image data.
+    png.write_chunks(out, [chunks[0], *extra, *chunks[1:]])
+
+
+def _write_tiff16(
+    out: BinaryIO, deep: np.ndarray, metadata: str | None, software: str, profile: bytes, dpi: tuple[float, float]
+) -> None:
+    """A 48-bit RGB TIFF (tifffile; Pillow cannot), deflate-compressed, with its profile and resolution."""
+    import tifffile
+
+    encoded = io.BytesIO()  # tifffile seeks and names its file: not the atomic writer's descriptor
+    tifffile.imwrite(
+        encoded,
+        deep,
+        photometric="rgb",
+        compression="zlib",
+        description=metadata,
+        software=software,
+        iccprofile=profile,
+        resolution=dpi,
+        resolutionunit="INCH",
+        metadata=None,
+    )
+    out.write(encoded.getvalue())
 
 
 def _write_error(exc: OSError) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
@@ -23,7 +24,11 @@ EXPORT_FILTERS = {
     "JPEG image (*.jpg *.jpeg)": ".jpg",
     "WebP image (*.webp)": ".webp",
     "TIFF image (*.tif *.tiff)": ".tif",
+    "PNG, 16 bits per channel, for print (*.png)": ".png",
+    "TIFF, 16 bits per channel, for print (*.tif *.tiff)": ".tif",
 }
+#: The filters that write 16 bits per channel.
+DEEP_FILTERS = frozenset(f for f in EXPORT_FILTERS if "16 bits" in f)
 PRESET_FILTER = "Style Studio preset (*.json);;All files (*)"
 
 
@@ -110,13 +115,15 @@ class Documents(QObject):
 
     # -- export --------------------------------------------------------------------
 
-    def ask_export_path(self, content: Path | None) -> Path | None:
+    def ask_export_path(self, content: Path | None) -> tuple[Path, int] | None:
+        """The file to export to and its bits per channel (a 16-bit filter chosen), or None when cancelled."""
         stem = content.stem if content is not None else "stylised"
         suggestion = str(export_folder(content) / f"{stem}-styled.png")
         filters = ";;".join(EXPORT_FILTERS)
         path, chosen = QFileDialog.getSaveFileName(self._parent, "Export picture", suggestion, filters)
         if not path:
             return None
+        bit_depth = 16 if chosen in DEEP_FILTERS else 8
         target = Path(path)
         if target.suffix.lower() not in FORMATS:
             target = target.with_suffix(EXPORT_FILTERS.get(chosen, ".png"))
@@ -127,20 +134,33 @@ class Documents(QObject):
                 != QMessageBox.StandardButton.Yes
             ):
                 return None
-        return target
+        if bit_depth == 16 and target.suffix.lower() not in (".png", ".tif", ".tiff"):
+            bit_depth = 8  # a .jpg typed under a 16-bit filter: the name decides
+        return target, bit_depth
 
     @property
     def exporting(self) -> bool:
         return self._export is not None
 
-    def export(self, image: Image.Image, path: Path, metadata: str) -> bool:
-        """Start writing ``image`` to ``path`` with ``metadata`` embedded; False when one is still being written."""
+    def export(
+        self,
+        image: Image.Image | np.ndarray,
+        path: Path,
+        metadata: str,
+        *,
+        bit_depth: int = 8,
+        dpi: tuple[float, float] | None = None,
+    ) -> bool:
+        """Start writing ``image`` to ``path`` with ``metadata`` embedded; False when one is still being written.
+
+        ``image``: a picture, or for 16 bits per channel the run's (H, W, 3) uint16 result.
+        """
         if self._export is not None:
             self.error.emit("An export is still being written; try again in a moment.")
             return False
 
         def write(report: Report, cancel: CancelToken) -> None:
-            save_image(image, path, metadata, software=f"{APP_NAME} {__version__}")
+            save_image(image, path, metadata, software=f"{APP_NAME} {__version__}", bit_depth=bit_depth, dpi=dpi)
 
         job = Job(write, "style-studio-export", failure=f"{path}: the export failed")
         job.finished.connect(lambda outcome: self._exported(path, outcome))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 from PIL import Image
 from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPixmap
@@ -21,6 +22,8 @@ class HistoryEntry:
     weights_label: str
     stop_reason: str
     created: float = field(default_factory=time.time)
+    deep: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
 
     def summary(self) -> str:
         s = self.settings

@@ -447,7 +447,9 @@ class MainWindow(QMainWindow):
     def _on_finished(self, outcome: RunOutcome) -> None:
         if outcome.result is not None:
             label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")
-            entry = HistoryEntry(outcome.result, outcome.settings, label, outcome.stop_reason or "failed")
+            entry = HistoryEntry(
+                outcome.result, outcome.settings, label, outcome.stop_reason or "failed", deep=outcome.deep
+            )
             self.history.add(entry)
             self._show(entry)
         if outcome.error:
@@ -492,14 +494,17 @@ class MainWindow(QMainWindow):
             self.show_error("Nothing to export yet: press Start to make a picture first.")
             return
         content = self.inputs.content
-        path = self.documents.ask_export_path(content.path if content else None)
-        if path is not None:
-            self.export_to(path, entry=entry)
+        chosen = self.documents.ask_export_path(content.path if content else None)
+        if chosen is not None:
+            path, bit_depth = chosen
+            self.export_to(path, entry=entry, bit_depth=bit_depth)
 
-    def export_to(self, path: Path, *, entry: HistoryEntry | None = None) -> bool:
+    def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
         """Start writing the result (or a history entry) with its settings embedded.
 
-        ``documents.exportFinished`` reports the outcome. Returns False when nothing could be started.
+        16 bits per channel write the run's own values (PNG and TIFF); the
+        photo's print resolution (DPI) is kept. ``documents.exportFinished``
+        reports the outcome. Returns False when nothing could be started.
         """
         entry = entry or self.shown
         if entry is None:
@@ -513,7 +518,9 @@ class MainWindow(QMainWindow):
             content=content.name if content else None,
             styles=[r.item.name for r in self.inputs.style_rows],
         )
-        started = self.documents.export(entry.result, path, metadata)
+        picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
+        dpi = content.image.info.get("dpi") if content else None
+        started = self.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
         self._update_state()
         return started
 

@@ -139,3 +139,31 @@ def test_progress_json_records_and_exported_metadata_keep_their_pinned_shape(tmp
     ]  # fmt: skip
     assert json.loads(read_metadata(target)) == PINNED_METADATA
     assert list(json.loads(read_metadata(target))) == list(PINNED_METADATA)
+
+
+def test_a_16_bit_tiff_for_print_keeps_the_photos_dpi_and_more_than_256_levels(tmp_path):
+    import numpy as np
+    import tifffile
+
+    photo = tmp_path / "photo.png"
+    Image.open(CONTENT).save(photo, dpi=(240, 240))
+    target = tmp_path / "print.tif"
+    code, _, err = run_cli("render", str(photo), STYLE, "-o", str(target), *FAST, "--bit-depth", "16")
+    assert code == 0, err
+    with tifffile.TiffFile(target) as tiff:
+        page = tiff.pages[0]
+        pixels = page.asarray()
+        assert pixels.dtype == np.uint16 and pixels.shape == (32, 48, 3)
+        assert page.tags["XResolution"].value[0] / page.tags["XResolution"].value[1] == pytest.approx(240, abs=0.1)
+    # The run's own values, not 8-bit ones stretched: most are not multiples of 257.
+    assert np.mean(pixels % 257 != 0) > 0.9
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--dpi", "300")
+    assert code == 0, err
+    with Image.open(target) as image:
+        assert image.info["dpi"] == pytest.approx((300, 300), abs=0.05)
+
+
+def test_16_bits_in_a_jpeg_is_refused_before_the_run(tmp_path):
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST, "--bit-depth", "16")
+    assert code == 2 and "16-bit pictures can be saved as .png or .tif, not .jpg" in err
+    assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,4 @@
-"""Unfinished runs in the window: kept when the window closes mid-run, offered at the next start, resumed or discarded."""
+"""Unfinished runs in the window: kept when it closes mid-run, offered at the next start, resumed or discarded."""
 
 from __future__ import annotations
 

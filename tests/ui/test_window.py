@@ -238,6 +238,24 @@ def test_a_run_error_is_shown_and_the_app_keeps_going(qtbot, window):
 # -- export and settings round trip ------------------------------------------------------
 
 
+def test_a_16_bit_export_writes_the_runs_own_values_for_print(qtbot, window, tmp_path):
+    import numpy as np
+    import tifffile
+
+    run_to_end(qtbot, window)
+    target = tmp_path / "print.tif"
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
+        assert window.export_to(target, bit_depth=16)
+    assert blocker.args == [str(target), ""]
+    pixels = tifffile.imread(target)
+    assert pixels.dtype == np.uint16 and pixels.shape == (32, 48, 3)
+    assert np.mean(pixels % 257 != 0) > 0.9  # not 8-bit values stretched
+    # The 8-bit picture shown is the same picture.
+    shown = np.asarray(window.result, dtype=np.int32)
+    assert np.abs(shown - (pixels.astype(np.int32) + 128) // 257).max() <= 1
+    assert settings_mod.loads(read_metadata(target)) == window.current_settings()
+
+
 def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, window, tmp_path):
     run_to_end(qtbot, window)
     target = tmp_path / "result.png"
