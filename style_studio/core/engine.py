@@ -449,6 +449,7 @@ class StyleTransfer:
         if self._control is not None:
             self._kept = self._control.lowest.cpu()
         self._control = None
+        self._position = None
         self._final_content = None
         gc.collect()
         _empty_device_cache(self.compute.device)

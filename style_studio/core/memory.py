@@ -13,6 +13,7 @@ import math
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -205,3 +206,60 @@ def plan_tiles(
         f"a {width}×{height} picture needs about {need / 2**30:.1f} GB of memory even in tiles of "
         f"{candidates[-1]} px, but only {available / 2**30:.1f} GB is free on the {where}; {advice}"
     )
+
+
+#: A tiled iteration's time against an untiled one at the same size: each tile
+#: carries its halo, and the Gram matrices take a forward pass of their own
+#: (benchmarks/print_size.py measured it at 2048 px).
+TILED_TIME_FACTOR: Final = 1.6
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a run will need, worked out before it starts (for the window to show).
+
+    Attributes:
+        bytes: its peak memory, tiled or not.
+        tile: the tile core it will be evaluated in at its largest scale (None: untiled).
+        work: megapixel-iterations over its schedule, tiles' extra cost included:
+            times seconds per megapixel-iteration, that is its duration.
+        refusal: why it will not start (it does not fit), or None.
+    """
+
+    bytes: int
+    tile: int | None
+    work: float
+    refusal: str | None = None
+
+
+def needs(
+    content_size: tuple[int, int],
+    schedule: Sequence[tuple[int, int]],
+    style_sizes: Sequence[tuple[int, int]],
+    precision: str,
+    available: int | None,
+    optimizer: str = "lbfgs",
+    tile: int = 0,
+) -> Needs:
+    """What a run with ``schedule`` ((longest side, iterations) per scale) needs, as the engine will plan it.
+
+    ``precision`` "auto" is counted as fp32, the most a device can pick.
+    """
+    precision = "fp32" if precision == "auto" else precision
+    longest = schedule[-1][0]
+    width, height = fit_size(*content_size, longest)
+    try:
+        chosen = plan_tiles(content_size, longest, style_sizes, precision, available, "computer", optimizer, tile=tile)
+        refusal = None
+    except ResourceError as exc:
+        chosen, refusal = (tile or TILE_SIDES[-1]), str(exc)
+    if chosen is None:
+        need = estimate_bytes(width, height, style_sizes, precision, optimizer)
+    else:
+        need = tiled_bytes(width, height, chosen, precision, optimizer)
+    work = 0.0
+    for side, iterations in schedule:
+        w, h = fit_size(*content_size, side)
+        factor = TILED_TIME_FACTOR if chosen is not None and max(w, h) > chosen else 1.0
+        work += iterations * w * h / 1e6 * factor
+    return Needs(need, chosen, work, refusal)

@@ -27,7 +27,7 @@ import itertools
 import math
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -220,6 +220,30 @@ class _GramSums:
         return grid.length(self.height) * grid.length(self.width) * channels
 
 
+class _StyleShare(torch.autograd.Function):
+    """A tile's share of the style terms, for its backward pass only.
+
+    Its value is 0 (the style terms' values come from the whole picture's
+    Gram matrices); its gradient with respect to the tile's features F
+    (1, C, h, w) is (dL/dG + dL/dGᵀ)·F / N, their share of the untiled
+    gradient: one matrix product, where autograd through ⟨dL/dG, F·Fᵀ⟩ / N
+    would take three passes and two copies of F.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, features: Tensor, gram_gradient: Tensor, scale: float) -> Tensor:
+        ctx.save_for_backward(features)
+        ctx.symmetric = (gram_gradient + gram_gradient.t()) * scale
+        return features.new_zeros((), dtype=torch.float32)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+        (features,) = ctx.saved_tensors
+        flat = features[0].flatten(1)  # (C, h·w)
+        symmetric = (ctx.symmetric * grad).to(flat.dtype)
+        return (symmetric @ flat).view_as(features), None, None
+
+
 class TiledObjective(Objective):
     """``Objective``'s loss and gradient, computed tile by tile in bounded memory.
 
@@ -246,13 +270,19 @@ class TiledObjective(Objective):
     def tiles(self, width: int, height: int) -> list[Tile]:
         return tiles_for(width, height, self.tile, self.reach)
 
+    def _tile_forward(self, image: Tensor, tile: Tile, *, with_grad: bool = False) -> Tensor:
+        """Run one tile of ``image`` (1, C, H, W) through the network (the hooks capture it); the crop, a leaf."""
+        crop, mirrored = tile.crop(image.detach(), self.reach.border)
+        crop = crop.detach().requires_grad_(with_grad)
+        with torch.set_grad_enabled(with_grad):
+            self._forward(vgg_input(crop), mirrored)
+        return crop
+
     def _tile_features(self, picture: Tensor, tile: Tile, layers: tuple[str, ...]) -> Iterator[tuple[str, Tensor]]:
         """(layer, the core of its activation) for one tile of ``picture`` (1, 3, H, W)."""
-        reach = self.reach
-        crop, mirrored = tile.crop(picture, reach.border)
-        self._forward(crop, mirrored)
+        self._tile_forward(picture, tile)
         for name in layers:
-            yield name, tile.core(self.captured.activations[name], reach.grids[name])
+            yield name, tile.core(self.captured.activations[name], self.reach.grids[name])
 
     @torch.no_grad()
     def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
@@ -274,17 +304,32 @@ class TiledObjective(Objective):
             self.captured.clear()
         return activations, grams.result()
 
-    @torch.no_grad()
-    def _gram_pass(self, picture: Tensor) -> Generator[int, None, dict[str, Tensor]]:
-        """Each style layer's Gram matrix of the whole picture; yields the count of tiles done."""
-        height, width = picture.shape[-2:]
+    def _gram_pass(
+        self, image: Tensor, *, keep_last: bool
+    ) -> Generator[int, None, tuple[dict[str, Tensor], Tensor | None]]:
+        """Each style layer's Gram matrix of the whole picture; yields the count of tiles done.
+
+        With ``keep_last`` the last tile runs with autograd and its forward pass
+        is kept (in the hooks' record) for the backward pass to begin with:
+        one tile's forward pass less per iteration. Returns the Gram matrices
+        and that tile's crop (None without ``keep_last``).
+        """
+        height, width = image.shape[-2:]
+        tiles = self.tiles(width, height)
         grams = _GramSums(self.reach.grids, width, height)
-        for done, tile in enumerate(self.tiles(width, height), start=1):
-            for name, core in self._tile_features(picture, tile, self.style_layers):
-                grams.add(name, core)
-            self.captured.clear()
+        kept = None
+        for done, tile in enumerate(tiles, start=1):
+            last = keep_last and done == len(tiles)
+            crop = self._tile_forward(image, tile, with_grad=last)
+            with torch.no_grad():
+                for name in self.style_layers:
+                    grams.add(name, tile.core(self.captured.activations[name], self.reach.grids[name]))
+            if last:
+                kept = crop
+            else:
+                self.captured.clear()
             yield done
-        return grams.result()
+        return grams.result(), kept
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image`` (1, C, H, W), without a gradient."""
@@ -299,16 +344,16 @@ class TiledObjective(Objective):
         return self._terms(image, loss_scale)
 
     def _terms(self, image: Tensor, loss_scale: LossScale | None) -> Generator[TileDone, None, Terms]:
-        picture = vgg_input(image.detach())
-        height, width = picture.shape[-2:]
+        backward = loss_scale is not None
+        height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
-        parts = 2 * len(tiles) if loss_scale is not None else len(tiles)
-        gram_pass = self._gram_pass(picture)
+        parts = 2 * len(tiles) if backward else len(tiles)
+        gram_pass = self._gram_pass(image, keep_last=backward)
         while True:
             try:
                 yield TileDone(next(gram_pass), parts)
             except StopIteration as finished:
-                grams: dict[str, Tensor] = finished.value
+                grams, kept = finished.value
                 break
         style: dict[str, Tensor] = {}
         gram_gradients: dict[str, Tensor] = {}
@@ -318,32 +363,30 @@ class TiledObjective(Objective):
             # d/dG of factor · mean((G - T)²)
             gram_gradients[name] = (difference * (2 * self.style_factors[name] / difference.numel()))[0]
         scale = loss_scale.value if loss_scale is not None else 1.0
-        gradient = torch.zeros_like(image) if loss_scale is not None else None
+        gradient = torch.zeros_like(image) if backward else None
         content = image.new_zeros((), dtype=torch.float32)
         grids = self.reach.grids
-        for done, tile in enumerate(tiles, start=len(tiles) + 1):
-            crop, mirrored = tile.crop(image.detach(), self.reach.border)
-            crop = crop.detach().requires_grad_(loss_scale is not None)
-            with torch.set_grad_enabled(loss_scale is not None):
-                self._forward(vgg_input(crop), mirrored)
-                share = image.new_zeros((), dtype=torch.float32)
+        # Last tile first: its forward pass was kept from the Gram pass.
+        for done, tile in enumerate(reversed(tiles), start=len(tiles) + 1):
+            if kept is not None:
+                crop, kept = kept, None
+            else:
+                crop = self._tile_forward(image, tile, with_grad=backward)
+            with torch.set_grad_enabled(backward):
                 tile_content = image.new_zeros((), dtype=torch.float32)
                 for name in self.content_layers:
                     core = tile.core(self.captured.activations[name], grids[name])
                     rows, cols = _global_positions(tile, grids[name])
                     target = self.content_targets[name][..., rows, cols]
                     squared = (core.float() - target.float()).square().sum()
-                    tile_content = tile_content + squared * (
-                        self.content_factors[name] / self.content_targets[name].numel()
-                    )
-                share = share + tile_content
-                if loss_scale is not None:
+                    factor = self.content_factors[name] / self.content_targets[name].numel()
+                    tile_content = tile_content + squared * factor
+                if backward:
+                    share = tile_content
                     for name in self.style_layers:
                         core = tile.core(self.captured.activations[name], grids[name])
-                        flat = core[0].flatten(1).float()  # (C, positions)
-                        positions = grids[name].length(height) * grids[name].length(width) * flat.shape[0]
-                        # ⟨dL/dG, F·Fᵀ⟩ / N: its gradient is F's share of the style terms' one
-                        share = share + (gram_gradients[name] @ flat * flat).sum() / positions
+                        positions = grids[name].length(height) * grids[name].length(width) * core.shape[1]
+                        share = share + _StyleShare.apply(core, gram_gradients[name], 1.0 / positions)
                     (share * scale).backward()  # type: ignore[no-untyped-call]
             self.captured.clear()
             content = content + tile_content.detach()
@@ -351,18 +394,17 @@ class TiledObjective(Objective):
                 top, bottom, _, _ = tile.rows.input_range(self.reach.border)
                 left, right, _, _ = tile.cols.input_range(self.reach.border)
                 gradient[..., top:bottom, left:right] += crop.grad
-            if loss_scale is not None:
                 yield TileDone(done, parts)
-        smooth = image.detach().requires_grad_(gradient is not None)
-        with torch.set_grad_enabled(gradient is not None):
+        smooth = image.detach().requires_grad_(backward)
+        with torch.set_grad_enabled(backward):
             tv = total_variation(smooth) * self.tv_factor
-            if gradient is not None:
+            if gradient is not None and loss_scale is not None:
                 (tv * scale).backward()  # type: ignore[no-untyped-call]
                 assert smooth.grad is not None
                 gradient += smooth.grad
-        if gradient is not None and loss_scale is not None:
-            image.backward(gradient)  # type: ignore[no-untyped-call]
-            loss_scale.unscale(image)
+                # Once, so that the image's hooks see the whole gradient.
+                image.backward(gradient)  # type: ignore[no-untyped-call]
+                loss_scale.unscale(image)
         tv = tv.detach()
         total = torch.stack([content, tv, *style.values()]).sum()
         return Terms(total, content, style, tv)

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPushButton,
     QSpinBox,
     QToolButton,
@@ -29,6 +30,14 @@ from ..core.weights import IMAGENET, UNTRAINED
 from .widgets import LayerSlider, LogSlider
 
 CHOOSE_FILE = "choose-file"
+
+#: (menu text, longest side, print dpi or 0 for the photo's own).
+SIZE_PRESETS = (
+    ("Screen (1920 px)", 1920, 0),
+    ("4K screen (3840 px)", 3840, 0),
+    ("A4 print at 300 dpi (3508 px)", 3508, 300),
+    ("A3 print at 300 dpi (4961 px)", 4961, 300),
+)
 
 TIPS = {
     "style_layer": (
@@ -54,6 +63,10 @@ TIPS = {
     "finer_iterations": (
         "Iterations at each finer scale, as a share of the previous scale's. The composition settles at "
         "the coarse scales; the finer ones only refine it, and each costs four times as much per iteration."
+    ),
+    "print_dpi": (
+        "The print resolution recorded in exported pictures: how many pixels make an inch on paper. "
+        "Photo's own: the photo's, or 72 when it has none."
     ),
     "tile": (
         "Work on a large picture in tiles of this size: the same result, in less memory, a little slower. "
@@ -216,6 +229,11 @@ class ControlsPanel(QWidget):
         self.schedule = QLabel()
         self.schedule.setWordWrap(True)
         self.schedule.setToolTip("The scales this run will paint, coarse to fine, and their iterations.")
+        self.needs = QLabel()
+        self.needs.setWordWrap(True)
+        self.needs.setToolTip(
+            "The memory the run will need, and how long it will take at the speed the last run measured"
+        )
         self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], TIPS["optimizer"])
         self.init = _combo(
             [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], TIPS["init"]
@@ -228,8 +246,19 @@ class ControlsPanel(QWidget):
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
         self.pooling = _combo([("Max", "max"), ("Average", "avg")], TIPS["pooling"])
+        self.print_dpi = QSpinBox()
+        self.print_dpi.setRange(0, 2400)
+        self.print_dpi.setSingleStep(50)
+        self.print_dpi.setSpecialValueText("Photo's own")
+        self.print_dpi.setSuffix(" dpi")
+        size_row = QWidget()
+        size_layout = QHBoxLayout(size_row)
+        size_layout.setContentsMargins(0, 0, 0, 0)
+        size_layout.addWidget(self.output_size, 1)
+        size_layout.addWidget(self._size_presets())
+        self.output_size.setToolTip(TIPS["size"])
+        form.addRow("Size", size_row)
         for key, widget, label in (
-            ("size", self.output_size, "Size"),
             ("iterations", self.iterations, "Iterations"),
             ("scales", self.scales, "Scales"),
             ("finer_iterations", self.finer_iterations, "Finer scales"),
@@ -239,10 +268,12 @@ class ControlsPanel(QWidget):
             ("style_scale", self.style_scale, "Style scale"),
             ("pooling", self.pooling, "Pooling"),
             ("tile", self.tile, "Tiles"),
+            ("print_dpi", self.print_dpi, "Print resolution"),
         ):
             widget.setToolTip(TIPS[key])
             form.addRow(label, widget)
         form.insertRow(4, "", self.schedule)
+        form.insertRow(5, "", self.needs)
         self.preserve_colors.setToolTip(TIPS["preserve_colors"])
         form.addRow(self.preserve_colors)
         for spin in (self.output_size, self.iterations, self.scales, self.finer_iterations, self.tile, self.seed):
@@ -253,6 +284,35 @@ class ControlsPanel(QWidget):
             box.currentIndexChanged.connect(self._changed)
         self.preserve_colors.toggled.connect(self._changed)
         return group
+
+    def _size_presets(self) -> QToolButton:
+        """Sizes people ask for: the photo's own, screens, and paper at 300 dpi."""
+        button = QToolButton()
+        button.setText("Presets")
+        button.setToolTip("Common sizes: the photo's own, screens, prints")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(button)
+        self.photo_size_action = menu.addAction("Photo's own size")
+        self.photo_size_action.setEnabled(False)
+        self.photo_size_action.triggered.connect(lambda: self._use_size(self._photo_side or 0, 0))
+        menu.addSeparator()
+        for text, side, dpi in SIZE_PRESETS:
+            action = menu.addAction(text)
+            action.triggered.connect(lambda _=False, side=side, dpi=dpi: self._use_size(side, dpi))
+        button.setMenu(menu)
+        self._photo_side: int | None = None
+        return button
+
+    def set_photo_size(self, width: int, height: int) -> None:
+        """The content photo's size, for the "Photo's own size" preset."""
+        self._photo_side = min(max(width, height), settings_mod.MAX_SIZE)
+        self.photo_size_action.setText(f"Photo's own size ({self._photo_side} px)")
+        self.photo_size_action.setEnabled(self._photo_side >= settings_mod.MIN_SIZE)
+
+    def _use_size(self, side: int, dpi: int) -> None:
+        if side >= settings_mod.MIN_SIZE:
+            self.output_size.setValue(side)
+            self.print_dpi.setValue(dpi)
 
     def _compute_group(self) -> QGroupBox:
         group = QGroupBox("Computation")

@@ -29,11 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from .. import APP_NAME, __version__
+from ..core import memory
 from ..core import settings as settings_mod
 from ..core.checkpoints import Checkpoint, CheckpointStore
 from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import fit_size
-from ..core.progress import Progress
+from ..core.progress import FINISHED, Progress
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
@@ -44,7 +45,7 @@ from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
-from .run_bar import RunBar, ago
+from .run_bar import RunBar, ago, duration
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
 from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
@@ -217,6 +218,7 @@ class MainWindow(QMainWindow):
     def _content_changed(self, item: InputImage) -> None:
         """A new photo: show it; the last result (made from the old one) stays in the history."""
         photo = pil_to_qimage(item.image)
+        self.controls.set_photo_size(*item.image.size)
         self.view.set_before(photo)
         self._compare = None
         self.shown = None
@@ -225,6 +227,7 @@ class MainWindow(QMainWindow):
 
     def _inputs_changed(self) -> None:
         self._update_state()
+        self._update_needs()
         self._save_timer.start()
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
@@ -271,7 +274,44 @@ class MainWindow(QMainWindow):
 
     def _settings_changed(self) -> None:
         self._update_weights_label()
+        self._update_needs()
         self._save_timer.start()
+
+    def _run_needs(self, settings: Settings) -> memory.Needs | None:
+        content = self.inputs.content
+        if content is None:
+            return None
+        schedule = settings.schedule()
+        style_side = settings.style_side(schedule[-1][0])
+        styles = [fit_size(*r.item.image.size, style_side) for r in self.inputs.style_rows]
+        speed = self.store.speed()
+        on_cpu = settings.device == "cpu" or (
+            settings.device == "auto" and speed is not None and speed[1].startswith("cpu")
+        )
+        available = memory.available_bytes("cpu") if on_cpu else None
+        return memory.needs(
+            content.image.size, schedule, styles, settings.precision, available, settings.optimizer, settings.tile
+        )
+
+    def _update_needs(self) -> None:
+        """Before Start: the memory the run will need, tiled or not, and how long it will take."""
+        label = self.controls.needs
+        needs = self._run_needs(self.current_settings())
+        if needs is None:
+            label.setText("")
+            return
+        if needs.refusal is not None:
+            label.setText(f"Too large for this computer: {needs.refusal}")
+            label.setStyleSheet("color: #8a1c12;")
+            return
+        text = f"Needs about {needs.bytes / 2**30:.1f} GB"
+        if needs.tile is not None:
+            text += f", in tiles of {needs.tile} px"
+        speed = self.store.speed()
+        if speed is not None:
+            text += f" · about {duration(needs.work * speed[0])} on {speed[1]}"
+        label.setText(text)
+        label.setStyleSheet("")
 
     def _live_changed(self) -> None:
         if self.controller.running:
@@ -445,6 +485,7 @@ class MainWindow(QMainWindow):
             self.view.set_image(image, self._final_size)
 
     def _on_finished(self, outcome: RunOutcome) -> None:
+        self._measure_speed(outcome)
         if outcome.result is not None:
             label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")
             entry = HistoryEntry(
@@ -457,6 +498,16 @@ class MainWindow(QMainWindow):
         self.run_bar.show_outcome(outcome)
         self._running_weights = None
         self._update_state()
+
+    def _measure_speed(self, outcome: RunOutcome) -> None:
+        """Keep a finished run's speed per pixel, for the next runs' expected time."""
+        last = outcome.last
+        if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0:
+            return
+        needs = self._run_needs(outcome.settings)
+        if needs is not None and needs.work > 0:
+            self.store.save_speed(last.elapsed / needs.work, last.compute)
+            self._update_needs()
 
     @property
     def result(self) -> Image.Image | None:
@@ -519,7 +570,8 @@ class MainWindow(QMainWindow):
             styles=[r.item.name for r in self.inputs.style_rows],
         )
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
-        dpi = content.image.info.get("dpi") if content else None
+        chosen_dpi = self.controls.print_dpi.value()
+        dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
         started = self.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
         self._update_state()
         return started

@@ -25,6 +25,8 @@ _WEIGHTS_FILE = "weights/file"
 _GEOMETRY = "window/geometry"
 _STATE = "window/state"
 _ALL_LAYERS = "window/allLayers"
+_SPEED = "runs/secondsPerMegapixelIteration"
+_SPEED_COMPUTE = "runs/speedMeasuredOn"
 
 
 class Store:
@@ -112,6 +114,18 @@ class Store:
 
     def save_show_all_layers(self, value: bool) -> None:
         self.qs.setValue(_ALL_LAYERS, "true" if value else "false")
+
+    def speed(self) -> tuple[float, str] | None:
+        """(seconds per megapixel-iteration, the device and precision it was measured on) of the last run."""
+        try:
+            seconds = float(str(self.qs.value(_SPEED, "")))
+        except ValueError:
+            return None
+        return (seconds, str(self.qs.value(_SPEED_COMPUTE, ""))) if seconds > 0 else None
+
+    def save_speed(self, seconds: float, compute: str) -> None:
+        self.qs.setValue(_SPEED, f"{seconds:.6g}")
+        self.qs.setValue(_SPEED_COMPUTE, compute)
 
     def sync(self) -> None:
         self.qs.sync()
