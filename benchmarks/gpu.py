@@ -10,7 +10,8 @@ kernel selection included), then warm iterations per second for L-BFGS and
 Adam in fp32 (true float32: TF32 off), bf16 and fp16 (with loss scaling),
 with the peak memory against the app's estimate; then the final losses of
 fp16 and bf16 runs judged against fp32 by the same fp32 objective; and the
-classic figure, 500 L-BFGS iterations at 512 px (the original Lua
+tiled rows at print size (speed untiled and in tiles, and fp16 against fp32
+in a tiled run); and the classic figure, 500 L-BFGS iterations at 512 px (the original Lua
 implementation: 22 s on a Pascal Titan X; the aim here is under 5 s).
 Without a GPU it says so and exits 0.
 
@@ -35,9 +36,10 @@ DEVICE = "cuda"  # --dry-run: "cpu"
 
 
 def sync() -> None:
+    import torch
 
     if DEVICE == "cuda":
-        sync()
+        torch.cuda.synchronize()
 
 
 def say(*parts: object) -> None:
@@ -55,18 +57,25 @@ def guarded(name: str, measure: Callable[[], str]) -> None:
     say(f"| {name:<34} | {row} | {time.perf_counter() - start:6.1f} s |")
 
 
-def settings_for(size: int, precision: str, optimizer: str, iterations: int, loaded):
+def settings_for(size: int, precision: str, optimizer: str, iterations: int, loaded, tile: int = 0):
     from style_studio.core.settings import DEFAULTS
 
     return dataclasses.replace(
         DEFAULTS,
         size=size,
         iterations=iterations,
+        scales=1,
         precision=precision,
         optimizer=optimizer,
         device=DEVICE,
         weights=loaded.choice,
+        tile=tile,
     )
+
+
+def iterations_of(run):
+    """A run's records of whole iterations (a tiled one also reports each tile)."""
+    return (record for record in run if not record.within_iteration)
 
 
 def cold_start(size: int, loaded) -> str:
@@ -81,22 +90,22 @@ def cold_start(size: int, loaded) -> str:
     return f"first iteration after {time.perf_counter() - start:.2f} s ({first.compute})"
 
 
-def warm(size: int, precision: str, optimizer: str, iterations: int, loaded) -> str:
+def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, tile: int = 0) -> str:
     import torch
 
     from style_studio.core.engine import StyleTransfer
     from style_studio.core.imageio import fit_size
-    from style_studio.core.memory import estimate_bytes
+    from style_studio.core.memory import estimate_bytes, tiled_bytes
 
     content, style = images(size)
-    settings = settings_for(size, precision, optimizer, iterations + 10, loaded)
+    settings = settings_for(size, precision, optimizer, iterations + 10, loaded, tile)
     cuda = DEVICE == "cuda"
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated() if cuda else 0
     transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15)
-    run = transfer.run()
+    run = iterations_of(transfer.run())
     for _ in range(10):  # warm-up: cuDNN autotuning, the allocator, L-BFGS's history filling
         next(run)
     sync()
@@ -108,7 +117,10 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded) -> 
     run.close()
     width, height = transfer.sizes[-1]
     style_size = fit_size(*style.size, settings.style_side(max(width, height)))
-    estimate = estimate_bytes(width, height, [style_size], transfer.compute.precision, optimizer) / 2**30
+    if transfer.tile is not None:
+        estimate = tiled_bytes(width, height, transfer.tile, transfer.compute.precision, optimizer) / 2**30
+    else:
+        estimate = estimate_bytes(width, height, [style_size], transfer.compute.precision, optimizer) / 2**30
     if not cuda:
         return f"{rate:7.1f} it/s, estimate {estimate:.2f} GB"
     peak = (torch.cuda.max_memory_allocated() - before) / 2**30
@@ -116,13 +128,13 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded) -> 
     return f"{rate:7.1f} it/s, peak {peak:.2f} GB, estimate {estimate:.2f} GB ({covered})"
 
 
-def final_loss(size: int, precision: str, iterations: int, loaded) -> str:
+def final_loss(size: int, precision: str, iterations: int, loaded, tile: int = 0) -> str:
     from style_studio.core.engine import StyleTransfer
 
     content, style = images(size)
     results = {}
     for p in ("fp32", precision):
-        transfer = StyleTransfer(content, [style], settings_for(size, p, "lbfgs", iterations, loaded), loaded)
+        transfer = StyleTransfer(content, [style], settings_for(size, p, "lbfgs", iterations, loaded, tile), loaded)
         for _ in transfer.run():
             pass
         results[p] = transfer
@@ -153,6 +165,7 @@ def main() -> None:
     parser.add_argument("--loss-iterations", type=int, default=100, help="iterations of the final-loss runs")
     parser.add_argument("--weights", default=None, help="default: the proxy file if present, else untrained")
     parser.add_argument("--no-classic", action="store_true", help="skip the 500-iteration run")
+    parser.add_argument("--tiled-size", type=int, default=2048, help="size of the tiled rows (tiles of half)")
     parser.add_argument("--dry-run", action="store_true", help="every row on the CPU at 64 px, 2 iterations")
     args = parser.parse_args()
     import torch
@@ -182,9 +195,20 @@ def main() -> None:
             f"final loss {precision} vs fp32, {size} px",
             lambda p=precision, s=size: final_loss(s, p, args.loss_iterations, loaded),
         )
+    # Print sizes: tiled evaluation's speed against untiled, and fp16's loss scaling in a tiled run.
+    tiled_size, tile = (128, 64) if args.dry_run else (args.tiled_size, args.tiled_size // 2)
+    for precision in ("fp32", "bf16", "fp16"):
+        for t in (0, tile):
+            guarded(
+                f"{tiled_size} px {'tiles of ' + str(t) if t else 'untiled'}, lbfgs, {precision}",
+                lambda p=precision, t=t: warm(tiled_size, p, "lbfgs", max(2, args.iterations // 5), loaded, t),
+            )
+    guarded(
+        f"final loss fp16 vs fp32, {tiled_size} px in tiles of {tile}",
+        lambda: final_loss(tiled_size, "fp16", args.loss_iterations // 2, loaded, tile),
+    )
     if not args.no_classic:
         guarded("500 L-BFGS iterations, 512 px", lambda: classic(loaded))
-    say("Tiled rows come with tiled evaluation (print sizes).")
 
 
 if __name__ == "__main__":

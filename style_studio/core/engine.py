@@ -219,7 +219,8 @@ class StyleTransfer:
             check_image_fits(self.content_image, settings.size, layers, "the content image")
             for number, style in enumerate(self.style_images, start=1):
                 check_image_fits(style, settings.style_side(), layers, f"style image {number}")
-        self.tile = self._plan_memory()
+        self._tiles = self._plan_memory()
+        self.tile = self._tiles[-1]
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._control: StepControl | None = None
@@ -250,29 +251,36 @@ class StyleTransfer:
         if checkpoint.image.shape[-2:] != (height, width):
             raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
 
-    def _plan_memory(self) -> int | None:
-        """The tile core the largest scale is evaluated in (None: untiled).
+    def _plan_memory(self) -> list[int | None]:
+        """The tile core each scale is evaluated in (None: untiled), coarse to fine.
 
-        Refuses, before anything is allocated, a run that will not fit in memory even in tiles.
+        A scale is tiled when asked (``settings.tile``) or when it would not
+        fit whole. Refuses, before anything is allocated, a run whose largest
+        scale will not fit in memory even in tiles.
         """
         device = self.compute.device
-        longest = self.settings.style_side(max(self.sizes[-1]))
-        style_sizes = [fit_size(s.width, s.height, longest) for s in self.style_images]
-        return memory.plan_tiles(
-            self.content_image.size,
-            self.settings.size,
-            style_sizes,
-            self.compute.precision,
-            memory.available_bytes(device.type, free_device_memory(device)),
-            "computer" if device.type == "cpu" else "GPU",
-            self.settings.optimizer,
-            tile=self.settings.tile,
-            workspace=memory.CUDNN_WORKSPACE_BYTES if device.type == "cuda" else 0,
-        )
+        available = memory.available_bytes(device.type, free_device_memory(device))
+        plan = []
+        for size in self.sizes:
+            longest = self.settings.style_side(max(size))
+            plan.append(
+                memory.plan_tiles(
+                    self.content_image.size,
+                    max(size),
+                    [fit_size(s.width, s.height, longest) for s in self.style_images],
+                    self.compute.precision,
+                    available,
+                    "computer" if device.type == "cpu" else "GPU",
+                    self.settings.optimizer,
+                    tile=self.settings.tile,
+                    workspace=memory.CUDNN_WORKSPACE_BYTES if device.type == "cuda" else 0,
+                )
+            )
+        return plan
 
     def tiles_at(self, size: tuple[int, int]) -> int | None:
         """The tile core a scale of ``size`` is evaluated in; None when it is evaluated whole."""
-        return self.tile if self.tile is not None and max(size) > self.tile else None
+        return self._tiles[self.sizes.index(size)] if size in self.sizes else self.tile
 
     def _objective(self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings) -> Objective:
         tile = self.tiles_at(inputs.size)

@@ -246,20 +246,17 @@ def needs(
     ``precision`` "auto" is counted as fp32, the most a device can pick.
     """
     precision = "fp32" if precision == "auto" else precision
-    longest = schedule[-1][0]
-    width, height = fit_size(*content_size, longest)
-    try:
-        chosen = plan_tiles(content_size, longest, style_sizes, precision, available, "computer", optimizer, tile=tile)
-        refusal = None
-    except ResourceError as exc:
-        chosen, refusal = (tile or TILE_SIDES[-1]), str(exc)
-    if chosen is None:
-        need = estimate_bytes(width, height, style_sizes, precision, optimizer)
-    else:
-        need = tiled_bytes(width, height, chosen, precision, optimizer)
-    work = 0.0
+    need, work, chosen, refusal = 0, 0.0, None, None
     for side, iterations in schedule:
-        w, h = fit_size(*content_size, side)
-        factor = TILED_TIME_FACTOR if chosen is not None and max(w, h) > chosen else 1.0
-        work += iterations * w * h / 1e6 * factor
+        width, height = fit_size(*content_size, side)
+        try:
+            chosen = plan_tiles(content_size, side, style_sizes, precision, available, "computer", optimizer, tile=tile)
+        except ResourceError as exc:
+            chosen, refusal = (tile or TILE_SIDES[-1]), str(exc)
+        if chosen is None:
+            need = max(need, estimate_bytes(width, height, style_sizes, precision, optimizer))
+        else:
+            need = max(need, tiled_bytes(width, height, chosen, precision, optimizer))
+        factor = TILED_TIME_FACTOR if chosen is not None else 1.0
+        work += iterations * width * height / 1e6 * factor
     return Needs(need, chosen, work, refusal)

@@ -75,3 +75,17 @@ def test_the_suggested_size_fits_once_the_optimiser_is_counted():
         memory.check_fits((4000, 3000), 4096, [(4096, 3072)], "fp32", available, "computer")
     suggested = int(refused.value.args[0].split("use a size of ")[1].split(" px")[0])
     memory.check_fits((4000, 3000), suggested, [(suggested, suggested * 3 // 4)], "fp32", available, "computer")
+
+
+def test_what_a_run_needs_is_shown_before_it_starts_tiles_and_refusal_included():
+    schedule = [(1024, 300), (2048, 150), (4096, 75)]
+    needs = memory.needs((4000, 3000), schedule, [(4096, 3072)], "auto", 8 * GB)
+    assert needs.refusal is None and needs.tile in memory.TILE_SIDES
+    assert needs.bytes <= 8 * GB * memory.HEADROOM
+    # Megapixel-iterations: 300 at 0.79 MP, 150 at 3.1 MP, 75 at 12.6 MP (tiled scales cost more).
+    untiled_work = (300 * 1024 * 768 + 150 * 2048 * 1536 + 75 * 4096 * 3072) / 1e6
+    assert untiled_work < needs.work <= untiled_work * memory.TILED_TIME_FACTOR
+    small = memory.needs((4000, 3000), [(512, 300)], [(512, 384)], "fp32", 8 * GB)
+    assert small.tile is None and small.work == pytest.approx(300 * 512 * 384 / 1e6)
+    refused = memory.needs((4000, 3000), schedule, [(4096, 3072)], "fp32", GB)
+    assert refused.refusal is not None and "use a size of" in refused.refusal

@@ -130,3 +130,36 @@ def test_cores_cover_the_picture_once_and_crops_start_on_the_pools_grid(untraine
             s.crop_start <= max(0, s.core_start - 80) and s.crop_stop >= min(length, s.core_stop + 80) for s in spans
         )
     assert len(tiles_for(4096, 3072, 1024, reach)) == 12
+
+
+def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
+    from style_studio.core.engine import StyleTransfer
+
+    content, styles = pictures
+    settings = dataclasses.replace(BLEND, size=300, iterations=6, scales=1, weights="untrained")
+
+    def losses(tile):
+        transfer = StyleTransfer(content, styles, dataclasses.replace(settings, tile=tile), tiny)
+        records = [r for r in transfer.run() if not r.within_iteration and not r.done]
+        return transfer, [r.total_loss for r in records]
+
+    tiled, tiled_losses = losses(128)
+    untiled, untiled_losses = losses(0)
+    assert tiled.tiles_at(tiled.sizes[-1]) == 128 and untiled.tiles_at(untiled.sizes[-1]) is None
+    assert tiled_losses == pytest.approx(untiled_losses, rel=1e-3)
+    assert tiled_losses[-1] < 0.8 * tiled_losses[0]
+
+
+def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pictures, monkeypatch):
+    from style_studio.core import memory
+    from style_studio.core.engine import StyleTransfer
+
+    content, styles = pictures
+    monkeypatch.setattr(memory, "available_bytes", lambda *args: 6 * 2**30)
+    large = StyleTransfer(content, styles[:1], dataclasses.replace(BLEND, size=4096, style_blend=()), tiny)
+    assert large.tile in memory.TILE_SIDES
+    assert large.tiles_at(large.sizes[-1]) == large.tile
+    # Its coarse scales fit untiled: only the scales larger than a tile are tiled.
+    assert large.tiles_at(large.sizes[0]) is None
+    small = StyleTransfer(content, styles[:1], dataclasses.replace(BLEND, size=512, style_blend=()), tiny)
+    assert small.tile is None
