@@ -89,7 +89,8 @@ class RunBar(QWidget):
         else:
             self.rate_label.setText(f"{1 / rate:.0f} s/it" if rate else "")
         self.eta_label.setText(f"ETA {duration(record.eta)}" if record.eta is not None and not record.done else "")
-        self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
+        if not record.within_iteration:  # a part of an iteration carries no new gradient
+            self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
 
     def show_outcome(self, outcome: RunOutcome) -> None:
         if outcome.error:
