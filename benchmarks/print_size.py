@@ -8,6 +8,11 @@ targets). The peak is the whole process's, optimiser state included.
     python benchmarks/print_size.py                       # 1024 and 2048 px, untiled and tiled
     python benchmarks/print_size.py --tiled-only 4096     # adds tiled 4096 px (minutes per iteration on a CPU)
     python benchmarks/print_size.py --history             # loss after 100 iterations: 20 pairs against 3
+    python benchmarks/print_size.py --ratio 2048          # tiled / untiled, interleaved in one process
+
+The per-process times compare runs made minutes apart on a shared machine;
+``--ratio`` times the untiled and the tiled evaluation (loss and gradient)
+alternately in one process, and reports the ratio of their medians.
 
 Goals (issue #12): 4096×3072 within 6 GB; tiled time per iteration at most
 1.8x the untiled one at 2048 px.
@@ -118,6 +123,54 @@ def history_table(args: argparse.Namespace) -> None:
     print(f"loss with 3 pairs / with 20: {ratio:.3f}")
 
 
+RATIO_CHILD = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from _common import images, weights
+from style_studio.core.device import resolve
+from style_studio.core.engine import network_for
+from style_studio.core.imageio import fit_size
+from style_studio.core.objective import Objective, ScaleInputs
+from style_studio.core.settings import DEFAULTS
+from style_studio.core.steps import LossScale
+from style_studio.core.tiles import TiledObjective
+size, tile, repeats = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+loaded = weights()
+content, style = images(size)
+compute = resolve("cpu", sys.argv[5])
+settings = DEFAULTS
+network = network_for(loaded, compute)
+inputs = ScaleInputs.prepare(content, (style,), fit_size(*content.size, size), settings, compute.device)
+untiled = Objective(network, inputs, settings, compute)
+tiled = TiledObjective(network, inputs, settings, compute, tile)
+def seconds(objective):
+    image = inputs.content.clone().requires_grad_(True)
+    start = time.perf_counter()
+    for _ in objective.gradient(image, LossScale(False)):
+        pass
+    return time.perf_counter() - start
+times = {"untiled": [], "tiled": []}
+seconds(untiled), seconds(tiled)  # warm-up
+for _ in range(repeats):
+    times["untiled"].append(seconds(untiled))
+    times["tiled"].append(seconds(tiled))
+print(json.dumps({k: statistics.median(v) for k, v in times.items()} | {"tiles": len(tiled.tiles(*inputs.size))}))
+"""
+
+
+def ratio_table(args: argparse.Namespace) -> None:
+    rows = []
+    for size in args.ratio:
+        core = args.tile or min(1024, max(512, size // 2))
+        command = [sys.executable, "-c", RATIO_CHILD, HERE, str(size), str(core), str(args.repeats), args.precision]
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
+        m = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append([size, f"{m['tiles']} tiles of {core} px", f"{m['untiled']:.1f}", f"{m['tiled']:.1f}",
+                     f"{m['tiled'] / m['untiled']:.2f}"])  # fmt: skip
+    print(f"Tiled against untiled evaluation, interleaved, medians of {args.repeats} ({machine()})")
+    print(table(["px", "tiles", "untiled s", "tiled s", "tiled / untiled"], rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1024, 2048])
@@ -128,8 +181,12 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--history", action="store_true", help="measure the history's cost instead")
+    parser.add_argument("--ratio", type=int, nargs="*", default=[], help="sizes to time tiled/untiled interleaved")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if args.history:
+    if args.ratio:
+        ratio_table(args)
+    elif args.history:
         history_table(args)
     else:
         sizes_table(args)
