@@ -377,6 +377,7 @@ class StyleTransfer:
         self._result_losses: Losses | None = None
         self._step = 0
         self._last_checkpoint = time.perf_counter()
+        self._checkpoint_interval = checkpoints.interval()
         self._position: tuple[int, int, Tensor] | None = None  # scale, iteration done, image
         device = self.compute.device
         image: Tensor | None = None
@@ -550,7 +551,7 @@ class StyleTransfer:
                 self._step += 1
                 self._work_done += inputs.size[0] * inputs.size[1]
                 self._position = (index, iteration, image)
-                if time.perf_counter() - self._last_checkpoint >= checkpoints.interval():
+                if time.perf_counter() - self._last_checkpoint >= self._checkpoint_interval:
                     self._save_checkpoint()
                 yield self._progress(
                     index,
