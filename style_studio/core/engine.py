@@ -43,10 +43,12 @@ from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
 from .device import Compute, free_device_memory, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
 from .features import FeatureNetwork
+from .guided import ScaleRegions
 from .imageio import check_image_fits, fit_size
 from .lbfgs import LBFGS
 from .objective import Objective, ScaleInputs, Terms, TileDone
 from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
+from .regions import Regions
 from .settings import LIVE_FIELDS, Settings, scale_sides
 from .steps import LossScale, StepControl
 from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
@@ -133,10 +135,36 @@ def _empty_device_cache(device: torch.device) -> None:
         torch.mps.empty_cache()
 
 
+class _KeepPhoto:
+    """A hook on the optimised image that scales its gradient by 1 - the keep mask: kept pixels do not move.
+
+    Registered before ``_GradientNorm`` (PyTorch runs a tensor's hooks in the
+    order they were registered), so the norm the run reports is that of the
+    gradient the optimiser gets, kept pixels left out.
+    """
+
+    def __init__(self, image: Tensor, keep: Tensor | None) -> None:
+        self.moving: Tensor | None = None
+        self.take(keep)
+        self._handle = image.register_hook(self._scale)
+
+    def take(self, keep: Tensor | None) -> None:
+        """A new keep mask (1, 1, H, W), or None: every pixel moves."""
+        self.moving = None if keep is None else (1 - keep).clamp_(0, 1)
+
+    def _scale(self, grad: Tensor) -> Tensor | None:
+        if self.moving is None:
+            return None
+        return grad * self.moving.to(grad.dtype)
+
+    def remove(self) -> None:
+        self._handle.remove()
+
+
 class _GradientNorm:
     """A hook on the optimised image that keeps its gradient's L2 norm (a device scalar).
 
-    It sees the gradient of the loss as autograd delivers it, before the optimiser.
+    It sees the gradient of the loss as autograd delivers it, after ``_KeepPhoto``, before the optimiser.
     """
 
     def __init__(self, image: Tensor) -> None:
@@ -184,6 +212,7 @@ class StyleTransfer:
         resume: a checkpoint to go on from; refused, with what changed, when
             its settings or inputs are not these.
         input_names: the content's and the styles' names for the user (file names), kept in checkpoints.
+        regions: where each style goes and what stays a photo (``regions.Regions``); None: one style everywhere.
     """
 
     def __init__(
@@ -200,9 +229,14 @@ class StyleTransfer:
         run_id: str | None = None,
         resume: Checkpoint | None = None,
         input_names: Sequence[str] = (),
+        regions: Regions | None = None,
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
+        if regions:
+            regions.check(len(styles))
+        self.regions = regions or None
+        self._pending_regions: Regions | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
         self.content_image = content.convert("RGB")
@@ -299,6 +333,22 @@ class StyleTransfer:
         settings.blend_weights(len(self.style_images))
         with self._lock:
             self._pending = settings
+
+    def update_regions(self, regions: Regions | None) -> None:
+        """Take new regions (painted during the run) at the next iteration; thread-safe.
+
+        Raises:
+            RegionError: the regions cannot be used (nothing is changed).
+        """
+        if regions:
+            regions.check(len(self.style_images))
+        with self._lock:
+            self._pending_regions = regions or Regions.empty(*self.content_image.size)
+
+    def _take_pending_regions(self) -> Regions | None:
+        with self._lock:
+            pending, self._pending_regions = self._pending_regions, None
+        return pending
 
     def _take_pending(self) -> Settings | None:
         with self._lock:
@@ -464,7 +514,9 @@ class StyleTransfer:
         _empty_device_cache(self.compute.device)
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
-        return ScaleInputs.prepare(self.content_image, self.style_images, size, self.settings, self.compute.device)
+        return ScaleInputs.prepare(
+            self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
+        )
 
     def _initial_image(self, inputs: ScaleInputs) -> Tensor:
         s = self.settings
@@ -502,8 +554,10 @@ class StyleTransfer:
         pending = self._take_pending()
         if pending is not None:
             self.settings = pending
+        # The photo where the regions keep it: an upscaled coarse scale would blur it.
+        start = inputs.regions.kept_photo(start.detach(), inputs.content)
         # L-BFGS flattens the gradient with view(-1): the image must be NCHW-contiguous.
-        image = start.detach().clone(memory_format=torch.contiguous_format).requires_grad_(True)
+        image = start.clone(memory_format=torch.contiguous_format).requires_grad_(True)
         control = self._control = StepControl(image, self.settings.optimizer, self.settings.effective_step)
         first = 1
         if resumed is not None:
@@ -512,6 +566,7 @@ class StyleTransfer:
             if first > self.iterations[index]:
                 return control.lowest
         optimizer = self._optimizer(image, control.step_size)
+        keep_photo = _KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
         gradient_norm = _GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
@@ -524,6 +579,12 @@ class StyleTransfer:
                     control.new_objective()
                     if restart:
                         optimizer = self._optimizer(image, control.step_size)
+                painted = self._take_pending_regions()
+                if painted is not None:
+                    self.regions = painted or None
+                    inputs, objective = self._repaint(inputs, objective, network, image, keep_photo)
+                    control.new_objective()
+                    optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
                 optimizer.zero_grad(set_to_none=False)
                 terms = yield from self._evaluate(objective.gradient(image, scale), index, iteration, inputs.size)
@@ -564,7 +625,22 @@ class StyleTransfer:
             return control.lowest
         finally:
             gradient_norm.remove()
+            keep_photo.remove()
             objective.close()
+
+    def _repaint(
+        self, inputs: ScaleInputs, objective: Objective, network: FeatureNetwork, image: Tensor, keep_photo: _KeepPhoto
+    ) -> tuple[ScaleInputs, Objective]:
+        """Take ``self.regions`` into a running scale: new groups, keep mask, and the photo put back where kept."""
+        regions = ScaleRegions.prepare(self.regions, inputs.size, self.compute.device)
+        inputs = dataclasses.replace(inputs, regions=regions)
+        if not objective.regroup(regions, self.settings):
+            objective.close()
+            objective = self._objective(network, inputs, self.settings)
+        keep_photo.take(regions.keep)
+        with torch.no_grad():
+            image.copy_(regions.kept_photo(image, inputs.content))
+        return inputs, objective
 
     def _apply(
         self, settings: Settings, objective: Objective, network: FeatureNetwork, inputs: ScaleInputs

@@ -23,9 +23,11 @@ from . import color
 from .device import Compute
 from .errors import StyleStudioError
 from .features import Captured, FeatureNetwork, Sides, TruncatedNetwork, capture
+from .guided import WHOLE_PICTURE, ScaleRegions, StyleGroup, guided_gram
 from .imageio import fit_size
-from .losses import magnitude, total_variation, weighted_mse
+from .losses import gram, magnitude, total_variation, weighted_mse
 from .progress import Losses
+from .regions import Regions
 from .settings import Settings
 from .steps import LossScale
 from .tensors import resized_tensor
@@ -45,10 +47,12 @@ class ScaleInputs:
             or luminance (C = 1) when preserving colours.
         styles: (1, 3, h, w) each, as the network sees them: luminance
             repeated over RGB (and matched to the content's) when preserving colours.
+        regions: the painted regions at this size (one group over the whole picture when none).
     """
 
     content: Tensor
     styles: tuple[Tensor, ...]
+    regions: ScaleRegions = ScaleRegions(WHOLE_PICTURE, None)
 
     @classmethod
     def prepare(
@@ -58,8 +62,9 @@ class ScaleInputs:
         size: tuple[int, int],
         settings: Settings,
         device: torch.device,
+        regions: Regions | None = None,
     ) -> ScaleInputs:
-        """Resize the pictures for an output of ``size`` (width, height)."""
+        """Resize the pictures (and the regions' masks) for an output of ``size`` (width, height)."""
         content_rgb = resized_tensor(content, size).to(device)
         longest = settings.style_side(max(size))
         prepared = []
@@ -72,7 +77,7 @@ class ScaleInputs:
             prepared.append(tensor)
         if settings.preserve_colors:
             content_rgb = color.luminance(content_rgb)
-        return cls(content_rgb, tuple(prepared))
+        return cls(content_rgb, tuple(prepared), ScaleRegions.prepare(regions, size, device))
 
     @property
     def size(self) -> tuple[int, int]:
@@ -132,6 +137,8 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
+        self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
+        self.guided = inputs.regions.guided
         self._hooks = contextlib.ExitStack()
         self.captured: Captured = self._hooks.enter_context(capture(self.net, *self._hooked_layers()))
         try:
@@ -153,8 +160,21 @@ class Objective:
         self._hooks.close()
 
     def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(layers whose activations the hooks keep, layers whose Gram matrices they compute)."""
+        """(layers whose activations the hooks keep, layers whose Gram matrices they compute).
+
+        Guided Gram matrices are computed from the style layers' activations, one per group.
+        """
+        if self.guided:
+            return tuple(dict.fromkeys(self.content_layers + self.style_layers)), ()
         return self.content_layers, self.style_layers
+
+    def regroup(self, regions: ScaleRegions, settings: Settings) -> bool:
+        """Take new regions (painted during a run); False when they need another objective (new hooks)."""
+        if regions.guided != self.guided:
+            return False
+        self.groups = regions.groups
+        self._take_weights(settings)
+        return True
 
     def _forward(self, image: Tensor, mirrored: Sides | None = None) -> None:
         self.captured.clear()
@@ -166,9 +186,13 @@ class Objective:
     def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """(content layer -> activation, style layer -> Gram matrix) of a whole picture, (1, 3, H, W)."""
         self._forward(picture)
-        activations = {k: v.detach().clone() for k, v in self.captured.activations.items()}
-        grams = {k: v.detach().clone() for k, v in self.captured.grams.items()}
-        self.captured.clear()
+        captured = self.captured
+        activations = {k: captured.activations[k].detach().clone() for k in self.content_layers}
+        grams = {
+            k: (captured.grams[k] if k in captured.grams else gram(captured.activations[k])).detach().clone()
+            for k in self.style_layers
+        }
+        captured.clear()
         return activations, grams
 
     def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
@@ -194,17 +218,27 @@ class Objective:
         """The style targets and every term's factor, from ``settings``' loss weights.
 
         A style target is the weighted sum of the style images' Gram matrices
-        (Gatys et al.'s style blending). A term's factor is its weight over its
-        target's magnitude, so the loss needs one multiplication per term.
+        (Gatys et al.'s style blending), one per style group (region). A term's
+        factor is its weight over its target's magnitude, so the loss needs one
+        multiplication per term; a group's is also scaled by its strength and
+        its share of the stylised area (``regions``).
         """
         blend = settings.blend_weights(len(self.style_grams))
-        self.style_targets = {
-            layer: torch.stack([w * grams[layer] for w, grams in zip(blend, self.style_grams, strict=True)]).sum(0)
+        blends = [_normalised(g.blend) if g.blend is not None else blend for g in self.groups]
+        self.style_targets: dict[str, list[Tensor]] = {
+            layer: [
+                torch.stack([w * grams[layer] for w, grams in zip(b, self.style_grams, strict=True)]).sum(0)
+                for b in blends
+            ]
             for layer in self.style_layers
         }
         layer_weights = settings.style_layer_weights
-        self.style_factors = {
-            k: settings.style_weight * layer_weights[k] / magnitude(v) for k, v in self.style_targets.items()
+        self.style_factors: dict[str, list[Tensor]] = {
+            k: [
+                settings.style_weight * layer_weights[k] * g.strength * g.share / magnitude(v)
+                for g, v in zip(self.groups, targets, strict=True)
+            ]
+            for k, targets in self.style_targets.items()
         }
         # Content layers are averaged.
         self.content_factors = {
@@ -213,23 +247,36 @@ class Objective:
         self.tv_factor = settings.tv_weight / self.tv_reference
 
     def _factors(self) -> list[float]:
-        factors = [*self.content_factors.values(), *self.style_factors.values(), self.tv_factor]
-        return [float(f) for f in factors]
+        style = [f for factors in self.style_factors.values() for f in factors]
+        return [float(f) for f in [*self.content_factors.values(), *style, self.tv_factor]]
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image``, the optimised tensor (1, C, H, W)."""
         self._forward(vgg_input(image))
-        activations, grams = self.captured.activations, self.captured.grams
+        activations = self.captured.activations
         content_terms = [
             weighted_mse(activations[k], self.content_targets[k], self.content_factors[k]) for k in self.content_layers
         ]
-        style = {k: weighted_mse(grams[k], self.style_targets[k], self.style_factors[k]) for k in self.style_layers}
+        style = {k: self._style_term(k) for k in self.style_layers}
         tv = total_variation(image) * self.tv_factor
         content = torch.stack(content_terms).sum() if content_terms else image.new_zeros((), dtype=torch.float32)
         # One stack and sum: fewer autograd nodes than a chain of additions.
         total = torch.stack([content, tv, *style.values()]).sum()
         self.captured.clear()
         return Terms(total, content, style, tv)
+
+    def _style_term(self, layer: str) -> Tensor:
+        """A style layer's term from the last forward pass: one per group, added up."""
+        targets, factors = self.style_targets[layer], self.style_factors[layer]
+        if not self.guided:
+            return weighted_mse(self.captured.grams[layer], targets[0], factors[0])
+        features = self.captured.activations[layer]
+        height, width = features.shape[-2:]
+        terms = [
+            weighted_mse(guided_gram(features, group.at(height, width)), target, factor)
+            for group, target, factor in zip(self.groups, targets, factors, strict=True)
+        ]
+        return torch.stack(terms).sum() if len(terms) > 1 else terms[0]
 
     def gradient(self, image: Tensor, loss_scale: LossScale) -> Generator[TileDone, None, Terms]:
         """The loss terms of ``image``, with their gradient added to ``image.grad``.
@@ -242,6 +289,11 @@ class Objective:
         loss_scale.backward(terms.total, image)
         yield from ()
         return terms
+
+
+def _normalised(blend: tuple[float, ...]) -> list[float]:
+    total = sum(blend)
+    return [w / total for w in blend]
 
 
 def _ratio(a: float, b: float) -> float:

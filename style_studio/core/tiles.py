@@ -196,23 +196,38 @@ def tiles_for(width: int, height: int, core: int, reach: Reach) -> list[Tile]:
 
 
 class _GramSums:
-    """Gram matrices of a whole picture, added up from the tiles' shares."""
+    """Gram matrices of a whole picture, added up from the tiles' shares.
+
+    Keyed by layer, or by (layer, group) for the regions' guided Gram matrices.
+    """
 
     def __init__(self, grids: dict[str, LayerGrid], width: int, height: int) -> None:
         self.grids, self.width, self.height = grids, width, height
-        self.sums: dict[str, Tensor] = {}
+        self.sums: dict[Any, Tensor] = {}
 
-    def add(self, name: str, core: Tensor) -> None:
-        """Add Fᵀ·F over the positions of a tile's core (1, C, h, w) at layer ``name``."""
+    def add(self, key: Any, core: Tensor) -> None:
+        """Add Fᵀ·F over the positions of a tile's core (1, C, h, w) (masked, for a group)."""
         flat = core[0].flatten(1)
         if flat.dtype != torch.bfloat16:  # as ``losses.gram``: bf16 features are multiplied as they are
             flat = flat.float()
         share = (flat @ flat.t()).float()
-        self.sums[name] = self.sums[name] + share if name in self.sums else share
+        self.sums[key] = self.sums[key] + share if key in self.sums else share
 
-    def result(self) -> dict[str, Tensor]:
-        """layer -> G = Fᵀ·F / (C·H·W), (1, C, C) float32, as ``losses.gram`` makes it untiled."""
-        return {name: (total / self.positions(name, total.shape[0])).unsqueeze(0) for name, total in self.sums.items()}
+    def result(self, energies: dict[Any, float] | None = None) -> dict[Any, Tensor]:
+        """key -> G = Fᵀ·F / (C·H·W), (1, C, C) float32, as ``losses.gram`` makes it untiled.
+
+        ``energies``: for guided keys, Σm² of the group's mask, which replaces H·W
+        (as ``guided.guided_gram``).
+        """
+        out = {}
+        for key, total in self.sums.items():
+            channels = total.shape[0]
+            if energies is not None and key in energies:
+                divisor = channels * max(energies[key], 1e-12)
+            else:
+                divisor = self.positions(key, channels)
+            out[key] = (total / divisor).unsqueeze(0)
+        return out
 
     def positions(self, name: str, channels: int) -> int:
         """C·H·W of layer ``name``'s whole feature map: what a Gram matrix is divided by."""
@@ -304,32 +319,47 @@ class TiledObjective(Objective):
             self.captured.clear()
         return activations, grams.result()
 
+    def _group_cores(
+        self, tile: Tile, name: str, height: int, width: int
+    ) -> Iterator[tuple[int, Tensor, float]]:
+        """(group, the tile core's features at layer ``name`` weighted by its mask, C·Σm²) for each style group."""
+        grid = self.reach.grids[name]
+        core = tile.core(self.captured.activations[name], grid)
+        rows, cols = _global_positions(tile, grid)
+        for number, group in enumerate(self.groups):
+            mask = group.at(grid.length(height), grid.length(width))
+            masked = core if mask.values is None else core * mask.values[..., rows, cols].to(core.dtype)
+            yield number, masked, core.shape[1] * max(mask.energy, 1e-12)
+
     def _gram_pass(
         self, image: Tensor, *, keep_last: bool
-    ) -> Generator[int, None, tuple[dict[str, Tensor], Tensor | None]]:
-        """Each style layer's Gram matrix of the whole picture; yields the count of tiles done.
+    ) -> Generator[int, None, tuple[dict[tuple[str, int], Tensor], Tensor | None]]:
+        """Each style layer's Gram matrix (per style group) of the whole picture; yields the count of tiles done.
 
         With ``keep_last`` the last tile runs with autograd and its forward pass
         is kept (in the hooks' record) for the backward pass to begin with:
-        one tile's forward pass less per iteration. Returns the Gram matrices
-        and that tile's crop (None without ``keep_last``).
+        one tile's forward pass less per iteration. Returns the Gram matrices,
+        keyed (layer, group), and that tile's crop (None without ``keep_last``).
         """
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
         grams = _GramSums(self.reach.grids, width, height)
+        energies: dict[Any, float] = {}
         kept = None
         for done, tile in enumerate(tiles, start=1):
             last = keep_last and done == len(tiles)
             crop = self._tile_forward(image, tile, with_grad=last)
             with torch.no_grad():
                 for name in self.style_layers:
-                    grams.add(name, tile.core(self.captured.activations[name], self.reach.grids[name]))
+                    for group, masked, divisor in self._group_cores(tile, name, height, width):
+                        grams.add((name, group), masked)
+                        energies[(name, group)] = divisor / masked.shape[1]
             if last:
                 kept = crop
             else:
                 self.captured.clear()
             yield done
-        return grams.result(), kept
+        return grams.result(energies), kept
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image`` (1, C, H, W), without a gradient."""
@@ -356,12 +386,15 @@ class TiledObjective(Objective):
                 grams, kept = finished.value
                 break
         style: dict[str, Tensor] = {}
-        gram_gradients: dict[str, Tensor] = {}
+        gram_gradients: dict[tuple[str, int], Tensor] = {}
         for name in self.style_layers:
-            difference = grams[name] - self.style_targets[name]
-            style[name] = difference.square().mean() * self.style_factors[name]
-            # d/dG of factor · mean((G - T)²)
-            gram_gradients[name] = (difference * (2 * self.style_factors[name] / difference.numel()))[0]
+            terms = []
+            for group, (target, factor) in enumerate(zip(self.style_targets[name], self.style_factors[name])):
+                difference = grams[(name, group)] - target
+                terms.append(difference.square().mean() * factor)
+                # d/dG of factor · mean((G - T)²)
+                gram_gradients[(name, group)] = (difference * (2 * factor / difference.numel()))[0]
+            style[name] = torch.stack(terms).sum() if len(terms) > 1 else terms[0]
         scale = loss_scale.value if loss_scale is not None else 1.0
         gradient = torch.zeros_like(image) if backward else None
         content = image.new_zeros((), dtype=torch.float32)
@@ -384,9 +417,8 @@ class TiledObjective(Objective):
                 if backward:
                     share = tile_content
                     for name in self.style_layers:
-                        core = tile.core(self.captured.activations[name], grids[name])
-                        positions = grids[name].length(height) * grids[name].length(width) * core.shape[1]
-                        share = share + _StyleShare.apply(core, gram_gradients[name], 1.0 / positions)
+                        for group, masked, divisor in self._group_cores(tile, name, height, width):
+                            share = share + _StyleShare.apply(masked, gram_gradients[(name, group)], 1.0 / divisor)
                     (share * scale).backward()  # type: ignore[no-untyped-call]
             self.captured.clear()
             content = content + tile_content.detach()

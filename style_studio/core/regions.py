@@ -1,0 +1,419 @@
+"""Regions: where each style goes, and what stays a photo.
+
+A region is a painted mask with what it gets: a blend of the loaded styles
+at a strength, or "keep the photo". Masks are soft coverages in [0, 1], one
+per region, that add up to at most 1 at every pixel; what is left over is
+the unpainted area, which gets the run's global style blend, as a picture
+without regions does.
+
+The loss uses guided Gram matrices (Gatys et al. 2017, "Controlling
+Perceptual Factors in Neural Style Transfer"): each region's mask, brought to
+a layer's resolution, weights the features before their Gram matrix, which is
+matched to that region's style. Two departures from the paper:
+
+- each region's Gram matrix is divided by its own mask's energy (C·Σm²)
+  instead of the picture's size, so that a small region is compared on its
+  own statistics and not drowned by a large one; its term is then weighted by
+  its share of the painted area, so that every pixel is pulled as hard towards
+  its region's style as it would be with one style over the whole picture (an
+  all-ones mask gives exactly the unguided loss);
+- the masks are feathered (blurred by ``feather`` of the picture's longest
+  side) at each scale, so that no seam shows where two regions meet.
+
+"Keep the photo" needs no loss: a hook on the optimised image's gradient
+scales it by 1 - the feathered keep mask, so the pixels there do not move
+(``engine``). This module is the data, its checks and its files; the masks
+become tensors in ``ScaleRegions.prepare``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from .errors import StyleStudioError
+
+#: Default feather: the masks' blur, as a share of the picture's longest side.
+DEFAULT_FEATHER: Final = 0.01
+MAX_FEATHER: Final = 0.1
+#: A region's colour in a colour-coded mask matches pixels this close to it (per channel):
+#: anti-aliased edges and JPEG-like noise still count.
+COLOUR_TOLERANCE: Final = 24
+
+#: Colours given to new regions, in order.
+PALETTE: Final = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45")
+
+NAMED_COLOURS: Final = {
+    "red": "#ff0000",
+    "green": "#00ff00",
+    "blue": "#0000ff",
+    "white": "#ffffff",
+    "yellow": "#ffff00",
+    "cyan": "#00ffff",
+    "magenta": "#ff00ff",
+}
+
+_HEX = re.compile(r"^#?([0-9a-fA-F]{6})$")
+
+
+class RegionError(StyleStudioError):
+    """A region, a mask or a region spec that cannot be used; the message names it."""
+
+
+def parse_colour(text: str) -> tuple[int, int, int]:
+    """'#ff8800', 'ff8800' or a name like 'red' -> (255, 136, 0)."""
+    value = NAMED_COLOURS.get(text.strip().lower(), text.strip())
+    match = _HEX.match(value)
+    if match is None:
+        names = ", ".join(NAMED_COLOURS)
+        raise RegionError(f"{text!r} is not a colour: give #RRGGBB or one of {names}")
+    digits = match.group(1)
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
+def colour_hex(colour: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*colour)
+
+
+@dataclass(frozen=True)
+class Region:
+    """What one painted region gets.
+
+    Attributes:
+        name: for the user ("Sky").
+        colour: its colour in the window and in colour-coded mask files.
+        keep: the photo stays as it is there (``blend`` and ``strength`` unused).
+        blend: a weight per style image (e.g. (0, 1): the second style only).
+        strength: multiplies the style weight in this region.
+    """
+
+    name: str
+    colour: tuple[int, int, int]
+    keep: bool = False
+    blend: tuple[float, ...] = (1.0,)
+    strength: float = 1.0
+
+    def describe(self, style_names: Sequence[str] = ()) -> str:
+        """'keep the photo', 'style 2', 'style 1 60 % + style 2 40 %', with the strength when not 1."""
+        if self.keep:
+            return "keep the photo"
+        total = sum(self.blend)
+        used = [(n, w / total) for n, w in enumerate(self.blend) if w > 0] if total > 0 else []
+        names = [style_names[n] if n < len(style_names) else f"style {n + 1}" for n, _ in used]
+        what = names[0] if len(used) == 1 else " + ".join(f"{name} {share:.0%}" for name, (_, share) in zip(names, used))
+        return what if self.strength == 1 else f"{what} at {self.strength:g}×"
+
+
+@dataclass(frozen=True, eq=False)
+class Regions:
+    """The painted regions of a picture.
+
+    Attributes:
+        regions: what each region gets.
+        masks: (R, H, W) uint8 coverage (255 = fully that region), one plane
+            per region, adding up to at most 255 at each pixel; any size
+            (scaled to each scale's, so a mask painted on the photo fits).
+        feather: the masks' blur at each scale, as a share of the picture's longest side.
+    """
+
+    regions: tuple[Region, ...]
+    masks: np.ndarray
+    feather: float = DEFAULT_FEATHER
+    _digest: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.masks.ndim != 3 or self.masks.shape[0] != len(self.regions) or self.masks.dtype != np.uint8:
+            raise RegionError(f"expected {len(self.regions)} uint8 mask planes, got {self.masks.shape} {self.masks.dtype}")
+
+    @classmethod
+    def empty(cls, width: int, height: int) -> Regions:
+        return cls((), np.zeros((0, height, width), np.uint8))
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """The masks' (width, height)."""
+        return self.masks.shape[2], self.masks.shape[1]
+
+    def __bool__(self) -> bool:
+        return bool(self.regions)
+
+    def __len__(self) -> int:
+        return len(self.regions)
+
+    def digest(self) -> str:
+        """A hash of everything that decides the picture: regions, masks and feather."""
+        if not self._digest:
+            h = hashlib.sha256(repr((self.regions, self.feather, self.masks.shape)).encode())
+            h.update(np.ascontiguousarray(self.masks).tobytes())
+            self._digest.append(h.hexdigest()[:16])
+        return self._digest[0]
+
+    def with_region(self, index: int, region: Region) -> Regions:
+        regions = list(self.regions)
+        regions[index] = region
+        return Regions(tuple(regions), self.masks, self.feather)
+
+    def with_masks(self, masks: np.ndarray) -> Regions:
+        return Regions(self.regions, masks, self.feather)
+
+    def added(self, region: Region) -> Regions:
+        """These regions and a new, unpainted one."""
+        plane = np.zeros((1, *self.masks.shape[1:]), np.uint8)
+        return Regions((*self.regions, region), np.concatenate([self.masks, plane]), self.feather)
+
+    def removed(self, index: int) -> Regions:
+        keep = [n for n in range(len(self.regions)) if n != index]
+        return Regions(tuple(self.regions[n] for n in keep), self.masks[keep], self.feather)
+
+    def resized(self, width: int, height: int) -> Regions:
+        """The masks at (width, height) (bilinear), e.g. a mask file fitted to the photo."""
+        if self.size == (width, height):
+            return self
+        planes = [
+            np.asarray(Image.fromarray(plane).resize((width, height), Image.Resampling.BILINEAR))
+            for plane in self.masks
+        ]
+        masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
+        return Regions(self.regions, _at_most_full(masks), self.feather)
+
+    def coverage(self) -> np.ndarray:
+        """(R,) the share of the picture each region covers."""
+        return self.masks.reshape(len(self.regions), -1).mean(1) / 255.0
+
+    def unpainted_share(self) -> float:
+        """The share of the picture no region covers (where the global style goes)."""
+        total = self.masks.astype(np.uint16).sum(0) if len(self.regions) else np.zeros(self.masks.shape[1:])
+        return float(1 - total.mean() / 255.0)
+
+    def check(self, style_count: int) -> None:
+        """Raise RegionError listing every problem with these regions for ``style_count`` style images."""
+        problems = []
+        coverage = self.coverage()
+        for region, share in zip(self.regions, coverage, strict=True):
+            if share == 0:
+                problems.append(f"region {region.name!r} is empty: paint it, or remove it")
+            if region.keep:
+                continue
+            if len(region.blend) != style_count:
+                problems.append(
+                    f"region {region.name!r} has {len(region.blend)} style weights for {style_count} style images"
+                )
+            elif not all(w >= 0 for w in region.blend) or sum(region.blend) <= 0:
+                problems.append(f"region {region.name!r} has no style: give one of its style weights a value above 0")
+            if not region.strength >= 0:
+                problems.append(f"region {region.name!r} has a strength below 0")
+        if not 0 <= self.feather <= MAX_FEATHER:
+            problems.append(f"the feather must be from 0 to {MAX_FEATHER}, got {self.feather}")
+        if self.regions and all(r.keep for r in self.regions) and self.unpainted_share() < 1e-3:
+            problems.append("every region keeps the photo: there is nothing left to stylise")
+        if problems:
+            raise RegionError("; ".join(problems))
+
+    def for_style_count(self, style_count: int) -> Regions:
+        """These regions with each blend fitted to ``style_count`` styles (a style removed: its weight goes; added: 0)."""
+        regions = []
+        for region in self.regions:
+            blend = tuple(region.blend[:style_count]) + (0.0,) * max(0, style_count - len(region.blend))
+            if not region.keep and style_count and sum(blend) <= 0:
+                blend = (1.0,) + (0.0,) * (style_count - 1)
+            regions.append(Region(region.name, region.colour, region.keep, blend, region.strength))
+        return Regions(tuple(regions), self.masks, self.feather)
+
+    # -- files and documents ----------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able record (for presets and exported metadata); masks as greyscale PNGs in base64."""
+        return {
+            "feather": self.feather,
+            "width": self.size[0],
+            "height": self.size[1],
+            "regions": [
+                {
+                    "name": r.name,
+                    "colour": colour_hex(r.colour),
+                    "keep": r.keep,
+                    "blend": list(r.blend),
+                    "strength": r.strength,
+                    "mask": _png_base64(plane),
+                }
+                for r, plane in zip(self.regions, self.masks, strict=True)
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Regions:
+        """Regions from ``to_json``'s record; RegionError naming what is wrong."""
+        try:
+            width, height = int(data["width"]), int(data["height"])
+            feather = float(data.get("feather", DEFAULT_FEATHER))
+            regions, planes = [], []
+            for number, item in enumerate(data["regions"], start=1):
+                name = str(item.get("name") or f"Region {number}")
+                regions.append(
+                    Region(
+                        name,
+                        parse_colour(str(item["colour"])),
+                        bool(item.get("keep", False)),
+                        tuple(float(w) for w in item.get("blend", (1.0,))),
+                        float(item.get("strength", 1.0)),
+                    )
+                )
+                plane = _png_plane(str(item["mask"]), name)
+                if plane.shape != (height, width):
+                    raise RegionError(f"region {name!r}'s mask is not {width}×{height}")
+                planes.append(plane)
+        except RegionError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RegionError(f"the regions record is damaged ({exc.__class__.__name__}: {exc})") from None
+        masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
+        return cls(tuple(regions), _at_most_full(masks), feather)
+
+    def colour_coded(self) -> Image.Image:
+        """The regions as one RGB picture: each pixel in its strongest region's colour, black where unpainted."""
+        height, width = self.masks.shape[1:]
+        out = np.zeros((height, width, 3), np.uint8)
+        if self.regions:
+            strongest = self.masks.argmax(0)
+            painted = self.masks.max(0) >= 128
+            palette = np.array([r.colour for r in self.regions], np.uint8)
+            out[painted] = palette[strongest[painted]]
+        return Image.fromarray(out)
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """What a colour in a mask file gets, from ``--region COLOUR=STYLE[:STRENGTH]`` or ``COLOUR=keep``."""
+
+    colour: tuple[int, int, int]
+    keep: bool = False
+    style: int = 0
+    strength: float = 1.0
+
+    @classmethod
+    def parse(cls, text: str, style_count: int) -> RegionSpec:
+        """'red=2', '#00ff00=1:0.5' or 'white=keep' (styles count from 1)."""
+        colour_text, sep, what = text.partition("=")
+        if not sep or not what:
+            raise RegionError(f"--region {text!r}: expected COLOUR=STYLE[:STRENGTH] or COLOUR=keep")
+        colour = parse_colour(colour_text)
+        if what.strip().lower() == "keep":
+            return cls(colour, keep=True)
+        style_text, _, strength_text = what.partition(":")
+        try:
+            style = int(style_text)
+        except ValueError:
+            raise RegionError(f"--region {text!r}: {style_text!r} is not a style number (1 to {style_count})") from None
+        if not 1 <= style <= style_count:
+            raise RegionError(f"--region {text!r}: there is no style {style}; give 1 to {style_count}")
+        try:
+            strength = float(strength_text) if strength_text else 1.0
+        except ValueError:
+            raise RegionError(f"--region {text!r}: {strength_text!r} is not a strength") from None
+        if not 0 <= strength <= 10:
+            raise RegionError(f"--region {text!r}: the strength must be from 0 to 10")
+        return cls(colour, style=style - 1, strength=strength)
+
+    def region(self, style_count: int) -> Region:
+        name = f"{colour_hex(self.colour)} ({'keep' if self.keep else f'style {self.style + 1}'})"
+        blend = tuple(1.0 if n == self.style else 0.0 for n in range(style_count))
+        return Region(name, self.colour, self.keep, blend, self.strength)
+
+
+def regions_from_mask(
+    path: str | Path, specs: Sequence[RegionSpec], style_count: int, size: tuple[int, int] | None = None
+) -> tuple[Regions, str | None]:
+    """Regions from a mask file and what each of its colours gets.
+
+    A greyscale file is one region (give it as ``white``): its grey levels
+    are the coverage. A colour file is colour-coded: each spec's colour marks
+    its region (within COLOUR_TOLERANCE); other colours (black, say) are unpainted.
+
+    Args:
+        size: the photo's (width, height): a mask of another size is scaled to it.
+
+    Returns:
+        The regions, and a notice for the user when the mask was scaled (else None).
+    """
+    if not specs:
+        raise RegionError("a mask needs at least one --region COLOUR=STYLE or COLOUR=keep")
+    colours = [s.colour for s in specs]
+    duplicates = sorted({colour_hex(c) for c in colours if colours.count(c) > 1})
+    if duplicates:
+        raise RegionError(f"--region gives {', '.join(duplicates)} more than once")
+    name = Path(path).name
+    try:
+        with Image.open(path) as opened:
+            opened.load()
+            image = opened
+    except FileNotFoundError:
+        raise RegionError(f"the mask {name} does not exist") from None
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
+    if image.mode in ("1", "L", "LA", "I", "I;16", "F"):
+        if len(specs) != 1 or specs[0].colour != (255, 255, 255):
+            raise RegionError(
+                f"the mask {name} is greyscale, which makes one region: give it as --region white=STYLE or white=keep"
+            )
+        grey = np.asarray(image.convert("L"))
+        planes = grey[None].copy()
+    else:
+        rgb = np.asarray(image.convert("RGB")).astype(np.int16)
+        planes_list = []
+        for spec in specs:
+            near = (np.abs(rgb - np.array(spec.colour, np.int16)) <= COLOUR_TOLERANCE).all(-1)
+            planes_list.append(near.astype(np.uint8) * 255)
+        planes = np.stack(planes_list)
+    regions = Regions(tuple(s.region(style_count) for s in specs), _at_most_full(planes))
+    empty = [colour_hex(s.colour) for s, plane in zip(specs, planes, strict=True) if not plane.any()]
+    if empty:
+        found = ", ".join(colour_hex(c) for c in _main_colours(image)) or "none"
+        raise RegionError(f"no pixel of the mask {name} is {', '.join(empty)} (its main colours: {found})")
+    notice = None
+    if size is not None and regions.size != size:
+        notice = f"the mask {name} is {regions.size[0]}×{regions.size[1]}; it was scaled to the photo's {size[0]}×{size[1]}"
+        regions = regions.resized(*size)
+    regions.check(style_count)
+    return regions, notice
+
+
+def _main_colours(image: Image.Image, count: int = 4) -> list[tuple[int, int, int]]:
+    small = image.convert("RGB").resize((64, 64), Image.Resampling.NEAREST)
+    colours = small.getcolors(64 * 64) or []
+    return [c for _, c in sorted(colours, reverse=True)[:count]]
+
+
+def _at_most_full(masks: np.ndarray) -> np.ndarray:
+    """Scale each pixel's coverages down where they add up to more than 255."""
+    if masks.shape[0] < 2:
+        return masks
+    total = masks.astype(np.uint32).sum(0)
+    over = total > 255
+    if not over.any():
+        return masks
+    out = masks.astype(np.float32)
+    out[:, over] *= 255.0 / total[over]
+    return np.floor(out).astype(np.uint8)
+
+
+def _png_base64(plane: np.ndarray) -> str:
+    buffer = io.BytesIO()
+    Image.fromarray(plane).save(buffer, format="PNG", optimize=True)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _png_plane(text: str, name: str) -> np.ndarray:
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(text, validate=True))) as image:
+            return np.asarray(image.convert("L")).copy()
+    except (ValueError, OSError, UnidentifiedImageError):
+        raise RegionError(f"region {name!r}'s mask cannot be read") from None

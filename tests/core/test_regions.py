@@ -1,0 +1,279 @@
+"""Regions: guided Gram matrices, the keep-the-photo hook, mask files and their errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from style_studio.core.cancel import CancelToken
+from style_studio.core.device import resolve
+from style_studio.core.engine import StyleTransfer, _GradientNorm, _KeepPhoto, network_for
+from style_studio.core.guided import ScaleRegions, guided_gram
+from style_studio.core.objective import Objective, ScaleInputs
+from style_studio.core.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
+from style_studio.core.settings import Settings
+from style_studio.core.tiles import TiledObjective
+from tests.conftest import SAMPLES
+from tests.core.test_tiles import gradient_of, relative
+
+FP32 = resolve("cpu", "fp32")
+SIZE = (301, 229)
+SETTINGS = Settings(
+    size=301,
+    weights="untrained",
+    precision="fp32",
+    device="cpu",
+    style_layers=(("relu1_1", 1.0), ("relu2_1", 1.0), ("relu3_1", 1.0), ("relu4_1", 1.0), ("relu5_1", 1.0)),
+)
+RED, GREEN, WHITE = (255, 0, 0), (0, 255, 0), (255, 255, 255)
+
+
+@pytest.fixture(scope="module")
+def pictures():
+    content = Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB")
+    styles = tuple(
+        Image.open(SAMPLES / "style" / name).convert("RGB") for name in ("starry_night.jpg", "the_scream.jpg")
+    )
+    return content, styles
+
+
+def halves(width: int, height: int, first: Region, second: Region | None = None, feather: float = 0.01) -> Regions:
+    """``first`` on the left half, ``second`` (if any) on the right."""
+    left = np.zeros((height, width), np.uint8)
+    left[:, : width // 2] = 255
+    if second is None:
+        return Regions((first,), left[None], feather)
+    return Regions((first, second), np.stack([left, 255 - left]), feather)
+
+
+def test_an_all_ones_mask_gives_exactly_the_unguided_loss_and_gradient(untrained, pictures):
+    content, styles = pictures
+    settings = dataclasses.replace(SETTINGS, style_blend=(0.7, 0.3))
+    everywhere = Regions((Region("all", RED, blend=(0.7, 0.3)),), np.full((40, 50, 1), 255, np.uint8).transpose(2, 0, 1))
+    network = network_for(untrained, FP32)
+    plain = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device)
+    guided = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device, everywhere)
+    assert guided.regions.guided and len(guided.regions.groups) == 1
+    torch.manual_seed(0)
+    image = (plain.content + 0.2 * torch.randn_like(plain.content)).clamp(0, 1)
+    with Objective(network, plain, settings, FP32) as a, Objective(network, guided, settings, FP32) as b:
+        terms, gradient, _ = gradient_of(a, image)
+        guided_terms, guided_gradient, _ = gradient_of(b, image)
+    assert float(guided_terms.total.detach()) == pytest.approx(float(terms.total.detach()), rel=1e-5)
+    for layer, value in terms.style.items():
+        assert float(guided_terms.style[layer].detach()) == pytest.approx(float(value.detach()), rel=1e-5), layer
+    assert relative(guided_gradient, gradient) < 1e-5
+
+
+def test_a_guided_gram_with_an_all_ones_mask_is_the_plain_one():
+    from style_studio.core.guided import LayerMask
+    from style_studio.core.losses import gram
+
+    features = torch.randn(1, 6, 9, 7)
+    ones = LayerMask(torch.ones(1, 1, 9, 7), 63.0, slice(0, 9), slice(0, 7))
+    torch.testing.assert_close(guided_gram(features, ones), gram(features))
+    # Normalised by the mask's own energy: a region's Gram matrix does not shrink with its area.
+    half = torch.zeros(1, 1, 9, 7)
+    half[..., :4, :] = 1
+    same = features.clone()
+    same[..., 4:, :] = 0
+    left = LayerMask(half, 28.0, slice(0, 4), slice(0, 7))
+    torch.testing.assert_close(guided_gram(same, left), gram(same[..., :4, :]))
+
+
+def test_tiled_guided_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictures):
+    content, styles = pictures
+    regions = halves(*SIZE, Region("left", RED, blend=(1.0, 0.0)), Region("right", GREEN, blend=(0.0, 1.0), strength=2))
+    # A third of the picture unpainted: three groups.
+    regions = regions.with_masks(regions.masks.copy())
+    regions.masks[:, : SIZE[1] // 3, :] = 0
+    network = network_for(untrained, FP32)
+    inputs = ScaleInputs.prepare(content, styles, SIZE, SETTINGS, FP32.device, regions)
+    assert len(inputs.regions.groups) == 3
+    untiled = Objective(network, inputs, SETTINGS, FP32)
+    tiled = TiledObjective(network, inputs, SETTINGS, FP32, 128)
+    with untiled, tiled:
+        assert len(tiled.tiles(*SIZE)) >= 4
+        torch.manual_seed(0)
+        image = (inputs.content + 0.2 * torch.randn_like(inputs.content)).clamp(0, 1)
+        terms, gradient, _ = gradient_of(untiled, image)
+        tiled_terms, tiled_gradient, _ = gradient_of(tiled, image)
+    assert relative(tiled_gradient, gradient) < 1e-4
+    for layer, value in terms.style.items():
+        assert float(tiled_terms.style[layer]) == pytest.approx(float(value.detach()), rel=1e-4), layer
+
+
+def test_a_kept_region_stays_the_photo_while_the_rest_is_stylised(tiny, pictures):
+    content, styles = pictures
+    width, height = 96, 72
+    regions = halves(width, height, Region("face", WHITE, keep=True))
+    settings = dataclasses.replace(SETTINGS, size=96, iterations=15, scales=2, init="noise")
+    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions)
+    records = list(transfer.run())
+    result = np.asarray(transfer.result, np.float32) / 255
+    photo = np.asarray(content.resize(transfer.sizes[-1], Image.Resampling.LANCZOS), np.float32) / 255
+    edge = round(regions.feather * width * 3) + 2  # a few pixels in from the feathered edge
+    kept = np.abs(result[:, : width // 2 - edge] - photo[:, : width // 2 - edge]).mean()
+    changed = np.abs(result[:, width // 2 + edge :] - photo[:, width // 2 + edge :]).mean()
+    assert kept < 1 / 255
+    assert changed > 20 / 255  # started from noise: far from the photo
+    assert records[-1].stop_reason == "finished"
+
+
+def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
+    content, styles = pictures
+    # Two styles far apart: a red and a blue picture with texture.
+    rng = np.random.default_rng(0)
+    red = np.clip(rng.normal(0, 40, (64, 64, 3)) + [200, 30, 30], 0, 255).astype(np.uint8)
+    blue = np.clip(rng.normal(0, 40, (64, 64, 3)) + [30, 30, 200], 0, 255).astype(np.uint8)
+    two = (Image.fromarray(red), Image.fromarray(blue))
+    regions = halves(128, 85, Region("left", RED, blend=(1.0, 0.0)), Region("right", GREEN, blend=(0.0, 1.0)))
+    settings = dataclasses.replace(SETTINGS, size=128, iterations=30, scales=1)
+    transfer = StyleTransfer(content, two, settings, untrained, regions=regions)
+    for _ in transfer.run():
+        pass
+    network = network_for(untrained, FP32)
+    inputs = ScaleInputs.prepare(content, two, transfer.sizes[-1], settings, FP32.device, regions)
+    with Objective(network, inputs, settings, FP32) as objective:
+        from style_studio.core.tensors import pil_to_tensor
+
+        objective._forward(pil_to_tensor(transfer.result))
+        for layer in objective.style_layers:
+            features = objective.captured.activations[layer]
+            h, w = features.shape[-2:]
+            for group, own, other in zip(objective.groups, (0, 1), (1, 0), strict=True):
+                region_gram = guided_gram(features, group.at(h, w))
+                near = (region_gram - objective.style_grams[own][layer]).norm()
+                far = (region_gram - objective.style_grams[other][layer]).norm()
+                assert near < far, (layer, group.name)
+
+
+def run_to_the_end(transfer: StyleTransfer, cancel_after: int | None = None) -> None:
+    for record in transfer.run():
+        if cancel_after is not None and record.step >= cancel_after:
+            transfer.cancel_token.cancel()
+
+
+@pytest.mark.parametrize("ending", ["finished", "cancelled", "failed"])
+def test_no_hook_is_left_on_the_image_however_the_run_ends(tiny, pictures, monkeypatch, ending):
+    content, styles = pictures
+    regions = halves(64, 48, Region("keep", WHITE, keep=True))
+    settings = dataclasses.replace(SETTINGS, size=64, iterations=4, scales=1)
+    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, cancel=CancelToken())
+    images = []
+    real = _KeepPhoto.__init__
+
+    def spy(self, image, keep):
+        images.append(image)
+        real(self, image, keep)
+
+    monkeypatch.setattr(_KeepPhoto, "__init__", spy)
+    if ending == "failed":
+        calls = []
+
+        def failing(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) > 2:
+                raise RuntimeError("a device error")
+            return original(self, *args, **kwargs)
+
+        original = Objective.gradient
+        monkeypatch.setattr(Objective, "gradient", failing)
+        with pytest.raises(RuntimeError, match="a device error"):
+            run_to_the_end(transfer)
+    else:
+        run_to_the_end(transfer, cancel_after=2 if ending == "cancelled" else None)
+    assert images
+    for image in images:
+        assert not image._backward_hooks
+
+
+def test_the_gradient_norm_is_that_of_the_gradient_with_the_kept_pixels_left_out():
+    image = torch.rand(1, 3, 8, 8, requires_grad=True)
+    keep = torch.zeros(1, 1, 8, 8)
+    keep[..., :4] = 1
+    keep_photo = _KeepPhoto(image, keep)
+    norm = _GradientNorm(image)
+    (image * torch.arange(64.0).view(1, 1, 8, 8)).sum().backward()
+    assert image.grad is not None
+    assert torch.all(image.grad[..., :4] == 0)
+    assert float(norm.value) == pytest.approx(float(image.grad.norm()))
+    keep_photo.remove()
+    norm.remove()
+    assert not image._backward_hooks
+
+
+def test_mask_files_colour_coded_and_greyscale(tmp_path):
+    picture = np.zeros((30, 40, 3), np.uint8)
+    picture[:, :20] = RED
+    picture[:10, 20:] = (250, 5, 3)  # near red: still red
+    picture[20:, 20:] = GREEN
+    Image.fromarray(picture).save(tmp_path / "mask.png")
+    specs = [RegionSpec.parse("red=1", 2), RegionSpec.parse("#00ff00=2:0.5", 2)]
+    regions, notice = regions_from_mask(tmp_path / "mask.png", specs, 2, size=(80, 60))
+    assert notice is not None and "scaled" in notice and "80×60" in notice
+    assert regions.size == (80, 60)
+    assert regions.regions[1].strength == 0.5 and regions.regions[1].blend == (0.0, 1.0)
+    assert regions.coverage()[0] == pytest.approx(0.5 + 1 / 6, abs=0.02)
+    assert regions.unpainted_share() == pytest.approx(1 / 6, abs=0.02)
+
+    grey = np.tile(np.linspace(0, 255, 40, dtype=np.uint8), (30, 1))
+    Image.fromarray(grey).save(tmp_path / "soft.png")
+    soft, notice = regions_from_mask(tmp_path / "soft.png", [RegionSpec.parse("white=keep", 1)], 1, size=(40, 30))
+    assert notice is None and soft.regions[0].keep
+    assert np.array_equal(soft.masks[0], grey)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("blue=1", "no pixel of the mask mask.png is #0000ff"),
+        ("octarine=1", "'octarine' is not a colour"),
+        ("red=3", "there is no style 3"),
+        ("red=one", "'one' is not a style number"),
+        ("red", "expected COLOUR=STYLE"),
+        ("red=keep", "nothing left to stylise"),
+    ],
+)
+def test_bad_regions_are_refused_with_what_is_wrong(tmp_path, spec, message):
+    Image.fromarray(np.full((8, 8, 3), RED, np.uint8)).save(tmp_path / "mask.png")
+    with pytest.raises(RegionError, match=message):
+        regions_from_mask(tmp_path / "mask.png", [RegionSpec.parse(spec, 2)], 2)
+
+
+def test_an_unreadable_mask_is_refused(tmp_path):
+    (tmp_path / "mask.png").write_bytes(b"not a picture")
+    with pytest.raises(RegionError, match="cannot be read as an image"):
+        regions_from_mask(tmp_path / "mask.png", [RegionSpec.parse("red=1", 1)], 1)
+    with pytest.raises(RegionError, match="does not exist"):
+        regions_from_mask(tmp_path / "missing.png", [RegionSpec.parse("red=1", 1)], 1)
+
+
+def test_an_empty_region_and_a_wrong_blend_are_named():
+    regions = Regions(
+        (Region("Sky", RED), Region("Town", GREEN, blend=(1.0, 0.0, 0.0))), np.zeros((2, 4, 4), np.uint8)
+    )
+    with pytest.raises(RegionError) as error:
+        regions.check(1)
+    assert "region 'Sky' is empty" in str(error.value)
+    assert "region 'Town' has 3 style weights for 1 style images" in str(error.value)
+
+
+def test_regions_go_through_json_unchanged():
+    regions = halves(33, 17, Region("Sky", RED, blend=(0.2, 0.8), strength=1.5), Region("Face", WHITE, keep=True))
+    back = Regions.from_json(regions.to_json())
+    assert back.regions == regions.regions
+    assert np.array_equal(back.masks, regions.masks)
+    assert back.feather == regions.feather and back.digest() == regions.digest()
+
+
+def test_the_keep_mask_and_groups_follow_the_painted_areas():
+    regions = halves(64, 32, Region("keep", WHITE, keep=True), Region("right", RED, blend=(1.0,)), feather=0)
+    scale = ScaleRegions.prepare(regions, (64, 32), torch.device("cpu"))
+    assert scale.keep is not None and float(scale.keep[..., :, :32].min()) == 1.0
+    assert [g.name for g in scale.groups] == ["right"]  # nothing unpainted
+    assert scale.groups[0].share == 1.0
