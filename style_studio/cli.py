@@ -22,6 +22,7 @@ from .core.cancel import CancelToken
 from .core.errors import StyleStudioError
 from .core.imageio import FORMATS
 from .core.progress import CANCELLED, Progress
+from .core.regions import Regions, RegionSpec, regions_from_mask
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -66,6 +67,20 @@ def _build_parser() -> argparse.ArgumentParser:
         help="output file: .png, .jpg, .webp or .tif (settings are embedded)",
     )
     r.add_argument("--style-blend", metavar="W1,W2", help="blend weight of each style image")
+    r.add_argument(
+        "--regions",
+        metavar="MASK",
+        help="a mask picture of where each style goes: colour-coded (one colour per region, black or any "
+        "other colour unpainted), or greyscale for one region; say what each colour gets with --region",
+    )
+    r.add_argument(
+        "--region",
+        metavar="COLOUR=STYLE[:STRENGTH]",
+        action="append",
+        default=[],
+        help="what a colour of --regions gets: a style's number (from 1) and a strength, or 'keep' to keep "
+        "the photo there, e.g. --region red=1 --region '#00ff00=2:0.5' --region white=keep (repeatable)",
+    )
     r.add_argument(
         "--bit-depth",
         type=int,
@@ -215,6 +230,19 @@ def _check_output(path: Path) -> None:
         raise UsageError(f"{path}: the folder {folder} is not writable")
 
 
+def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, stderr: IO[str]) -> Regions | None:
+    """The regions ``--regions`` and ``--region`` describe, fitted to the photo's ``size``; None without them."""
+    if args.regions is None:
+        if args.region:
+            raise UsageError("--region says what a colour of the --regions mask gets: give the mask with --regions")
+        return None
+    specs = [RegionSpec.parse(text, style_count) for text in args.region]
+    painted, notice = regions_from_mask(args.regions, specs, style_count, size)
+    if notice:
+        stderr.write(f"style-studio: {notice}\n")
+    return painted
+
+
 def _run_id(output: Path) -> str:
     """A command-line run's checkpoint name: the same output file, the same run."""
     return "cli-" + hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:16]
@@ -235,6 +263,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     content = imageio.load_image(args.content)
     styles = [imageio.load_image(path) for path in args.styles]
+    painted = _regions(args, content.size, len(styles), stderr)
 
     bar = _DownloadBar(stderr) if progress_mode == "bar" else None
     try:
@@ -276,6 +305,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         run_id=run_id,
         resume=unfinished if args.resume else None,
         input_names=[Path(args.content).name, *(Path(p).name for p in args.styles)],
+        regions=painted,
     )
     if args.resume and unfinished is not None:
         stderr.write(f"style-studio: resuming {unfinished.describe()}\n")
@@ -300,6 +330,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         app_version=__version__,
         content=Path(args.content).name,
         styles=[Path(p).name for p in args.styles],
+        **({"regions": painted.to_json()} if painted else {}),
     )
     dpi = (args.dpi, args.dpi) if args.dpi else content.info.get("dpi")
     picture = transfer.result_array() if args.bit_depth == 16 else transfer.result

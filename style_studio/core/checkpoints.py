@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
@@ -35,6 +35,7 @@ from PIL import Image
 from . import settings as settings_mod
 from .errors import StyleStudioError
 from .files import write_atomically
+from .regions import Regions
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class Checkpoint:
         best: the lowest-loss image's loss.
         saved_at: when it was written (seconds since the epoch).
         folder: where it lives, when loaded from a store.
+        regions: the run's painted regions (``Regions.to_json``), or None.
     """
 
     run_id: str
@@ -105,6 +107,11 @@ class Checkpoint:
     best: float
     saved_at: float = 0.0
     folder: Path | None = None
+    regions: Mapping[str, Any] | None = None
+
+    def painted(self) -> Regions | None:
+        """The run's regions, or None."""
+        return Regions.from_json(self.regions) if self.regions else None
 
     @functools.cached_property
     def _tensors(self) -> dict[str, Tensor]:
@@ -127,9 +134,14 @@ class Checkpoint:
         """The lowest-loss image at that scale."""
         return self._tensors["lowest"]
 
-    def changes(self, settings: Settings, content_hash: str, style_hashes: Sequence[str]) -> list[str]:
+    def changes(
+        self, settings: Settings, content_hash: str, style_hashes: Sequence[str], regions: Regions | None = None
+    ) -> list[str]:
         """What differs between this checkpoint's run and one with these settings and inputs (empty: none)."""
         problems = []
+        ours_painted = self.painted()
+        if (ours_painted.digest() if ours_painted else None) != (regions.digest() if regions else None):
+            problems.append("the painted regions are not the ones the run started with")
         if content_hash != self.content_hash:
             problems.append("the content image is not the one the run started with")
         if len(style_hashes) != len(self.style_hashes):
@@ -221,6 +233,7 @@ class CheckpointStore:
             "best": checkpoint.best,
             "state": state_name,
             "saved_at": time.time(),
+            "regions": checkpoint.regions,
         }
         text = json.dumps(document, indent=1).encode()
         write_atomically(folder / "run.json", lambda out: _write_bytes(out, text))
@@ -256,6 +269,7 @@ class CheckpointStore:
                 best=float(document["best"]),
                 saved_at=float(document["saved_at"]),
                 folder=folder,
+                regions=document.get("regions"),
             )
             if read_state:
                 checkpoint.image  # noqa: B018 - reads and checks the state file

@@ -275,7 +275,7 @@ class StyleTransfer:
 
     def _check_resume(self, checkpoint: Checkpoint) -> None:
         content, styles = self._input_hashes()
-        changed = checkpoint.changes(self.settings, content, styles)
+        changed = checkpoint.changes(self.settings, content, styles, self.regions)
         if changed:
             raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
         position = checkpoint.position
@@ -497,6 +497,7 @@ class StyleTransfer:
             position=Position(index, iteration, self._step, time.perf_counter() - self._started),
             state={"image": image.detach().float().cpu(), "lowest": self._control.lowest.float().cpu()},
             best=self._control.best,
+            regions=self.regions.to_json() if self.regions else None,
         )
         try:
             self.checkpoints.save(checkpoint, (self.content_image, self.style_images))

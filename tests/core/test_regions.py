@@ -277,3 +277,27 @@ def test_the_keep_mask_and_groups_follow_the_painted_areas():
     assert scale.keep is not None and float(scale.keep[..., :, :32].min()) == 1.0
     assert [g.name for g in scale.groups] == ["right"]  # nothing unpainted
     assert scale.groups[0].share == 1.0
+
+
+def test_a_soft_stroke_stays_soft_and_the_coverages_never_add_up_past_full():
+    from style_studio.core.regions import Stroke, cleared, filled
+
+    masks = np.zeros((2, 40, 60), np.uint8)
+    masks[1, :, 30:] = 255
+    stroke = Stroke(masks, 0, radius=10, hardness=0.5)
+    for x in range(5, 56, 2):  # back and forth: soft edges do not build up
+        stroke.to(x, 20)
+    for x in range(55, 4, -3):
+        stroke.to(x, 20)
+    assert masks[0, 20, 20] == 255 and masks[1, 20, 40] == 0  # painted over region 1
+    edge = masks[0, 20 + 8, 20]  # 8 px from the line, in the soft part of a 10 px brush
+    assert 0 < edge < 255
+    assert masks.astype(int).sum(0).max() <= 255
+    area, before, after = stroke.patches()
+    assert before.shape == after.shape == (2, area[0].stop - area[0].start, area[1].stop - area[1].start)
+    eraser = Stroke(masks, 0, radius=4, hardness=1, erase=True)
+    eraser.to(20, 20)
+    assert masks[:, 20, 20].sum() == 0
+    whole = filled(masks, 1)
+    assert whole.astype(int).sum(0).min() >= 254  # every pixel covered
+    assert not cleared(whole, 1)[1].any()
