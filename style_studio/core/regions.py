@@ -157,6 +157,10 @@ class Regions:
             self._digest.append(h.hexdigest()[:16])
         return self._digest[0]
 
+    def copy(self) -> Regions:
+        """With masks of its own (a run keeps these while the window paints on)."""
+        return Regions(self.regions, self.masks.copy(), self.feather)
+
     def with_region(self, index: int, region: Region) -> Regions:
         regions = list(self.regions)
         regions[index] = region
@@ -530,3 +534,37 @@ def cleared(masks: np.ndarray, index: int) -> np.ndarray:
     out = masks.copy()
     out[index] = 0
     return out
+
+
+def regions_from_picture(
+    path: str | Path, style_count: int, size: tuple[int, int] | None = None
+) -> tuple[Regions, str | None]:
+    """Regions from a mask file, its colours found for the user: for the window's *Load mask*.
+
+    Each colour covering at least 0.5 % of a colour-coded mask becomes a
+    region (black stays unpainted), getting the styles in turn; a greyscale
+    mask is one region. ``regions_from_mask`` then reads it as the command line does.
+    """
+    name = Path(path).name
+    try:
+        with Image.open(path) as opened:
+            opened.load()
+            image = opened
+    except FileNotFoundError:
+        raise RegionError(f"the mask {name} does not exist") from None
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
+    if image.mode in ("1", "L", "LA", "I", "I;16", "F"):
+        return regions_from_mask(path, [RegionSpec((255, 255, 255))], style_count, size)
+    small = image.convert("RGB").resize((128, 128), Image.Resampling.NEAREST)
+    counts = small.getcolors(128 * 128) or []
+    found: list[tuple[int, int, int]] = []
+    for count, colour in sorted(counts, reverse=True):
+        if count < 0.005 * 128 * 128 or max(colour) <= COLOUR_TOLERANCE:
+            continue
+        if all(max(abs(a - b) for a, b in zip(colour, other)) > COLOUR_TOLERANCE for other in found):
+            found.append(colour)
+    if not found:
+        raise RegionError(f"the mask {name} has no painted colour: it is black (unpainted) everywhere")
+    specs = [RegionSpec(colour, style=n % max(style_count, 1)) for n, colour in enumerate(found[: len(PALETTE)])]
+    return regions_from_mask(path, specs, style_count, size)

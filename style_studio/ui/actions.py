@@ -34,6 +34,20 @@ class WindowActions(QObject):
         self.zoom_out = self._make("Zoom out", _Key.ZoomOut)
         self.split = self._make("Before / after", "B", "Compare with the content image: drag the line to move it")
         self.split.setCheckable(True)
+        self.undo = self._make("Undo", _Key.Undo)
+        self.redo = self._make("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"])
+        self.paint = self._make("Paint regions", "P", "Paint where each style goes on the picture")
+        self.paint.setCheckable(True)
+        self.eraser = self._make("Eraser", "E", "Take region paint away")
+        self.eraser.setCheckable(True)
+        self.add_region = self._make("Add region", "Ctrl+Shift+N", "A new region to paint")
+        self.load_mask = self._make("Load region mask…", tip="A colour-coded or greyscale mask picture")
+        self.brush_smaller = self._make("Smaller brush", "[")
+        self.brush_larger = self._make("Larger brush", "]")
+        self.style_map = self._make(
+            "Style map", "M", "Where the picture is still furthest from the style, at the chosen layer"
+        )
+        self.style_map.setCheckable(True)
         self.reset = self._make("Reset settings")
         self.about = self._make("About Style Studio")
 
@@ -57,8 +71,11 @@ class WindowActions(QObject):
         sections: dict[str, list[QAction | None]] = {
             "&File": [self.open, self.add_style, self.paste, self.paste_style, None, self.export, None,
                       self.load_preset, self.save_preset, None, self.quit],
+            "&Edit": [self.undo, self.redo],
+            "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
+                         self.brush_larger],
             "&Run": [self.start, self.stop],
-            "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, None,
+            "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
                       *(dock.toggleViewAction() for dock in docks)],
             "&Settings": [self.reset],
             "&Help": [self.about],
@@ -71,5 +88,5 @@ class WindowActions(QObject):
         toolbar.setObjectName("mainToolbar")
         toolbar.setIconSize(QSize(18, 18))
         for action in (self.open, self.add_style, None, self.start, self.stop, None, self.export, None,
-                       self.fit, self.actual_size, self.split):  # fmt: skip
+                       self.fit, self.actual_size, self.split, None, self.paint, self.style_map):  # fmt: skip
             toolbar.addSeparator() if action is None else toolbar.addAction(action)

@@ -15,6 +15,7 @@ from ..core.cancel import CancelToken
 from ..core.errors import ImageLoadError, SettingsError
 from ..core.files import write_atomically
 from ..core.imageio import FORMATS, read_metadata, save_image
+from ..core.regions import RegionError, Regions, from_document
 from ..core.settings import Settings
 from ..resources import is_bundled
 from .jobs import Job, JobOutcome, Report
@@ -77,8 +78,10 @@ class Documents(QObject):
         path, _ = QFileDialog.getOpenFileName(self._parent, "Load preset", start, PRESET_FILTER)
         return Path(path) if path else None
 
-    def save_preset(self, path: Path, settings: Settings) -> bool:
-        text = settings_mod.dumps(settings, app_version=__version__)
+    def save_preset(self, path: Path, settings: Settings, regions: Regions | None = None) -> bool:
+        """Write the settings (and the regions, when there are some) as a preset."""
+        extra = {"regions": regions.to_json()} if regions else {}
+        text = settings_mod.dumps(settings, app_version=__version__, **extra)
         try:
             write_atomically(path, lambda out: out.writelines([text.encode("utf-8")]))
         except OSError as exc:
@@ -104,6 +107,28 @@ class Documents(QObject):
         if text is None:
             return False, None
         return True, self.parse(text, path.name)
+
+    def regions_in_preset(self, path: Path) -> Regions | None:
+        """The regions a preset keeps, or None (none, or unreadable: said through ``error``)."""
+        try:
+            return self._regions(path.read_bytes(), path.name)
+        except OSError:
+            return None
+
+    def regions_in_picture(self, path: Path) -> Regions | None:
+        """The regions embedded in an exported picture, or None."""
+        try:
+            text = read_metadata(path)
+        except ImageLoadError:
+            return None
+        return self._regions(text, path.name) if text is not None else None
+
+    def _regions(self, text: str | bytes, source: str) -> Regions | None:
+        try:
+            return from_document(text, source)
+        except RegionError as exc:
+            self.error.emit(str(exc))
+            return None
 
     def parse(self, text: str | bytes, source: str) -> Settings | None:
         """A settings document (preset or embedded metadata), or None after saying what is wrong with it."""

@@ -11,6 +11,7 @@ from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPixmap
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 
+from ..core.regions import Regions
 from ..core.settings import Settings
 from .qt_images import pil_to_qimage
 
@@ -24,6 +25,8 @@ class HistoryEntry:
     created: float = field(default_factory=time.time)
     deep: np.ndarray | None = field(default=None, repr=False, compare=False)
     """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
+    regions: Regions | None = field(default=None, repr=False, compare=False)
+    """The regions it was painted with (embedded in exports)."""
 
     def summary(self) -> str:
         s = self.settings

@@ -1,4 +1,9 @@
-"""The preview: zoom (wheel, fit, 100 %), pan (drag), and a before/after split."""
+"""The preview: zoom (wheel, fit, 100 %), pan (drag), a before/after split, and painting regions.
+
+In paint mode the left button paints (strokes are sent in the picture's
+relative coordinates, 0 to 1) and the right button pans; the regions and the
+style map are drawn over the picture.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ class ImageView(QWidget):
     """
 
     zoomChanged = Signal(float)
+    strokeStarted = Signal(QPointF)
+    strokeMoved = Signal(QPointF)
+    strokeEnded = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -35,6 +43,45 @@ class ImageView(QWidget):
         self._drag_start: QPointF | None = None
         self._dragging_split = False
         self._placeholder = "Press Start (Ctrl+Enter) to stylise the content image"
+        self._overlays: dict[str, QImage] = {}
+        self._painting = False
+        self._stroking = False
+        self._brush = 0.0  # radius as a share of the picture's width
+        self._pointer: QPointF | None = None
+
+    # -- overlays and painting -----------------------------------------------------
+
+    def set_overlay(self, name: str, image: QImage | None) -> None:
+        """Draw ``image`` stretched over the picture (``name``: "regions", "style map"); None removes it."""
+        if image is None:
+            self._overlays.pop(name, None)
+        else:
+            self._overlays[name] = image
+        self.update()
+
+    def overlay(self, name: str) -> QImage | None:
+        return self._overlays.get(name)
+
+    def set_painting(self, on: bool) -> None:
+        """Paint mode: the left button paints, the right button pans."""
+        self._painting = on
+        self._stroking = False
+        self.setCursor(Qt.CursorShape.CrossCursor if on else Qt.CursorShape.OpenHandCursor)
+        self.update()
+
+    def painting(self) -> bool:
+        return self._painting
+
+    def set_brush(self, radius: float) -> None:
+        """The brush's radius as a share of the picture's width (drawn around the pointer)."""
+        self._brush = radius
+        self.update()
+
+    def to_relative(self, point: QPointF) -> QPointF:
+        """A widget position in the picture's relative coordinates (0 to 1 over the picture)."""
+        width, height = self._size()
+        image = self._to_image(point)
+        return QPointF(image.x() / max(width, 1.0), image.y() / max(height, 1.0))
 
     # -- content -----------------------------------------------------------
 
@@ -144,6 +191,14 @@ class ImageView(QWidget):
             painter.setPen(QColor(255, 255, 255))
             painter.drawText(QRectF(target.x() + 6, target.y() + 4, 80, 20), "Before")
             painter.drawText(QRectF(split_x + 6, target.y() + 4, 80, 20), "After")
+        for overlay in self._overlays.values():
+            painter.drawImage(target, overlay, QRectF(overlay.rect()))
+        if self._painting and self._pointer is not None and self._brush > 0:
+            radius = self._brush * target.width()
+            painter.setPen(QPen(QColor(255, 255, 255, 230), 1.5))
+            painter.drawEllipse(self._pointer, radius, radius)
+            painter.setPen(QPen(QColor(0, 0, 0, 160), 1))
+            painter.drawEllipse(self._pointer, radius + 1.5, radius + 1.5)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() / 120
@@ -158,6 +213,13 @@ class ImageView(QWidget):
         return abs(point.x() - (target.x() + target.width() * self._split)) < 8
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self._painting and not self._image.isNull():
+            if event.button() == Qt.MouseButton.LeftButton:
+                self._stroking = True
+                self.strokeStarted.emit(self.to_relative(event.position()))
+            elif event.button() == Qt.MouseButton.RightButton:
+                self._drag_start = event.position()
+            return
         if event.button() == Qt.MouseButton.LeftButton:
             if self._near_split(event.position()):
                 self._dragging_split = True
@@ -167,6 +229,16 @@ class ImageView(QWidget):
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         position = event.position()
+        if self._painting:
+            self._pointer = position
+            if self._stroking:
+                self.strokeMoved.emit(self.to_relative(position))
+            elif self._drag_start is not None:
+                self._fit = False
+                self._offset += position - self._drag_start
+                self._drag_start = position
+            self.update()
+            return
         if self._dragging_split:
             target = self._target()
             if target.width() > 0:
@@ -182,11 +254,23 @@ class ImageView(QWidget):
             self.setCursor(shape)
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self._painting:
+            if self._stroking and event.button() == Qt.MouseButton.LeftButton:
+                self._stroking = False
+                self.strokeEnded.emit()
+            self._drag_start = None
+            return
         self._drag_start = None
         self._dragging_split = False
         self.setCursor(Qt.CursorShape.OpenHandCursor)
 
+    def leaveEvent(self, event: object) -> None:  # noqa: N802 - Qt override
+        self._pointer = None
+        self.update()
+
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
+        if self._painting:
+            return
         if self._fit:
             self.actual_size()
         else:

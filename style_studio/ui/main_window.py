@@ -35,6 +35,7 @@ from ..core.checkpoints import Checkpoint, CheckpointStore
 from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import fit_size
 from ..core.progress import FINISHED, Progress
+from ..core.regions import RegionError, Regions, regions_from_picture
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
@@ -45,6 +46,7 @@ from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
+from .regions_panel import RegionEditor, RegionsPanel
 from .run_bar import RunBar, ago, duration
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
@@ -85,10 +87,11 @@ class MainWindow(QMainWindow):
         self._running_weights: tuple[str, str] | None = None  # (choice, label) of the run in progress
         self._final_size: tuple[int, int] | None = None
         self._compare: HistoryEntry | None = None
+        self.regions = RegionEditor(self)
 
         self._build_ui()
         self.commands = WindowActions(self)
-        self.commands.install([self.loss_dock, self.history_dock])
+        self.commands.install([self.loss_dock, self.history_dock, self.regions_dock])
         self._connect()
         geometry, state = self.store.geometry()
         if geometry is not None:
@@ -147,6 +150,9 @@ class MainWindow(QMainWindow):
         self.history = HistoryStrip()
         self.history_dock = self._dock("History", "historyDock", self.history)
         self.splitDockWidget(self.history_dock, self.loss_dock, Qt.Orientation.Horizontal)
+        self.regions_panel = RegionsPanel(self.regions, self._style_names)
+        self.regions_dock = self._dock("Regions", "regionsDock", self.regions_panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.regions_dock)
 
         self.weights_label = QLabel()
         self.device_label = QLabel()
@@ -181,6 +187,12 @@ class MainWindow(QMainWindow):
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
             (a.zoom_out, lambda: self.view.zoom_by(0.8)),
             (a.split, self.toggle_split),
+            (a.undo, self.regions.undo_stack.undo),
+            (a.redo, self.regions.undo_stack.redo),
+            (a.add_region, self.add_region),
+            (a.load_mask, self.load_mask_dialog),
+            (a.brush_smaller, lambda: self._resize_brush(1 / 1.25)),
+            (a.brush_larger, lambda: self._resize_brush(1.25)),
             (a.reset, self.reset_settings),
             (a.about, self.about),
         ):
@@ -212,11 +224,36 @@ class MainWindow(QMainWindow):
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
         self.documents.exportFinished.connect(lambda *_: self._update_state())
+        self._connect_regions()
 
+    def _connect_regions(self) -> None:
+        a, editor, panel = self.commands, self.regions, self.regions_panel
+        stack = editor.undo_stack
+        a.undo.setEnabled(False)
+        a.redo.setEnabled(False)
+        stack.canUndoChanged.connect(a.undo.setEnabled)
+        stack.canRedoChanged.connect(a.redo.setEnabled)
+        stack.undoTextChanged.connect(lambda text: a.undo.setText(f"Undo {text}".strip()))
+        stack.redoTextChanged.connect(lambda text: a.redo.setText(f"Redo {text}".strip()))
+        a.paint.toggled.connect(panel.paint_button.setChecked)
+        panel.paint_button.toggled.connect(a.paint.setChecked)
+        a.eraser.toggled.connect(panel.erase_button.setChecked)
+        panel.erase_button.toggled.connect(a.eraser.setChecked)
+        panel.paintToggled.connect(self._paint_mode)
+        panel.loadMaskRequested.connect(self.load_mask_dialog)
+        panel.brush_size.valueChanged.connect(lambda _: self._show_brush())
+        self.view.strokeStarted.connect(self._stroke_started)
+        self.view.strokeMoved.connect(editor.stroke_to)
+        self.view.strokeEnded.connect(editor.end_stroke)
+        editor.painting.connect(self._show_regions)
+        editor.changed.connect(self._regions_changed)
     # -- inputs ----------------------------------------------------------------------
 
     def _content_changed(self, item: InputImage) -> None:
         """A new photo: show it; the last result (made from the old one) stays in the history."""
+        if self.regions.set_photo(*item.image.size):
+            self.show_info("The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)")
+        self._show_brush()
         photo = pil_to_qimage(item.image)
         self.controls.set_photo_size(*item.image.size)
         self.view.set_before(photo)
@@ -226,6 +263,8 @@ class MainWindow(QMainWindow):
         self._inputs_changed()
 
     def _inputs_changed(self) -> None:
+        self.regions.set_style_count(len(self.inputs.style_rows))
+        self.regions_panel.refresh()
         self._update_state()
         self._update_needs()
         self._save_timer.start()
@@ -245,6 +284,7 @@ class MainWindow(QMainWindow):
             if embedded:
                 if settings is not None:
                     self.apply_settings(settings, f"Settings restored from {path.name}")
+                    self._restore_regions(self.documents.regions_in_picture(path), path.name)
                 event.acceptProposedAction()
                 return
         try:
@@ -334,7 +374,7 @@ class MainWindow(QMainWindow):
             self.save_preset(path)
 
     def save_preset(self, path: Path) -> bool:
-        return self.documents.save_preset(path, self.current_settings())
+        return self.documents.save_preset(path, self.current_settings(), self.regions.current(painted_only=False))
 
     def load_preset_dialog(self) -> None:
         path = self.documents.ask_preset_to_load(self.inputs.open_dir())
@@ -345,6 +385,7 @@ class MainWindow(QMainWindow):
         settings = self.documents.load_preset(path)
         if settings is not None:
             self.apply_settings(settings, f"Preset {path.name} loaded")
+            self._restore_regions(self.documents.regions_in_preset(path), path.name)
         return settings is not None
 
     def choose_weights_file(self) -> None:
@@ -378,6 +419,13 @@ class MainWindow(QMainWindow):
         if ready is None:
             return
         settings = ready
+        regions = self.regions.current()
+        if regions is not None and resume is None:
+            try:
+                regions.check(len(self.inputs.style_rows))
+            except RegionError as exc:
+                self.show_error(f"The regions cannot be used: {exc}.")
+                return
         self.banner.hide()
         rows = self.inputs.style_rows
         job = RenderJob(
@@ -387,6 +435,7 @@ class MainWindow(QMainWindow):
             content.name,
             tuple(r.item.name for r in rows),
             resume,
+            regions,
         )
         self._final_size = fit_size(*content.image.size, settings.size)
         self.loss_plot.clear()
@@ -433,6 +482,12 @@ class MainWindow(QMainWindow):
             self.inputs.add_style(InputImage(style, name))
         self.controls.set_settings(checkpoint.settings)
         self.inputs.show_blend(checkpoint.settings.style_blend)
+        try:
+            painted = checkpoint.painted()
+        except RegionError as exc:
+            self.show_error(f"The unfinished run's regions cannot be read: {exc}")
+            return
+        self.regions.replace(painted, "Regions of the unfinished run")
         self.start(resume=checkpoint)
 
     def discard_unfinished(self, checkpoints: Sequence[Checkpoint]) -> None:
@@ -489,7 +544,12 @@ class MainWindow(QMainWindow):
         if outcome.result is not None:
             label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")
             entry = HistoryEntry(
-                outcome.result, outcome.settings, label, outcome.stop_reason or "failed", deep=outcome.deep
+                outcome.result,
+                outcome.settings,
+                label,
+                outcome.stop_reason or "failed",
+                deep=outcome.deep,
+                regions=outcome.regions,
             )
             self.history.add(entry)
             self._show(entry)
@@ -568,6 +628,7 @@ class MainWindow(QMainWindow):
             weights_label=entry.weights_label,
             content=content.name if content else None,
             styles=[r.item.name for r in self.inputs.style_rows],
+            **({"regions": entry.regions.to_json()} if entry.regions else {}),
         )
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
         chosen_dpi = self.controls.print_dpi.value()
@@ -575,6 +636,89 @@ class MainWindow(QMainWindow):
         started = self.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
         self._update_state()
         return started
+
+    # -- regions ------------------------------------------------------------------------------
+
+    def _style_names(self) -> list[str]:
+        return [row.item.name for row in self.inputs.style_rows]
+
+    def add_region(self) -> None:
+        if self.inputs.content is None:
+            self.show_error("Open a photo first: regions are painted on it.")
+            return
+        self.regions.add_region()
+        self.regions_dock.show()
+        self.commands.paint.setChecked(True)
+
+    def _paint_mode(self, on: bool) -> None:
+        if on and self.inputs.content is not None:
+            # Paint on the photo: a result may be of another size, but regions belong to the photo.
+            if not self.regions.regions:
+                self.regions.add_region()
+            self.regions_dock.show()
+        self.view.set_painting(on)
+        self._show_brush()
+        self._show_regions()
+
+    def _show_brush(self) -> None:
+        width = self.regions.size[0]
+        self.view.set_brush(self.regions.brush_radius / max(width, 1))
+
+    def _resize_brush(self, factor: float) -> None:
+        slider = self.regions_panel.brush_size
+        slider.setValue(max(1, round(slider.value() * factor + (1 if factor > 1 else -1) * 0.5)))
+
+    def _stroke_started(self, point: object) -> None:
+        if not self.regions.begin_stroke(point):  # type: ignore[arg-type]
+            self.show_info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
+
+    def _show_regions(self) -> None:
+        shown = self.view.painting() or self.regions_dock.isVisible() and bool(self.regions.regions)
+        self.view.set_overlay("regions", self.regions.overlay() if shown else None)
+
+    def _regions_changed(self) -> None:
+        self._show_regions()
+        if self.controller.running:
+            try:
+                self.controller.update_regions(self.regions.current())
+            except RegionError as exc:
+                self.show_error(f"The regions cannot be used: {exc}.")
+
+    def load_mask_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load region mask", self.inputs.open_dir(), "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)"
+        )
+        if path:
+            self.load_mask(Path(path))
+
+    def load_mask(self, path: Path) -> bool:
+        """Regions from a mask picture: one per colour (black unpainted), or one from a greyscale picture."""
+        content = self.inputs.content
+        if content is None:
+            self.show_error("Open a photo first: the mask is fitted to it.")
+            return False
+        try:
+            regions, notice = regions_from_picture(path, max(len(self.inputs.style_rows), 1), content.image.size)
+        except RegionError as exc:
+            self.show_error(str(exc))
+            return False
+        self.regions.replace(regions, f"Load {path.name}")
+        self.regions_dock.show()
+        self.show_info(notice or f"{len(regions)} region(s) loaded from {path.name}")
+        return True
+
+    def _restore_regions(self, regions: Regions | None, source: str) -> None:
+        if regions is None:
+            return
+        if self.inputs.content is None:
+            self.show_error(f"{source} has regions, but there is no photo to put them on.")
+            return
+        scaled = regions.size != self.regions.size
+        self.regions.replace(regions, f"Regions from {source}")
+        self.regions_dock.show()
+        if scaled:
+            width, height = self.regions.size
+            self.show_info(f"Regions restored from {source}, scaled to the photo's {width}×{height}")
 
     # -- state and messages --------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from PySide6.QtGui import QImage
 from ..core.cancel import CancelToken
 from ..core.errors import Cancelled, StyleStudioError
 from ..core.progress import CANCELLED, Progress
+from ..core.regions import Regions
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED
 from .jobs import Job, JobOutcome, Report
@@ -53,6 +54,7 @@ class RenderJob:
     content_name: str = "content"
     style_names: tuple[str, ...] = ()
     resume: Checkpoint | None = None
+    regions: Regions | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class RunOutcome:
     weights_label: str | None
     last: Progress | None = None
     deep: np.ndarray | None = None
+    regions: Regions | None = None
 
 
 LoadWeights = Callable[[str], "NetworkWeights"]
@@ -145,7 +148,17 @@ class RenderSession:
         self._preview: QImage | None = None
         self._transfer: StyleTransfer | None = None
         self._pending_settings: Settings | None = None
+        self._pending_regions: tuple[Regions | None] | None = None
         self._report: Report = lambda _: None
+
+    def update_regions(self, regions: Regions | None) -> None:
+        """Regions painted during the run (thread-safe); the run takes them at its next iteration."""
+        with self._lock:
+            transfer = self._transfer
+            if transfer is None:
+                self._pending_regions = (regions,)
+        if transfer is not None:
+            transfer.update_regions(regions)
 
     def update_settings(self, settings: Settings) -> None:
         """New loss weights for the running optimisation (thread-safe)."""
@@ -193,13 +206,17 @@ class RenderSession:
                 checkpoints=self._checkpoints,
                 resume=job.resume,
                 input_names=(job.content_name, *job.style_names),
+                regions=job.regions,
             )
             self.run_id = transfer.run_id
             with self._lock:
                 self._transfer = transfer
                 pending, self._pending_settings = self._pending_settings, None
+                painted, self._pending_regions = self._pending_regions, None
             if pending is not None:
                 transfer.update_settings(pending)
+            if painted is not None:
+                transfer.update_regions(painted[0])
             for record in transfer.run():
                 if record.preview is not None:
                     self._post_preview(array_to_qimage(record.preview))
@@ -214,6 +231,7 @@ class RenderSession:
                 label,
                 last,
                 _deep(transfer),
+                transfer.regions,
             )
         except Cancelled:
             return RunOutcome(CANCELLED, None, None, job.settings, label, last)
@@ -231,7 +249,10 @@ class RenderSession:
     ) -> RunOutcome:
         result = transfer.result if transfer is not None else None
         settings = transfer.settings if transfer is not None else self.job.settings
-        return RunOutcome(None, message, result, settings, label, last, _deep(transfer) if transfer else None)
+        regions = transfer.regions if transfer is not None else self.job.regions
+        return RunOutcome(
+            None, message, result, settings, label, last, _deep(transfer) if transfer else None, regions
+        )
 
 
 def _deep(transfer: StyleTransfer) -> np.ndarray | None:
@@ -311,6 +332,11 @@ class RunController(QObject):
     def update_settings(self, settings: Settings) -> None:
         if self._session is not None and not self._stopping:
             self._session.update_settings(settings)
+
+    def update_regions(self, regions: Regions | None) -> None:
+        """Regions painted during the run: it takes them at its next iteration."""
+        if self._session is not None and not self._stopping:
+            self._session.update_regions(regions)
 
     def shutdown(self) -> None:
         """Stop any run and wait for it (closing the window)."""
