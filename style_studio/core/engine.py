@@ -237,6 +237,8 @@ class StyleTransfer:
             regions.check(len(styles))
         self.regions = regions or None
         self._pending_regions: Regions | None = None
+        self._style_map_layer: str | None = None
+        self._style_map: Tensor | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
         self.content_image = content.convert("RGB")
@@ -344,6 +346,13 @@ class StyleTransfer:
             regions.check(len(self.style_images))
         with self._lock:
             self._pending_regions = regions or Regions.empty(*self.content_image.size)
+
+    def set_style_map(self, layer: str | None) -> None:
+        """Send a style map of ``layer`` with each preview from the next iteration on; None: none (thread-safe).
+
+        Not made while a scale is evaluated in tiles.
+        """
+        self._style_map_layer = layer  # one reference, read once per iteration
 
     def _take_pending_regions(self) -> Regions | None:
         with self._lock:
@@ -571,6 +580,7 @@ class StyleTransfer:
         gradient_norm = _GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
+        watching: tuple[Objective, str | None] | None = None
         try:
             for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
@@ -588,7 +598,12 @@ class StyleTransfer:
                     optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
                 optimizer.zero_grad(set_to_none=False)
+                wanted = self._style_map_layer
+                if watching != (objective, wanted):
+                    objective.watch(wanted)
+                    watching = (objective, wanted)
                 terms = yield from self._evaluate(objective.gradient(image, scale), index, iteration, inputs.size)
+                self._style_map = objective.style_map() if wanted is not None else None
                 if isinstance(optimizer, LBFGS):
                     # Its one evaluation per step is the one just made.
                     optimizer.step(functools.partial(_returning, terms.total))
@@ -696,8 +711,10 @@ class StyleTransfer:
         done = stop_reason is not None
         preview = None
         due = done or force_preview or now - self._last_preview >= self.preview_interval
+        style_map = None
         if self._control is not None and due and part is None:
             preview = self._preview(self._control.lowest)
+            style_map = self._style_map_preview(preview.shape[:2])
             self._last_preview = now
         record = Progress(
             scale=index + 1,
@@ -718,6 +735,7 @@ class StyleTransfer:
             weights=self.weights.label,
             compute=self.compute.describe(),
             preview=preview,
+            style_map=style_map,
             event=event,
             done=done,
             stop_reason=stop_reason,
@@ -747,6 +765,18 @@ class StyleTransfer:
             return self._progress(0, 0, self.sizes[0], NO_LOSSES, stop_reason=reason)
         losses = self._result_losses or last.losses
         return self._progress(last.scale - 1, last.iteration, (last.width, last.height), losses, stop_reason=reason)
+
+    @torch.no_grad()
+    def _style_map_preview(self, size: tuple[int, int]) -> np.ndarray | None:
+        """The last style map at the preview's (height, width), scaled to [0, 1] by its largest value."""
+        if self._style_map is None:
+            return None
+        values = F.interpolate(self._style_map[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
+        top = float(values.max())
+        if not math.isfinite(top) or top <= 0:
+            return np.zeros(size, np.float32)
+        result: np.ndarray = (values / top).clamp_(0, 1).cpu().numpy().astype(np.float32)
+        return result
 
     @torch.no_grad()
     def _preview(self, image: Tensor) -> np.ndarray:

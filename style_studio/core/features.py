@@ -230,10 +230,16 @@ class Captured:
 
     activations: dict[str, Tensor] = field(default_factory=dict)
     grams: dict[str, Tensor] = field(default_factory=dict)
+    watched: set[str] = field(default_factory=set)
+    """Style layers whose style losses' own gradient is wanted (the style map): see ``taps``."""
+    taps: dict[str, Tensor] = field(default_factory=dict)
+    """watched layer -> a view of its activation that feeds only its style loss, so that
+    a hook on it receives the gradient of that loss alone."""
 
     def clear(self) -> None:
         self.activations.clear()
         self.grams.clear()
+        self.taps.clear()
 
 
 @contextmanager
@@ -265,7 +271,12 @@ def capture(
 
         def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
             passed_on = output
-            if summarise:
+            if name in captured.watched and output.requires_grad:
+                # A branch of its own for the style loss: the gradient reaching it is that loss's alone.
+                captured.taps[name] = tap = output.view_as(output)
+                if summarise:
+                    captured.grams[name] = gram_tap(tap)[1]
+            elif summarise:
                 passed_on, captured.grams[name] = gram_tap(output)
             if keep:
                 captured.activations[name] = output

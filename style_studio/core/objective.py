@@ -139,6 +139,8 @@ class Objective:
         self.net = TruncatedNetwork(network, layers, settings.pooling)
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
+        self._map_gradient: Tensor | None = None
+        self._map_source: Tensor | None = None
         self._hooks = contextlib.ExitStack()
         self.captured: Captured = self._hooks.enter_context(capture(self.net, *self._hooked_layers()))
         try:
@@ -258,6 +260,8 @@ class Objective:
             weighted_mse(activations[k], self.content_targets[k], self.content_factors[k]) for k in self.content_layers
         ]
         style = {k: self._style_term(k) for k in self.style_layers}
+        if self.captured.taps:
+            self._catch_map_gradient()
         tv = total_variation(image) * self.tv_factor
         content = torch.stack(content_terms).sum() if content_terms else image.new_zeros((), dtype=torch.float32)
         # One stack and sum: fewer autograd nodes than a chain of additions.
@@ -265,12 +269,50 @@ class Objective:
         self.captured.clear()
         return Terms(total, content, style, tv)
 
+    # -- the style map --------------------------------------------------------------------
+
+    def watch(self, layer: str | None) -> bool:
+        """Make the style map of ``layer`` (a style layer) in the evaluations to come; None: none (no cost).
+
+        Returns whether this objective can make it (a tiled one cannot).
+        """
+        self.captured.watched = {layer} if layer in self.style_layers else set()
+        self._map_gradient = self._map_source = None
+        return True
+
+    def style_map(self) -> Tensor | None:
+        """Where the last evaluation's picture is furthest from the style at the watched layer: (h, w) float32 >= 0.
+
+        Grad-CAM's recipe (Selvaraju et al. 2017) with the layer's style loss
+        for a class score: the gradient of that loss with respect to the
+        layer's activations (caught by a hook on them), times the
+        activations, summed over channels. Its magnitude, where Grad-CAM keeps
+        the positive part: a style loss is lowered by more of a texture where
+        the picture lacks it as much as by less where it has too much (a
+        photo against a painting is mostly the first, all negative).
+        """
+        if self._map_gradient is None or self._map_source is None:
+            return None
+        weighted = (self._map_gradient.float() * self._map_source.float()).sum(1)[0]
+        return weighted.abs()
+
+    def _catch_map_gradient(self) -> None:
+        """Hook the watched layer's tap: its gradient is the layer's style loss's own."""
+        self._map_gradient = self._map_source = None
+        for tap in self.captured.taps.values():
+            self._map_source = tap.detach()
+
+            def keep(grad: Tensor) -> None:
+                self._map_gradient = grad.detach()
+
+            tap.register_hook(keep)  # on a tensor of this evaluation only: it goes with it
+
     def _style_term(self, layer: str) -> Tensor:
         """A style layer's term from the last forward pass: one per group, added up."""
         targets, factors = self.style_targets[layer], self.style_factors[layer]
         if not self.guided:
             return weighted_mse(self.captured.grams[layer], targets[0], factors[0])
-        features = self.captured.activations[layer]
+        features = self.captured.taps.get(layer, self.captured.activations[layer])
         height, width = features.shape[-2:]
         terms = [
             weighted_mse(guided_gram(features, group.at(height, width)), target, factor)

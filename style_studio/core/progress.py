@@ -64,6 +64,9 @@ class Progress:
         weights: which VGG weights are in use ("untrained ..." when untrained).
         compute: device and precision, e.g. "cpu, bf16".
         preview: (H, W, 3) uint8 downsampled image, at most every preview interval.
+        style_map: with a preview, when asked for (``StyleTransfer.set_style_map``): (h, w)
+            float32 in [0, 1] at the preview's size, where the picture is furthest
+            from the style at the chosen layer (see ``Objective.style_map``).
         event: something that happened (e.g. a recovered blow-up), else None.
         done: this is the last record of the run. Its loss values and
             ``grad_norm`` are the result's (the lowest-loss image of the last
@@ -93,6 +96,7 @@ class Progress:
     weights: str
     compute: str
     preview: np.ndarray | None = field(default=None, repr=False, compare=False)
+    style_map: np.ndarray | None = field(default=None, repr=False, compare=False)
     event: str | None = None
     done: bool = False
     stop_reason: str | None = None
@@ -119,7 +123,7 @@ class Progress:
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON-able data, without the preview; non-finite numbers become null."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "preview"}
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("preview", "style_map")}
         out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
         for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
             out[key] = _finite_or_none(out[key])

@@ -278,6 +278,11 @@ class TiledObjective(Objective):
         # Every layer's activation: each tile keeps only its core's share.
         return tuple(dict.fromkeys(self.content_layers + self.style_layers)), ()
 
+    def watch(self, layer: str | None) -> bool:
+        """No style map: the tiles' activations are never whole (see ``Objective.watch``)."""
+        self.captured.watched = set()
+        return layer is None
+
     @functools.cached_property
     def reach(self) -> Reach:
         return Reach.of(self.net)

@@ -46,7 +46,7 @@ from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
-from .regions_panel import RegionEditor, RegionsPanel
+from .regions_panel import RegionEditor, RegionsPanel, style_map_image
 from .run_bar import RunBar, ago, duration
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
@@ -247,6 +247,11 @@ class MainWindow(QMainWindow):
         self.view.strokeEnded.connect(editor.end_stroke)
         editor.painting.connect(self._show_regions)
         editor.changed.connect(self._regions_changed)
+        a.style_map.toggled.connect(lambda _: self._style_map_changed())
+        panel.map_layer.activated.connect(lambda _: self._style_map_changed())
+        self.controls.changed.connect(self._show_map_layers)
+        self.controls.liveChanged.connect(self._show_map_layers)
+        self._show_map_layers()
     # -- inputs ----------------------------------------------------------------------
 
     def _content_changed(self, item: InputImage) -> None:
@@ -532,6 +537,8 @@ class MainWindow(QMainWindow):
         self.device_label.setText(record.compute)
         if not record.done and not record.within_iteration:
             self.loss_plot.add(record.step, record.loss_curves())
+        if record.style_map is not None and self.commands.style_map.isChecked():
+            self.view.set_overlay("style map", style_map_image(record.style_map))
         if record.event:
             self.show_info(record.event)
 
@@ -638,6 +645,32 @@ class MainWindow(QMainWindow):
         return started
 
     # -- regions ------------------------------------------------------------------------------
+
+    def _show_map_layers(self) -> None:
+        """The style map's layer choice: the style layers in use."""
+        box = self.regions_panel.map_layer
+        layers = list(self.current_settings().active_style_layers)
+        if [box.itemText(i) for i in range(box.count())] == layers:
+            return
+        current = box.currentText()
+        box.clear()
+        box.addItems(layers)
+        if current in layers:
+            box.setCurrentText(current)
+        elif layers:
+            box.setCurrentIndex(len(layers) // 2)
+        self._style_map_changed()
+
+    def _style_map_changed(self) -> None:
+        on = self.commands.style_map.isChecked()
+        layer = self.regions_panel.map_layer.currentText() or None
+        self.controller.set_style_map(layer if on else None)
+        if not on:
+            self.view.set_overlay("style map", None)
+        elif self.controller.running:
+            self.show_info(f"The style map of {layer} appears with the next preview")
+        else:
+            self.show_info(f"The style map of {layer} is drawn over the preview while a run goes on")
 
     def _style_names(self) -> list[str]:
         return [row.item.name for row in self.inputs.style_rows]

@@ -250,6 +250,18 @@ class RegionEditor(QObject):
         return image.copy()
 
 
+def style_map_image(values: np.ndarray) -> QImage:
+    """A style map (h, w) in [0, 1] as a translucent heat map: clear where near the style, red-yellow where far."""
+    v = np.clip(values, 0, 1)
+    rgba = np.empty((*v.shape, 4), np.uint8)
+    rgba[..., 0] = 255
+    rgba[..., 1] = (255 * v).astype(np.uint8)
+    rgba[..., 2] = 0
+    rgba[..., 3] = (210 * np.sqrt(v)).astype(np.uint8)
+    height, width = v.shape
+    return QImage(rgba.data, width, height, 4 * width, QImage.Format.Format_RGBA8888).copy()
+
+
 def _swatch(colour: tuple[int, int, int], keep: bool = False) -> QIcon:
     pixmap = QPixmap(14, 14)
     pixmap.fill(QColor(*colour))
@@ -333,6 +345,14 @@ class RegionsPanel(QWidget):
         self.hint = QLabel("Unpainted areas get the global style (the blend under Styles).")
         self.hint.setWordWrap(True)
         layout.addWidget(self.hint)
+        map_row = QFormLayout()
+        self.map_layer = QComboBox()
+        self.map_layer.setToolTip(
+            "Style map (M): where the picture is still furthest from the style at this layer, "
+            "drawn over the preview while a run goes on. Raise this layer's weight or paint there"
+        )
+        map_row.addRow("Style map layer", self.map_layer)
+        layout.addLayout(map_row)
         layout.addStretch(1)
 
         self.add_button.clicked.connect(self._add)

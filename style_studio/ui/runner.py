@@ -149,7 +149,16 @@ class RenderSession:
         self._transfer: StyleTransfer | None = None
         self._pending_settings: Settings | None = None
         self._pending_regions: tuple[Regions | None] | None = None
+        self.style_map_layer: str | None = None
         self._report: Report = lambda _: None
+
+    def set_style_map(self, layer: str | None) -> None:
+        """Ask the run for a style map of ``layer`` with its previews (None: none); thread-safe."""
+        with self._lock:
+            self.style_map_layer = layer
+            transfer = self._transfer
+        if transfer is not None:
+            transfer.set_style_map(layer)
 
     def update_regions(self, regions: Regions | None) -> None:
         """Regions painted during the run (thread-safe); the run takes them at its next iteration."""
@@ -217,6 +226,7 @@ class RenderSession:
                 transfer.update_settings(pending)
             if painted is not None:
                 transfer.update_regions(painted[0])
+            transfer.set_style_map(self.style_map_layer)
             for record in transfer.run():
                 if record.preview is not None:
                     self._post_preview(array_to_qimage(record.preview))
@@ -300,6 +310,7 @@ class RunController(QObject):
         self._session: RenderSession | None = None
         self._pending: RenderJob | None = None
         self._stopping = False
+        self.style_map_layer: str | None = None
 
     @property
     def running(self) -> bool:
@@ -316,6 +327,7 @@ class RunController(QObject):
             return
         self._stopping = False
         session = RenderSession(render, self.weights, self.checkpoints)
+        session.style_map_layer = self.style_map_layer
         job = Job(session, "style-studio-render", failure="the run failed unexpectedly")
         job.progressed.connect(self._on_report)
         job.finished.connect(self._on_finished)
@@ -332,6 +344,12 @@ class RunController(QObject):
     def update_settings(self, settings: Settings) -> None:
         if self._session is not None and not self._stopping:
             self._session.update_settings(settings)
+
+    def set_style_map(self, layer: str | None) -> None:
+        """The style map the run sends with its previews (None: none), also for the runs to come."""
+        self.style_map_layer = layer
+        if self._session is not None:
+            self._session.set_style_map(layer)
 
     def update_regions(self, regions: Regions | None) -> None:
         """Regions painted during the run: it takes them at its next iteration."""

@@ -301,3 +301,47 @@ def test_a_soft_stroke_stays_soft_and_the_coverages_never_add_up_past_full():
     whole = filled(masks, 1)
     assert whole.astype(int).sum(0).min() >= 254  # every pixel covered
     assert not cleared(whole, 1)[1].any()
+
+
+def test_the_style_map_is_the_layers_own_style_gradient_times_its_activations(untrained, pictures):
+    """Grad-CAM's recipe with the layer's style loss: checked against autograd on that loss alone."""
+    content, styles = pictures
+    network = network_for(untrained, FP32)
+    inputs = ScaleInputs.prepare(content, styles[:1], (96, 64), SETTINGS, FP32.device)
+    with Objective(network, inputs, SETTINGS, FP32) as objective:
+        assert objective.style_map() is None
+        objective.watch("relu3_1")
+        taps = []
+        catch = objective._catch_map_gradient
+
+        def spy():
+            taps.append(objective.captured.taps["relu3_1"])
+            catch()
+
+        objective._catch_map_gradient = spy
+        image = inputs.content.clone().requires_grad_(True)
+        terms = objective.evaluate(image)
+        (features,) = taps
+        expected_gradient = torch.autograd.grad(terms.style["relu3_1"], features, retain_graph=True)[0]
+        terms.total.backward()
+        expected = (expected_gradient * features.detach()).sum(1)[0].abs()
+        torch.testing.assert_close(objective.style_map(), expected)
+        assert objective.style_map().shape == (16, 24) and float(objective.style_map().max()) > 0
+        # The total gradient is unchanged by the watching branch.
+        watched_gradient = image.grad.clone()
+        objective.watch(None)
+        image.grad = None
+        objective.evaluate(image).total.backward()
+        torch.testing.assert_close(image.grad, watched_gradient)
+        assert objective.style_map() is None and not objective.captured.taps
+
+
+def test_a_run_sends_a_style_map_with_its_previews_only_when_asked(tiny, pictures):
+    content, styles = pictures
+    settings = dataclasses.replace(SETTINGS, size=64, iterations=3, scales=1)
+    transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
+    assert all(r.style_map is None for r in transfer.run())
+    transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
+    transfer.set_style_map("relu2_1")
+    maps = [r.style_map for r in transfer.run() if r.preview is not None]
+    assert maps and all(m is not None and m.shape == (43, 64) and 0 <= m.min() and m.max() == 1 for m in maps)

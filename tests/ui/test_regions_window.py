@@ -146,3 +146,18 @@ def test_painting_during_a_run_reaches_the_run(qtbot, window):
     qtbot.waitUntil(lambda: session._transfer is not None and session._transfer.regions is not None, timeout=10_000)
     window.stop()
     qtbot.waitUntil(lambda: not window.controller.running, timeout=30_000)
+
+
+def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, window):
+    window.commands.style_map.setChecked(False)
+    run_to_end(qtbot, window)
+    assert window.view.overlay("style map") is None
+    assert window.regions_panel.map_layer.count() == 5
+    assert window.commands.style_map.shortcut() == QKeySequence("M")
+    window.commands.style_map.trigger()
+    assert window.controller.style_map_layer == window.regions_panel.map_layer.currentText()
+    run_to_end(qtbot, window)
+    shown = window.view.overlay("style map")
+    assert shown is not None and not shown.isNull()
+    window.commands.style_map.trigger()
+    assert window.view.overlay("style map") is None and window.controller.style_map_layer is None
