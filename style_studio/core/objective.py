@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
 
@@ -52,7 +52,7 @@ class ScaleInputs:
 
     content: Tensor
     styles: tuple[Tensor, ...]
-    regions: ScaleRegions = ScaleRegions(WHOLE_PICTURE, None)
+    regions: ScaleRegions = field(default_factory=lambda: ScaleRegions(WHOLE_PICTURE, None))
 
     @classmethod
     def prepare(
@@ -305,7 +305,7 @@ class Objective:
             def keep(grad: Tensor) -> None:
                 self._map_gradient = grad.detach()
 
-            tap.register_hook(keep)  # on a tensor of this evaluation only: it goes with it
+            tap.register_hook(keep)  # type: ignore[no-untyped-call]  # on a tensor of this evaluation only: it goes with it
 
     def _style_term(self, layer: str) -> Tensor:
         """A style layer's term from the last forward pass: one per group, added up."""

@@ -109,7 +109,11 @@ class Region:
         total = sum(self.blend)
         used = [(n, w / total) for n, w in enumerate(self.blend) if w > 0] if total > 0 else []
         names = [style_names[n] if n < len(style_names) else f"style {n + 1}" for n, _ in used]
-        what = names[0] if len(used) == 1 else " + ".join(f"{name} {share:.0%}" for name, (_, share) in zip(names, used))
+        what = (
+            names[0]
+            if len(used) == 1
+            else " + ".join(f"{name} {share:.0%}" for name, (_, share) in zip(names, used, strict=True))
+        )
         return what if self.strength == 1 else f"{what} at {self.strength:g}×"
 
 
@@ -132,7 +136,9 @@ class Regions:
 
     def __post_init__(self) -> None:
         if self.masks.ndim != 3 or self.masks.shape[0] != len(self.regions) or self.masks.dtype != np.uint8:
-            raise RegionError(f"expected {len(self.regions)} uint8 mask planes, got {self.masks.shape} {self.masks.dtype}")
+            raise RegionError(
+                f"expected {len(self.regions)} uint8 mask planes, got {self.masks.shape} {self.masks.dtype}"
+            )
 
     @classmethod
     def empty(cls, width: int, height: int) -> Regions:
@@ -191,7 +197,8 @@ class Regions:
 
     def coverage(self) -> np.ndarray:
         """(R,) the share of the picture each region covers."""
-        return self.masks.reshape(len(self.regions), -1).mean(1) / 255.0
+        shares: np.ndarray = self.masks.reshape(len(self.regions), -1).mean(1) / 255.0
+        return shares
 
     def unpainted_share(self) -> float:
         """The share of the picture no region covers (where the global style goes)."""
@@ -223,7 +230,7 @@ class Regions:
             raise RegionError("; ".join(problems))
 
     def for_style_count(self, style_count: int) -> Regions:
-        """These regions with each blend fitted to ``style_count`` styles (a style removed: its weight goes; added: 0)."""
+        """These regions, each blend fitted to ``style_count`` styles (a removed style's weight goes; a new one: 0)."""
         regions = []
         for region in self.regions:
             blend = tuple(region.blend[:style_count]) + (0.0,) * max(0, style_count - len(region.blend))
@@ -384,7 +391,9 @@ def regions_from_mask(
         raise RegionError(f"no pixel of the mask {name} is {', '.join(empty)} (its main colours: {found})")
     notice = None
     if size is not None and regions.size != size:
-        notice = f"the mask {name} is {regions.size[0]}×{regions.size[1]}; it was scaled to the photo's {size[0]}×{size[1]}"
+        notice = (
+            f"the mask {name} is {regions.size[0]}×{regions.size[1]}; it was scaled to the photo's {size[0]}×{size[1]}"
+        )
         regions = regions.resized(*size)
     regions.check(style_count)
     return regions, notice
@@ -392,7 +401,7 @@ def regions_from_mask(
 
 def _main_colours(image: Image.Image, count: int = 4) -> list[tuple[int, int, int]]:
     small = image.convert("RGB").resize((64, 64), Image.Resampling.NEAREST)
-    colours = small.getcolors(64 * 64) or []
+    colours: list[tuple[int, tuple[int, int, int]]] = small.getcolors(64 * 64) or []  # type: ignore[assignment]
     return [c for _, c in sorted(colours, reverse=True)[:count]]
 
 
@@ -467,7 +476,7 @@ class Stroke:
         self.radius = max(float(radius), 0.5)
         self.hardness = min(max(float(hardness), 0.0), 1.0)
         self.before = masks.copy()
-        self.alpha = np.zeros(masks.shape[1:], np.float32)
+        self.alpha: np.ndarray = np.zeros(masks.shape[1:], np.float32)
         self.bounds: tuple[int, int, int, int] | None = None  # top, bottom, left, right
         self._last: tuple[float, float] | None = None
 
@@ -484,7 +493,7 @@ class Stroke:
             self._dab(px, py)
 
     def _dab(self, x: float, y: float) -> None:
-        height, width = self.alpha.shape
+        height, width = int(self.alpha.shape[0]), int(self.alpha.shape[1])
         r = self.radius
         top, bottom = max(int(y - r), 0), min(int(np.ceil(y + r)) + 1, height)
         left, right = max(int(x - r), 0), min(int(np.ceil(x + r)) + 1, width)
@@ -557,12 +566,12 @@ def regions_from_picture(
     if image.mode in ("1", "L", "LA", "I", "I;16", "F"):
         return regions_from_mask(path, [RegionSpec((255, 255, 255))], style_count, size)
     small = image.convert("RGB").resize((128, 128), Image.Resampling.NEAREST)
-    counts = small.getcolors(128 * 128) or []
+    counts: list[tuple[int, tuple[int, int, int]]] = small.getcolors(128 * 128) or []  # type: ignore[assignment]
     found: list[tuple[int, int, int]] = []
     for count, colour in sorted(counts, reverse=True):
         if count < 0.005 * 128 * 128 or max(colour) <= COLOUR_TOLERANCE:
             continue
-        if all(max(abs(a - b) for a, b in zip(colour, other)) > COLOUR_TOLERANCE for other in found):
+        if all(max(abs(a - b) for a, b in zip(colour, other, strict=True)) > COLOUR_TOLERANCE for other in found):
             found.append(colour)
     if not found:
         raise RegionError(f"the mask {name} has no painted colour: it is black (unpainted) everywhere")

@@ -324,9 +324,7 @@ class TiledObjective(Objective):
             self.captured.clear()
         return activations, grams.result()
 
-    def _group_cores(
-        self, tile: Tile, name: str, height: int, width: int
-    ) -> Iterator[tuple[int, Tensor, float]]:
+    def _group_cores(self, tile: Tile, name: str, height: int, width: int) -> Iterator[tuple[int, Tensor, float]]:
         """(group, the tile core's features at layer ``name`` weighted by its mask, C·Σm²) for each style group."""
         grid = self.reach.grids[name]
         core = tile.core(self.captured.activations[name], grid)
@@ -394,7 +392,9 @@ class TiledObjective(Objective):
         gram_gradients: dict[tuple[str, int], Tensor] = {}
         for name in self.style_layers:
             terms = []
-            for group, (target, factor) in enumerate(zip(self.style_targets[name], self.style_factors[name])):
+            for group, (target, factor) in enumerate(
+                zip(self.style_targets[name], self.style_factors[name], strict=True)
+            ):
                 difference = grams[(name, group)] - target
                 terms.append(difference.square().mean() * factor)
                 # d/dG of factor · mean((G - T)²)

@@ -252,12 +252,15 @@ class MainWindow(QMainWindow):
         self.controls.changed.connect(self._show_map_layers)
         self.controls.liveChanged.connect(self._show_map_layers)
         self._show_map_layers()
+
     # -- inputs ----------------------------------------------------------------------
 
     def _content_changed(self, item: InputImage) -> None:
         """A new photo: show it; the last result (made from the old one) stays in the history."""
         if self.regions.set_photo(*item.image.size):
-            self.show_info("The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)")
+            self.show_info(
+                "The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)"
+            )
         self._show_brush()
         photo = pil_to_qimage(item.image)
         self.controls.set_photo_size(*item.image.size)
@@ -706,7 +709,7 @@ class MainWindow(QMainWindow):
             self.show_info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
 
     def _show_regions(self) -> None:
-        shown = self.view.painting() or self.regions_dock.isVisible() and bool(self.regions.regions)
+        shown = self.view.painting() or (self.regions_dock.isVisible() and bool(self.regions.regions))
         self.view.set_overlay("regions", self.regions.overlay() if shown else None)
 
     def _regions_changed(self) -> None:
@@ -719,7 +722,10 @@ class MainWindow(QMainWindow):
 
     def load_mask_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Load region mask", self.inputs.open_dir(), "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)"
+            self,
+            "Load region mask",
+            self.inputs.open_dir(),
+            "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)",
         )
         if path:
             self.load_mask(Path(path))

@@ -287,7 +287,9 @@ class RegionsPanel(QWidget):
         layout = QVBoxLayout(self)
 
         self.list = QListWidget()
-        self.list.setToolTip("Regions: each gets a style (or a blend), or keeps the photo. Unpainted areas get the global style")
+        self.list.setToolTip(
+            "Regions: each gets a style (or a blend), or keeps the photo. Unpainted areas get the global style"
+        )
         self.list.setMaximumHeight(130)
         layout.addWidget(self.list)
         buttons = QHBoxLayout()

@@ -260,9 +260,7 @@ class RenderSession:
         result = transfer.result if transfer is not None else None
         settings = transfer.settings if transfer is not None else self.job.settings
         regions = transfer.regions if transfer is not None else self.job.regions
-        return RunOutcome(
-            None, message, result, settings, label, last, _deep(transfer) if transfer else None, regions
-        )
+        return RunOutcome(None, message, result, settings, label, last, _deep(transfer) if transfer else None, regions)
 
 
 def _deep(transfer: StyleTransfer) -> np.ndarray | None:

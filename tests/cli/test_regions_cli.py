@@ -72,7 +72,16 @@ def test_every_colour_kept_is_refused(tmp_path):
     white = tmp_path / "white.png"
     Image.fromarray(np.full((20, 30), 255, np.uint8)).save(white)
     code, _, err = run_cli(
-        "render", CONTENT, STYLE, "-o", str(tmp_path / "o.png"), *FAST, "--regions", str(white), "--region", "white=keep"
+        "render",
+        CONTENT,
+        STYLE,
+        "-o",
+        str(tmp_path / "o.png"),
+        *FAST,
+        "--regions",
+        str(white),
+        "--region",
+        "white=keep",
     )
     assert code == 2 and "nothing left to stylise" in err
 
