@@ -345,3 +345,25 @@ def test_a_run_sends_a_style_map_with_its_previews_only_when_asked(tiny, picture
     transfer.set_style_map("relu2_1")
     maps = [r.style_map for r in transfer.run() if r.preview is not None]
     assert maps and all(m is not None and m.shape == (43, 64) and m.min() >= 0 and m.max() == 1 for m in maps)
+
+
+def test_a_stopped_run_keeps_its_regions_and_resuming_with_others_is_refused(tiny, pictures, tmp_path):
+    from style_studio.core.checkpoints import CheckpointStore
+    from style_studio.core.errors import StyleStudioError
+
+    content, styles = pictures
+    regions = halves(64, 43, Region("keep", WHITE, keep=True))
+    settings = dataclasses.replace(SETTINGS, size=64, iterations=50, scales=1)
+    store = CheckpointStore(tmp_path / "checkpoints")
+    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, checkpoints=store, run_id="r")
+    run_to_the_end(transfer, cancel_after=3)
+    checkpoint = store.load("r")
+    assert checkpoint is not None and checkpoint.painted() is not None
+    assert checkpoint.painted().digest() == regions.digest()
+    resumed = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, resume=checkpoint)
+    assert [r for r in resumed.run()][-1].stop_reason == "finished"
+    other = halves(64, 43, Region("keep", WHITE, keep=True), feather=0.05)
+    with pytest.raises(StyleStudioError, match="painted regions are not the ones"):
+        StyleTransfer(content, styles[:1], settings, tiny, regions=other, resume=checkpoint)
+    with pytest.raises(StyleStudioError, match="painted regions are not the ones"):
+        StyleTransfer(content, styles[:1], settings, tiny, resume=checkpoint)
