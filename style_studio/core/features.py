@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
+from .guided import LayerMask, guided_gram_tap
 from .layers import LAYER_NAMES, MIRRORED_BORDER
 from .losses import gram_tap
 
@@ -235,11 +236,16 @@ class Captured:
     taps: dict[str, Tensor] = field(default_factory=dict)
     """watched layer -> a view of its activation that feeds only its style loss, so that
     a hook on it receives the gradient of that loss alone."""
+    guide: Callable[[int, int], Sequence[LayerMask]] | None = None
+    """With regions: the masks at a layer of (h, w) positions; style layers then give
+    one guided Gram matrix per mask, in ``guided``, instead of one in ``grams``."""
+    guided: dict[str, list[Tensor]] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.activations.clear()
         self.grams.clear()
         self.taps.clear()
+        self.guided.clear()
 
 
 @contextmanager
@@ -269,15 +275,24 @@ def capture(
         following = net.layers[position + 1] if position + 1 < len(net.names) else None
         copy = bool(getattr(following, "inplace", False))
 
+        def summary(features: Tensor) -> Tensor:
+            """The features passed on, their Gram matrix (or guided ones) recorded."""
+            if captured.guide is None:
+                passed_on, captured.grams[name] = gram_tap(features)
+            else:
+                masks = captured.guide(features.shape[-2], features.shape[-1])
+                passed_on, captured.guided[name] = guided_gram_tap(features, masks)
+            return passed_on
+
         def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
             passed_on = output
             if name in captured.watched and output.requires_grad:
                 # A branch of its own for the style loss: the gradient reaching it is that loss's alone.
                 captured.taps[name] = tap = output.view_as(output)
                 if summarise:
-                    captured.grams[name] = gram_tap(tap)[1]
+                    summary(tap)
             elif summarise:
-                passed_on, captured.grams[name] = gram_tap(output)
+                passed_on = summary(output)
             if keep:
                 captured.activations[name] = output
             return passed_on.clone() if copy else passed_on

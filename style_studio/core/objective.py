@@ -23,7 +23,7 @@ from . import color
 from .device import Compute
 from .errors import StyleStudioError
 from .features import Captured, FeatureNetwork, Sides, TruncatedNetwork, capture
-from .guided import WHOLE_PICTURE, ScaleRegions, StyleGroup, guided_gram
+from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .imageio import fit_size
 from .losses import gram, magnitude, total_variation, weighted_mse
 from .progress import Losses
@@ -143,6 +143,8 @@ class Objective:
         self._map_source: Tensor | None = None
         self._hooks = contextlib.ExitStack()
         self.captured: Captured = self._hooks.enter_context(capture(self.net, *self._hooked_layers()))
+        self._guide = self._layer_masks if self.guided else None
+        self.captured.guide = self._guide
         try:
             self._compute_targets(inputs, settings)
         except BaseException:
@@ -162,13 +164,12 @@ class Objective:
         self._hooks.close()
 
     def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(layers whose activations the hooks keep, layers whose Gram matrices they compute).
-
-        Guided Gram matrices are computed from the style layers' activations, one per group.
-        """
-        if self.guided:
-            return tuple(dict.fromkeys(self.content_layers + self.style_layers)), ()
+        """(layers whose activations the hooks keep, layers whose Gram matrices they compute)."""
         return self.content_layers, self.style_layers
+
+    def _layer_masks(self, height: int, width: int) -> list[LayerMask]:
+        """Each style group's mask at a layer of (height, width) positions: the hooks' guide."""
+        return [group.at(height, width) for group in self.groups]
 
     def regroup(self, regions: ScaleRegions, settings: Settings) -> bool:
         """Take new regions (painted during a run); False when they need another objective (new hooks)."""
@@ -187,14 +188,18 @@ class Objective:
     @torch.no_grad()
     def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """(content layer -> activation, style layer -> Gram matrix) of a whole picture, (1, 3, H, W)."""
-        self._forward(picture)
         captured = self.captured
-        activations = {k: captured.activations[k].detach().clone() for k in self.content_layers}
-        grams = {
-            k: (captured.grams[k] if k in captured.grams else gram(captured.activations[k])).detach().clone()
-            for k in self.style_layers
-        }
-        captured.clear()
+        captured.guide = None  # a whole picture's own Gram matrices (the style images' targets)
+        try:
+            self._forward(picture)
+            activations = {k: captured.activations[k].detach().clone() for k in self.content_layers}
+            grams = {
+                k: (captured.grams[k] if k in captured.grams else gram(captured.activations[k])).detach().clone()
+                for k in self.style_layers
+            }
+        finally:
+            captured.guide = self._guide
+            captured.clear()
         return activations, grams
 
     def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
@@ -312,11 +317,9 @@ class Objective:
         targets, factors = self.style_targets[layer], self.style_factors[layer]
         if not self.guided:
             return weighted_mse(self.captured.grams[layer], targets[0], factors[0])
-        features = self.captured.taps.get(layer, self.captured.activations[layer])
-        height, width = features.shape[-2:]
+        grams = self.captured.guided[layer]
         terms = [
-            weighted_mse(guided_gram(features, group.at(height, width)), target, factor)
-            for group, target, factor in zip(self.groups, targets, factors, strict=True)
+            weighted_mse(value, target, factor) for value, target, factor in zip(grams, targets, factors, strict=True)
         ]
         return torch.stack(terms).sum() if len(terms) > 1 else terms[0]
 

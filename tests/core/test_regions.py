@@ -12,7 +12,7 @@ from PIL import Image
 from style_studio.core.cancel import CancelToken
 from style_studio.core.device import resolve
 from style_studio.core.engine import StyleTransfer, _GradientNorm, _KeepPhoto, network_for
-from style_studio.core.guided import ScaleRegions, guided_gram
+from style_studio.core.guided import LayerMask, ScaleRegions, guided_gram_tap
 from style_studio.core.objective import Objective, ScaleInputs
 from style_studio.core.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
 from style_studio.core.settings import Settings
@@ -71,20 +71,35 @@ def test_an_all_ones_mask_gives_exactly_the_unguided_loss_and_gradient(untrained
     assert relative(guided_gradient, gradient) < 1e-5
 
 
-def test_a_guided_gram_with_an_all_ones_mask_is_the_plain_one():
-    from style_studio.core.guided import LayerMask
+def reference_guided_gram(features: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """G = (F·m)ᵀ(F·m) / (C·Σm²), through plain autograd."""
+    weighted = (features * mask)[0].flatten(1)
+    return (weighted @ weighted.t() / (features.shape[1] * mask.square().sum())).unsqueeze(0)
+
+
+def test_guided_gram_matrices_and_their_gradient_are_the_formulas():
     from style_studio.core.losses import gram
 
-    features = torch.randn(1, 6, 9, 7)
-    ones = LayerMask(torch.ones(1, 1, 9, 7), 63.0, slice(0, 9), slice(0, 7))
-    torch.testing.assert_close(guided_gram(features, ones), gram(features))
-    # Normalised by the mask's own energy: a region's Gram matrix does not shrink with its area.
-    half = torch.zeros(1, 1, 9, 7)
-    half[..., :4, :] = 1
-    same = features.clone()
-    same[..., 4:, :] = 0
-    left = LayerMask(half, 28.0, slice(0, 4), slice(0, 7))
-    torch.testing.assert_close(guided_gram(same, left), gram(same[..., :4, :]))
+    torch.manual_seed(0)
+    features = torch.randn(1, 6, 9, 7).contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    ones = LayerMask(None, 63.0)
+    soft = torch.zeros(1, 1, 9, 7)
+    soft[..., 2:6, 1:5] = torch.rand(4, 4) + 0.1
+    masked = LayerMask(soft, float(soft.square().sum()), slice(2, 6), slice(1, 5))
+    passed_on, (whole, guided) = guided_gram_tap(features, [ones, masked])
+    torch.testing.assert_close(whole, gram(features.detach()))
+    torch.testing.assert_close(guided, reference_guided_gram(features.detach(), soft))
+    downstream, weights = torch.randn(1, 6, 9, 7), torch.randn(2, 6, 6)
+    ((passed_on * downstream).sum() + (whole * weights[0]).sum() + (guided * weights[1]).sum()).backward()
+    ours = features.grad.clone()
+    features.grad = None
+    expected = (
+        (features * downstream).sum()
+        + (gram(features) * weights[0]).sum()
+        + (reference_guided_gram(features, soft) * weights[1]).sum()
+    )
+    expected.backward()
+    torch.testing.assert_close(ours, features.grad)
 
 
 def test_tiled_guided_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictures):
@@ -145,10 +160,8 @@ def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
 
         objective._forward(pil_to_tensor(transfer.result))
         for layer in objective.style_layers:
-            features = objective.captured.activations[layer]
-            h, w = features.shape[-2:]
-            for group, own, other in zip(objective.groups, (0, 1), (1, 0), strict=True):
-                region_gram = guided_gram(features, group.at(h, w))
+            grams = objective.captured.guided[layer]
+            for group, region_gram, own, other in zip(objective.groups, grams, (0, 1), (1, 0), strict=True):
                 near = (region_gram - objective.style_grams[own][layer]).norm()
                 far = (region_gram - objective.style_grams[other][layer]).norm()
                 assert near < far, (layer, group.name)
