@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 from . import __version__
 from .core import settings as settings_mod
@@ -41,7 +41,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    d = settings_mod.DEFAULTS
     parser = _Parser(
         prog="style-studio", description="Neural style transfer: a desktop app, and a headless renderer for scripts."
     )
@@ -94,6 +93,59 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         help="print resolution recorded in the output (default: the photo's own, else 72)",
     )
+    _add_settings_options(r)
+    r.add_argument(
+        "--progress",
+        choices=("bar", "json", "none"),
+        default=None,
+        help="bar (default on a terminal), json (one object per iteration on stdout), none",
+    )
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the unfinished run of the same OUT (after a crash, a kill or Ctrl+C) "
+        "where its last checkpoint stood; refused if the inputs or settings changed",
+    )
+    r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+
+    b = sub.add_parser(
+        "batch",
+        help="render many pictures: every photo with every style, or the jobs of a jobs file",
+        description="Render every PHOTO with every --style image (or the jobs of --jobs) into OUTDIR. Outputs "
+        "already made with the same settings and pictures are skipped: run the same command again to finish "
+        "an interrupted batch.",
+    )
+    b.add_argument("photos", metavar="PHOTO", nargs="*", help="photos to stylise")
+    b.add_argument(
+        "--style", dest="batch_styles", metavar="STYLE", nargs="+", action="extend", default=[],
+        help="style images: each photo is rendered with each of them",
+    )  # fmt: skip
+    b.add_argument("--jobs", metavar="FILE", help="a TOML or JSON jobs file (see the README) instead of photos")
+    b.add_argument("-o", "--output", metavar="OUTDIR", required=True, help="the folder outputs go to (made if missing)")
+    b.add_argument("--format", choices=("png", "jpg", "webp", "tif"), default="png", help="of the outputs named here")
+    b.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
+    b.add_argument("--workers", type=int, default=1, help="jobs at once on this machine, each in its own process")
+    b.add_argument(
+        "--ray", metavar="auto|ADDRESS",
+        help="run each job as a task on a Ray cluster (auto: the one `ray start` joined this machine to)",
+    )  # fmt: skip
+    b.add_argument("--progress", choices=("bar", "json", "none"), default=None)
+    _add_settings_options(b)
+    b.set_defaults(**dict.fromkeys(SETTINGS_OPTIONS))
+    return parser
+
+
+#: The settings options' destinations (``batch`` sets them all to None: only those typed override a preset).
+SETTINGS_OPTIONS: Final = (
+    "size", "iterations", "scales", "finer_iterations", "tile", "optimizer", "init", "content_layers",
+    "style_layers", "content_weight", "style_weight", "tv_weight", "style_scale", "preserve_colors", "pooling",
+    "seed", "step_size", "device", "precision", "nondeterministic", "weights",
+)  # fmt: skip
+
+
+def _add_settings_options(r: argparse.ArgumentParser) -> None:
+    """The options that make a run's Settings, shared by ``render`` and ``batch``."""
+    d = settings_mod.DEFAULTS
     r.add_argument("--size", type=int, default=d.size, help=f"longest side in pixels (default {d.size})")
     r.add_argument(
         "--iterations",
@@ -152,20 +204,6 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="imagenet|untrained|PATH",
         help="VGG19 weights: imagenet (downloaded once), untrained, or a .pth file",
     )
-    r.add_argument(
-        "--progress",
-        choices=("bar", "json", "none"),
-        default=None,
-        help="bar (default on a terminal), json (one object per iteration on stdout), none",
-    )
-    r.add_argument(
-        "--resume",
-        action="store_true",
-        help="go on with the unfinished run of the same OUT (after a crash, a kill or Ctrl+C) "
-        "where its last checkpoint stood; refused if the inputs or settings changed",
-    )
-    r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    return parser
 
 
 def _parse_style_layers(text: str) -> dict[str, float]:
@@ -186,33 +224,27 @@ def _parse_floats(text: str, option: str) -> list[float]:
         raise UsageError(f"{option}: expected numbers separated by commas, got {text!r}") from None
 
 
+def _settings_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the options give, as ``settings.to_dict`` names them; options left at None are left out."""
+    data: dict[str, Any] = {
+        key: getattr(args, key)
+        for key in SETTINGS_OPTIONS
+        if key not in ("content_layers", "style_layers", "nondeterministic") and getattr(args, key) is not None
+    }
+    if args.content_layers is not None:
+        data["content_layers"] = [n.strip() for n in args.content_layers.split(",") if n.strip()]
+    if args.style_layers is not None:
+        data["style_layers"] = _parse_style_layers(args.style_layers)
+    if args.nondeterministic is not None:
+        data["deterministic"] = not args.nondeterministic
+    if getattr(args, "style_blend", None):
+        data["style_blend"] = _parse_floats(args.style_blend, "--style-blend")
+    return data
+
+
 def settings_from_args(args: argparse.Namespace) -> settings_mod.Settings:
     """The Settings a ``render`` command line asks for (validated)."""
-    data: dict[str, Any] = {
-        "size": args.size,
-        "iterations": args.iterations,
-        "scales": args.scales,
-        "finer_iterations": args.finer_iterations,
-        "tile": args.tile,
-        "optimizer": args.optimizer,
-        "init": args.init,
-        "content_layers": [n.strip() for n in args.content_layers.split(",") if n.strip()],
-        "style_layers": _parse_style_layers(args.style_layers),
-        "content_weight": args.content_weight,
-        "style_weight": args.style_weight,
-        "tv_weight": args.tv_weight,
-        "style_scale": args.style_scale,
-        "style_blend": _parse_floats(args.style_blend, "--style-blend") if args.style_blend else [],
-        "preserve_colors": args.preserve_colors,
-        "pooling": args.pooling,
-        "seed": args.seed,
-        "device": args.device,
-        "precision": args.precision,
-        "weights": args.weights,
-        "step_size": args.step_size,
-        "deterministic": not args.nondeterministic,
-    }
-    settings = settings_mod.from_dict(data)
+    settings = settings_mod.from_dict(_settings_data(args))
     if settings.style_blend and len(settings.style_blend) != len(args.styles):
         raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for {len(args.styles)} style images")
     return settings
@@ -347,6 +379,70 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return 0
 
 
+def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
+    from .batch import BatchProgress, InProcess, ProcessPool, RayCluster, Runner, print_summary, run_batch
+    from .core.batch import check_jobs, jobs_from_arguments, jobs_from_file
+
+    base = settings_mod.DEFAULTS
+    if args.preset:
+        try:
+            base = settings_mod.loads(Path(args.preset).read_bytes(), source=Path(args.preset).name)
+        except OSError as exc:
+            raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
+    settings = settings_mod.from_dict(_settings_data(args), base=base)
+    outdir = Path(args.output)
+    if args.jobs:
+        if args.photos or args.batch_styles:
+            raise UsageError("give photos with --style, or --jobs, not both")
+        jobs = jobs_from_file(Path(args.jobs), outdir, settings)
+    else:
+        if not args.photos or not args.batch_styles:
+            raise UsageError("give one or more photos and --style with one or more style images (or --jobs FILE)")
+        jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
+                                   settings, f".{args.format}")  # fmt: skip
+    check_jobs(jobs)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{outdir}: the output folder cannot be made ({exc.strerror or exc})") from None
+    if not os.access(outdir, os.W_OK):
+        raise UsageError(f"{outdir}: the output folder is not writable")
+    from .core import weights
+
+    for choice in sorted({job.settings.weights for job in jobs}):
+        loaded = weights.load_weights(choice, download=True)  # every problem before anything runs
+        if loaded.untrained:
+            stderr.write(f"style-studio: using {loaded.label}\n")
+    mode = args.progress or ("bar" if stderr.isatty() else "none")
+    runner: Runner
+    if args.ray:
+        cluster = RayCluster(args.ray)
+        stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
+        runner = cluster
+    elif args.workers > 1:
+        runner = ProcessPool(args.workers)
+    else:
+        runner = InProcess()
+    progress = BatchProgress(mode, len(jobs), stdout, stderr)
+    try:
+        result = run_batch(jobs, runner, progress)
+    finally:
+        progress.close()
+        if isinstance(runner, RayCluster):
+            runner.close()
+    if mode == "json":
+        stdout.write(json.dumps({"summary": [o.to_json() for o in result.ordered()]}) + "\n")
+    else:
+        print_summary(result, stderr)
+    if result.interrupted:
+        stderr.write("style-studio: stopped; finished pictures are kept. Run the same command to do the rest\n")
+        return EXIT_INTERRUPTED
+    return 1 if result.failed else 0
+
+
 class _DownloadBar:
     """A tqdm bar for the weights download, created on the first callback."""
 
@@ -424,6 +520,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
                 level=logging.INFO if args.verbose else logging.ERROR, format="style-studio: %(message)s", stream=stderr
             )
             return render(args, stdout, stderr)
+        if args.command == "batch":
+            logging.basicConfig(level=logging.ERROR, format="style-studio: %(message)s", stream=stderr)
+            return batch(args, stdout, stderr)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return EXIT_USAGE
