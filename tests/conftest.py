@@ -22,8 +22,9 @@ def _isolated_torch_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checkpoints go to a folder of the test's own: none from a user or another test is seen."""
+    """Checkpoints and the render queue go to folders of the test's own: none from a user or another test is seen."""
     monkeypatch.setenv("STYLE_STUDIO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("STYLE_STUDIO_DATA", str(tmp_path / "data"))
 
 
 @pytest.fixture(scope="session")

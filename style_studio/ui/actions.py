@@ -48,6 +48,12 @@ class WindowActions(QObject):
             "Style map", "M", "Where the picture is still furthest from the style, at the chosen layer"
         )
         self.style_map.setCheckable(True)
+        self.add_to_queue = self._make(
+            "Add to queue", "Ctrl+Shift+Return", "Queue the current photo, styles, settings and regions"
+        )
+        self.apply_to_folder = self._make(
+            "Apply to folder…", tip="Queue every picture in a folder with the current styles, settings and regions"
+        )
         self.reset = self._make("Reset settings")
         self.about = self._make("About Style Studio")
 
@@ -74,7 +80,7 @@ class WindowActions(QObject):
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger],
-            "&Run": [self.start, self.stop],
+            "&Run": [self.start, self.stop, None, self.add_to_queue, self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
                       *(dock.toggleViewAction() for dock in docks)],
             "&Settings": [self.reset],

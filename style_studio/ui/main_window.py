@@ -36,16 +36,18 @@ from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import fit_size
 from ..core.progress import FINISHED, Progress
 from ..core.regions import RegionError, Regions, regions_from_picture
+from ..core.render_queue import RenderQueue, item_for
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
 from .controls import ControlsPanel
-from .documents import Documents
+from .documents import Documents, pictures_folder
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
+from .queue_panel import QueueController, QueuePanel, images_in
 from .regions_panel import RegionEditor, RegionsPanel, style_map_image
 from .run_bar import RunBar, ago, duration
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
@@ -65,6 +67,7 @@ class MainWindow(QMainWindow):
         load_defaults: open those, the last session's or the bundled samples.
         weights: where runs get their weights (tests give a tiny encoder).
         checkpoints: where runs save checkpoints, and unfinished runs are found (the user's cache).
+        queue_folder: where the render queue is kept (the user's data folder).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class MainWindow(QMainWindow):
         load_defaults: bool = True,
         weights: WeightsCache | None = None,
         checkpoints: CheckpointStore | None = None,
+        queue_folder: Path | None = None,
     ) -> None:
         super().__init__()
         self.store = store or Store()
@@ -88,10 +92,11 @@ class MainWindow(QMainWindow):
         self._final_size: tuple[int, int] | None = None
         self._compare: HistoryEntry | None = None
         self.regions = RegionEditor(self)
+        self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
         self._build_ui()
         self.commands = WindowActions(self)
-        self.commands.install([self.loss_dock, self.history_dock, self.regions_dock])
+        self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, state = self.store.geometry()
         if geometry is not None:
@@ -153,6 +158,11 @@ class MainWindow(QMainWindow):
         self.regions_panel = RegionsPanel(self.regions, self._style_names)
         self.regions_dock = self._dock("Regions", "regionsDock", self.regions_panel)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.regions_dock)
+        self.queue_panel = QueuePanel(self.queue)
+        self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.queue_dock)
+        self.tabifyDockWidget(self.regions_dock, self.queue_dock)
+        self.regions_dock.raise_()
 
         self.weights_label = QLabel()
         self.device_label = QLabel()
@@ -193,6 +203,8 @@ class MainWindow(QMainWindow):
             (a.load_mask, self.load_mask_dialog),
             (a.brush_smaller, lambda: self._resize_brush(1 / 1.25)),
             (a.brush_larger, lambda: self._resize_brush(1.25)),
+            (a.add_to_queue, lambda: self.add_to_queue()),
+            (a.apply_to_folder, self.apply_to_folder_dialog),
             (a.reset, self.reset_settings),
             (a.about, self.about),
         ):
@@ -225,6 +237,9 @@ class MainWindow(QMainWindow):
         self.documents.error.connect(self.show_error)
         self.documents.exportFinished.connect(lambda *_: self._update_state())
         self._connect_regions()
+        self.queue.message.connect(self.show_info)
+        self.queue.error.connect(self.show_error)
+        self.queue.changed.connect(self._update_state)
 
     def _connect_regions(self) -> None:
         a, editor, panel = self.commands, self.regions, self.regions_panel
@@ -362,7 +377,7 @@ class MainWindow(QMainWindow):
         label.setStyleSheet("")
 
     def _live_changed(self) -> None:
-        if self.controller.running:
+        if self.controller.running and self.queue.current is None:  # a queued job keeps its own settings
             try:
                 self.controller.update_settings(self.current_settings().validate())
             except SettingsError as exc:
@@ -412,6 +427,9 @@ class MainWindow(QMainWindow):
 
     def start(self, *, resume: Checkpoint | None = None) -> None:
         """Start a run with the current inputs and settings (going on from ``resume``, when given)."""
+        if self.queue.busy:
+            self.show_error("The queue is rendering: pause it (Queue panel, or Esc) to run here.")
+            return
         if self.controller.running and not self.controller.stopping:
             return
         content = self.inputs.content
@@ -527,12 +545,19 @@ class MainWindow(QMainWindow):
         return dataclasses.replace(settings, weights=dialog.choice)
 
     def stop(self) -> None:
+        if self.queue.current is not None:
+            self.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
+            self.show_info("The queue is paused; the job under way will go again when it goes on")
+            return
         if self.controller.running:
             self.controller.stop()
             self.run_bar.show_stopping()
             self._update_state()
 
     def _on_progress(self, record: Progress) -> None:
+        if self.queue.current is not None:
+            self.queue.on_progress(record)
+            return
         self.run_bar.show_progress(record)
         if self._running_weights is not None and record.weights != self._running_weights[1]:
             self._running_weights = (self._running_weights[0], record.weights)
@@ -546,10 +571,18 @@ class MainWindow(QMainWindow):
             self.show_info(record.event)
 
     def _on_preview(self, image: QImage) -> None:
-        if self._compare is None:
+        if self._compare is None and self.queue.current is None:
             self.view.set_image(image, self._final_size)
 
     def _on_finished(self, outcome: RunOutcome) -> None:
+        if self.queue.current is not None:
+            self.queue.on_finished(outcome)
+            self._update_state()
+            return
+        self._finished_here(outcome)
+        self.queue.start_next()
+
+    def _finished_here(self, outcome: RunOutcome) -> None:
         self._measure_speed(outcome)
         if outcome.result is not None:
             label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")
@@ -647,6 +680,91 @@ class MainWindow(QMainWindow):
         self._update_state()
         return started
 
+    # -- the render queue ------------------------------------------------------------------------
+
+    def queue_output_folder(self) -> Path:
+        return self.store.queue_folder() or (pictures_folder() / "Style Studio")
+
+    def _queued_inputs(self) -> tuple[Path, list[Path]] | None:
+        """The current photo and styles as files (a pasted one is saved into the queue's folder first)."""
+        content = self.inputs.content
+        if content is None or not self.inputs.style_rows:
+            self.show_error("Add a content image and at least one style image first.")
+            return None
+        try:
+            photo = self._as_file(content)
+            styles = [self._as_file(row.item) for row in self.inputs.style_rows]
+        except OSError as exc:
+            self.show_error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
+            return None
+        return photo, styles
+
+    def _as_file(self, item: InputImage) -> Path:
+        if item.path is not None and item.path.is_file():
+            return item.path
+        from ..core.checkpoints import image_hash
+
+        folder = self.queue.queue.folder / "inputs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{image_hash(item.image)[:16]}.png"
+        if not path.exists():
+            item.image.save(path)
+        return path
+
+    def add_to_queue(self, output_folder: Path | None = None) -> bool:
+        """Queue the current photo and styles with the current settings and regions."""
+        inputs = self._queued_inputs()
+        if inputs is None:
+            return False
+        try:
+            settings = self.current_settings().validate()
+        except SettingsError as exc:
+            self.show_error(str(exc))
+            return False
+        regions = self.regions.current()
+        folder = output_folder or self.queue_output_folder()
+        photo, styles = inputs
+        item = item_for(
+            photo, styles, settings, folder, self.queue.queue, regions=regions.to_json() if regions else None
+        )
+        self.queue_dock.show()
+        self.queue_dock.raise_()
+        self.queue.add([item])
+        return True
+
+    def apply_to_folder_dialog(self) -> None:
+        source = QFileDialog.getExistingDirectory(self, "Pictures to stylise", self.inputs.open_dir())
+        if not source:
+            return
+        target = QFileDialog.getExistingDirectory(
+            self, "Where the stylised pictures go", str(self.queue_output_folder())
+        )
+        if target:
+            self.store.save_queue_folder(Path(target))
+            self.apply_to_folder(Path(source), Path(target))
+
+    def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
+        """Queue every picture in ``folder`` with the current styles and settings; returns how many."""
+        inputs = self._queued_inputs()
+        if inputs is None:
+            return 0
+        try:
+            settings = self.current_settings().validate()
+            photos = images_in(folder)
+        except (SettingsError, OSError) as exc:
+            self.show_error(str(exc))
+            return 0
+        if not photos:
+            self.show_error(f"{folder} has no pictures to stylise.")
+            return 0
+        _, styles = inputs
+        # The regions were painted on this photo: other photos get the styles everywhere.
+        items = [item_for(photo, styles, settings, output_folder, self.queue.queue) for photo in photos]
+        self.queue_dock.show()
+        self.queue_dock.raise_()
+        self.queue.add(items)
+        return len(items)
+
     # -- regions ------------------------------------------------------------------------------
 
     def _show_map_layers(self) -> None:
@@ -714,7 +832,7 @@ class MainWindow(QMainWindow):
 
     def _regions_changed(self) -> None:
         self._show_regions()
-        if self.controller.running:
+        if self.controller.running and self.queue.current is None:
             try:
                 self.controller.update_regions(self.regions.current())
             except RegionError as exc:
@@ -800,7 +918,9 @@ class MainWindow(QMainWindow):
         )
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.queue.closing = True  # a queued job stopped by closing waits for the next start
         self.controller.shutdown()
+        self.queue.wait()
         self.documents.wait()
         self._persist()
         self.store.save_geometry(self.saveGeometry(), self.saveState())

@@ -27,6 +27,7 @@ _STATE = "window/state"
 _ALL_LAYERS = "window/allLayers"
 _SPEED = "runs/secondsPerMegapixelIteration"
 _SPEED_COMPUTE = "runs/speedMeasuredOn"
+_QUEUE_FOLDER = "queue/outputFolder"
 
 
 class Store:
@@ -34,6 +35,14 @@ class Store:
 
     def __init__(self, qsettings: QSettings | None = None) -> None:
         self.qs = qsettings or QSettings()
+
+    def queue_folder(self) -> Path | None:
+        """Where queued pictures were last sent (None: not chosen yet)."""
+        value = self.qs.value(_QUEUE_FOLDER, None)
+        return Path(value) if isinstance(value, str) and value else None
+
+    def save_queue_folder(self, folder: Path) -> None:
+        self.qs.setValue(_QUEUE_FOLDER, str(folder))
 
     def load_settings(self) -> settings_mod.Settings:
         text = self.qs.value(_SETTINGS, None)

@@ -1,0 +1,214 @@
+"""The window's render queue as data: jobs waiting, running and done, kept in a JSON file across restarts.
+
+Free of Qt: the window (``ui/queue_panel.py``) shows and runs it. A job's
+inputs are files (a pasted picture is saved into the queue's folder first), so
+the queue can be read back after the app restarts; a job that was running
+when the app stopped is waiting again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from . import settings as settings_mod
+from .errors import SettingsError
+from .files import write_atomically
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+FORMAT: Final = "style-studio-queue"
+VERSION: Final = 1
+STATES: Final = ("waiting", "running", "done", "failed", "cancelled")
+
+
+def default_folder() -> Path:
+    """Where the queue lives: ``STYLE_STUDIO_DATA``, or the user's data folder."""
+    override = os.environ.get("STYLE_STUDIO_DATA")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("style-studio", appauthor=False))
+
+
+@dataclass
+class QueueItem:
+    """One picture to render.
+
+    Attributes:
+        id: its name in the queue.
+        content, styles: the input files.
+        settings: the settings (blend included).
+        output: the file the picture is written to.
+        regions: the painted regions (``Regions.to_json``), or None.
+        state: waiting, running, done, failed or cancelled.
+        reason: why it failed, or where it ran.
+    """
+
+    content: Path
+    styles: tuple[Path, ...]
+    settings: Settings
+    output: Path
+    regions: Mapping[str, Any] | None = None
+    state: str = "waiting"
+    reason: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    def describe(self) -> str:
+        return f"{self.content.name} × {' + '.join(s.name for s in self.styles)} → {self.output.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "content": str(self.content),
+            "styles": [str(s) for s in self.styles],
+            "settings": settings_mod.to_dict(self.settings),
+            "output": str(self.output),
+            "regions": self.regions,
+            "state": self.state,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueueItem:
+        state = str(data.get("state", "waiting"))
+        return cls(
+            content=Path(data["content"]),
+            styles=tuple(Path(s) for s in data["styles"]),
+            settings=settings_mod.from_dict(data["settings"]),
+            output=Path(data["output"]),
+            regions=data.get("regions"),
+            # A job that was running when the app stopped goes again.
+            state="waiting" if state in ("running",) or state not in STATES else state,
+            reason=str(data.get("reason", "")),
+            id=str(data.get("id") or uuid.uuid4().hex[:12]),
+        )
+
+
+class RenderQueue:
+    """The jobs in order, saved to ``folder/queue.json`` after every change.
+
+    Args:
+        folder: where the queue's file (and pasted inputs) live; None: ``default_folder()``.
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder if folder is not None else default_folder()
+        self.items: list[QueueItem] = []
+        self.paused = False
+        self._load()
+
+    @property
+    def path(self) -> Path:
+        return self.folder / "queue.json"
+
+    def __iter__(self) -> Iterator[QueueItem]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def get(self, item_id: str) -> QueueItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+    def add(self, items: Sequence[QueueItem]) -> None:
+        self.items.extend(items)
+        self.save()
+
+    def remove(self, item_id: str) -> None:
+        self.items = [i for i in self.items if i.id != item_id]
+        self.save()
+
+    def move(self, item_id: str, offset: int) -> None:
+        """Move a job up (offset < 0) or down the queue."""
+        index = next((n for n, i in enumerate(self.items) if i.id == item_id), None)
+        if index is None:
+            return
+        target = min(max(index + offset, 0), len(self.items) - 1)
+        item = self.items.pop(index)
+        self.items.insert(target, item)
+        self.save()
+
+    def next_waiting(self) -> QueueItem | None:
+        return None if self.paused else next((i for i in self.items if i.state == "waiting"), None)
+
+    def set_state(self, item_id: str, state: str, reason: str = "") -> None:
+        item = self.get(item_id)
+        if item is not None:
+            item.state, item.reason = state, reason
+            self.save()
+
+    def retry(self, item_id: str) -> None:
+        self.set_state(item_id, "waiting")
+
+    def clear_finished(self) -> None:
+        self.items = [i for i in self.items if i.state not in ("done", "cancelled")]
+        self.save()
+
+    def output_taken(self, output: Path) -> bool:
+        return output.exists() or any(i.output == output for i in self.items if i.state != "done")
+
+    def save(self) -> None:
+        """Write the queue (atomically); a failure is logged: the queue in memory still runs."""
+        document = {
+            "format": FORMAT,
+            "version": VERSION,
+            "paused": self.paused,
+            "items": [i.to_json() for i in self.items],
+        }
+        text = json.dumps(document, indent=1).encode()
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.path, lambda out: out.writelines([text]))
+        except OSError as exc:
+            log.warning("could not save the render queue to %s: %s", self.path, exc)
+
+    def _load(self) -> None:
+        if not self.path.is_file():
+            return
+        try:
+            document = json.loads(self.path.read_text(encoding="utf-8"))
+            if document.get("format") != FORMAT or document.get("version", 0) > VERSION:
+                raise ValueError("not a render queue this version reads")
+            items = []
+            for entry in document.get("items", []):
+                try:
+                    items.append(QueueItem.from_json(entry))
+                except (KeyError, TypeError, ValueError, SettingsError) as exc:
+                    log.warning("dropping a queued job that cannot be read: %s", exc)
+            self.items = items
+            self.paused = bool(document.get("paused", False))
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("ignoring the render queue in %s: %s", self.path, exc)
+
+
+def unique_output(folder: Path, stem: str, suffix: str, queue: RenderQueue) -> Path:
+    """``folder/stem.suffix``, or ``stem-2``, ``stem-3``... when a file or a queued job has it."""
+    candidate = folder / f"{stem}{suffix}"
+    number = 2
+    while queue.output_taken(candidate):
+        candidate = folder / f"{stem}-{number}{suffix}"
+        number += 1
+    return candidate
+
+
+def item_for(
+    content: Path, styles: Sequence[Path], settings: Settings, folder: Path, queue: RenderQueue, **extra: Any
+) -> QueueItem:
+    """A queue job for a photo and styles, its output named after them in ``folder``."""
+    stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
+    output = unique_output(folder, stem, ".png", queue)
+    return QueueItem(content, tuple(styles), settings, output, **extra)
+
+
+def with_state(item: QueueItem, state: str) -> QueueItem:
+    return dataclasses.replace(item, state=state)

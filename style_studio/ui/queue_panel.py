@@ -1,0 +1,328 @@
+"""The render queue in the window: its panel, and the controller that runs its jobs one at a time.
+
+Queued jobs run in the window's own run thread (``RunController``), one at a
+time, between the user's own runs: while one renders, Start asks the user to
+pause the queue first. The queue is ``core.render_queue.RenderQueue``, saved
+in the user's data folder after every change, so it survives a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PIL import Image
+from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtGui import QIcon, QImageReader, QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+
+from .. import __version__
+from ..core import settings as settings_mod
+from ..core.cancel import CancelToken
+from ..core.errors import StyleStudioError
+from ..core.imageio import load_image, save_image
+from ..core.progress import CANCELLED, FINISHED, Progress
+from ..core.regions import RegionError, Regions
+from ..core.render_queue import QueueItem, RenderQueue
+from .jobs import Job, JobOutcome, Report
+from .runner import RenderJob, RunController, RunOutcome
+
+THUMBNAIL = 56
+_STATE_TEXT = {
+    "waiting": "waiting",
+    "running": "rendering",
+    "done": "done",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+
+class QueuePanel(QWidget):
+    """The jobs with their state and thumbnails; buttons to reorder, remove, pause, cancel and retry."""
+
+    def __init__(self, controller: QueueController) -> None:
+        super().__init__()
+        self.controller = controller
+        layout = QVBoxLayout(self)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        self.list = QListWidget()
+        self.list.setIconSize(QSize(THUMBNAIL, THUMBNAIL))
+        self.list.setToolTip("Queued pictures, rendered one at a time while you go on working")
+        layout.addWidget(self.list, 1)
+        row = QHBoxLayout()
+        self.up = QPushButton("Up")
+        self.down = QPushButton("Down")
+        self.remove = QPushButton("Remove")
+        self.cancel = QPushButton("Cancel")
+        self.retry = QPushButton("Retry")
+        self.pause = QPushButton("Pause")
+        self.pause.setCheckable(True)
+        self.pause.setToolTip("Stop rendering the queue (the job under way goes back to waiting); press again to go on")
+        for button in (self.up, self.down, self.remove, self.cancel, self.retry, self.pause):
+            row.addWidget(button)
+        layout.addLayout(row)
+        self.up.clicked.connect(lambda: self._with_selected(lambda i: controller.move(i, -1)))
+        self.down.clicked.connect(lambda: self._with_selected(lambda i: controller.move(i, 1)))
+        self.remove.clicked.connect(lambda: self._with_selected(controller.remove))
+        self.cancel.clicked.connect(lambda: self._with_selected(controller.cancel))
+        self.retry.clicked.connect(lambda: self._with_selected(controller.retry))
+        self.pause.toggled.connect(controller.set_paused)
+        self.list.currentRowChanged.connect(lambda _: self._update_buttons())
+        controller.changed.connect(self.refresh)
+        self.refresh()
+
+    def selected_id(self) -> str | None:
+        item = self.list.currentItem()
+        return str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
+
+    def _with_selected(self, action: Callable[[str], None]) -> None:
+        chosen = self.selected_id()
+        if chosen is not None:
+            action(chosen)
+
+    def refresh(self) -> None:
+        chosen = self.selected_id()
+        self.list.clear()
+        queue = self.controller.queue
+        for job in queue:
+            text = f"{job.describe()}\n{self._state_text(job)}"
+            entry = QListWidgetItem(self.controller.thumbnail(job), text)
+            entry.setData(Qt.ItemDataRole.UserRole, job.id)
+            entry.setToolTip(f"{job.output}\n{job.reason}".strip())
+            self.list.addItem(entry)
+            if job.id == chosen:
+                self.list.setCurrentItem(entry)
+        self.pause.blockSignals(True)
+        self.pause.setChecked(queue.paused)
+        self.pause.setText("Go on" if queue.paused else "Pause")
+        self.pause.blockSignals(False)
+        waiting = sum(j.state == "waiting" for j in queue)
+        done = sum(j.state == "done" for j in queue)
+        self.status.setText(
+            f"{len(queue)} job(s): {done} done, {waiting} waiting" + (" — paused" if queue.paused else "")
+            if len(queue)
+            else "Nothing queued: Run → Add to queue (Ctrl+Shift+Return), or Apply to folder…"
+        )
+        self._update_buttons()
+
+    def _state_text(self, job: QueueItem) -> str:
+        text = _STATE_TEXT.get(job.state, job.state)
+        if job.state == "running" and self.controller.progress_text:
+            text += f" {self.controller.progress_text}"
+        if job.state == "failed" and job.reason:
+            text += f": {job.reason}"
+        return text
+
+    def _update_buttons(self) -> None:
+        job = self.controller.queue.get(self.selected_id() or "")
+        has = job is not None
+        for button in (self.up, self.down):
+            button.setEnabled(has)
+        self.remove.setEnabled(has and job is not None and job.state != "running")
+        self.cancel.setEnabled(has and job is not None and job.state in ("waiting", "running"))
+        self.retry.setEnabled(has and job is not None and job.state in ("failed", "cancelled"))
+
+
+class QueueController(QObject):
+    """Runs the queue's jobs one at a time on the window's ``RunController``.
+
+    Signals:
+        changed(): the queue or a job's state changed (the panel redraws).
+        message(str): something to tell the user.
+        error(str): something that went wrong.
+    """
+
+    changed = Signal()
+    message = Signal(str)
+    error = Signal(str)
+
+    def __init__(self, queue: RenderQueue, runs: RunController, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.queue = queue
+        self.runs = runs
+        self.current: str | None = None
+        self.progress_text = ""
+        self.closing = False
+        self._writing: Job | None = None
+        self._thumbnails: dict[str, QIcon] = {}
+        self._cancel_current = False
+
+    @property
+    def busy(self) -> bool:
+        """A queued job is rendering or being written."""
+        return self.current is not None or self._writing is not None
+
+    # -- editing the queue ----------------------------------------------------------------------------
+
+    def add(self, items: list[QueueItem]) -> None:
+        self.queue.add(items)
+        self.changed.emit()
+        self.message.emit(f"{len(items)} picture(s) queued; {sum(i.state == 'waiting' for i in self.queue)} waiting")
+        self.start_next()
+
+    def move(self, item_id: str, offset: int) -> None:
+        self.queue.move(item_id, offset)
+        self.changed.emit()
+
+    def remove(self, item_id: str) -> None:
+        if item_id != self.current:
+            self.queue.remove(item_id)
+            self._thumbnails.pop(item_id, None)
+            self.changed.emit()
+
+    def cancel(self, item_id: str) -> None:
+        if item_id == self.current:
+            self._cancel_current = True
+            self.runs.stop()
+        else:
+            self.queue.set_state(item_id, "cancelled")
+            self.changed.emit()
+
+    def retry(self, item_id: str) -> None:
+        self.queue.retry(item_id)
+        self.changed.emit()
+        self.start_next()
+
+    def set_paused(self, paused: bool) -> None:
+        """Pause: the job under way stops and waits again; going on starts the next job."""
+        self.queue.paused = paused
+        self.queue.save()
+        if paused and self.current is not None:
+            self.runs.stop()
+        self.changed.emit()
+        if not paused:
+            self.start_next()
+
+    # -- running --------------------------------------------------------------------------------------
+
+    def start_next(self) -> None:
+        """Start the next waiting job, unless a run (the user's or the queue's) is under way."""
+        if self.closing or self.busy or self.runs.running:
+            return
+        while (item := self.queue.next_waiting()) is not None:
+            try:
+                job = self._render_job(item)
+            except StyleStudioError as exc:
+                self.queue.set_state(item.id, "failed", str(exc))
+                self.changed.emit()
+                continue
+            self.current = item.id
+            self._cancel_current = False
+            self.progress_text = ""
+            self.queue.set_state(item.id, "running")
+            self.changed.emit()
+            self.runs.start(job)
+            return
+
+    def _render_job(self, item: QueueItem) -> RenderJob:
+        content = load_image(item.content)
+        styles = tuple(load_image(p) for p in item.styles)
+        try:
+            regions = Regions.from_json(item.regions) if item.regions else None
+        except RegionError as exc:
+            raise StyleStudioError(f"its regions cannot be read ({exc})") from None
+        if regions is not None:
+            regions = regions.resized(*content.size)
+        names = tuple(p.name for p in item.styles)
+        return RenderJob(content, styles, item.settings, item.content.name, names, None, regions)
+
+    def on_progress(self, record: Progress) -> None:
+        if record.within_iteration:
+            return
+        self.progress_text = f"{100 * record.step / max(record.steps, 1):.0f} %"
+        self.changed.emit()
+
+    def on_finished(self, outcome: RunOutcome) -> None:
+        """The queued job's run ended: write its picture (in the background), then go on."""
+        item_id, self.current = self.current, None
+        item = self.queue.get(item_id or "")
+        if item is None:
+            self.start_next()
+            return
+        if self.closing or (outcome.stop_reason == CANCELLED and not self._cancel_current):
+            self.queue.set_state(item.id, "waiting")  # paused or closed: it goes again later
+        elif outcome.stop_reason == CANCELLED:
+            self.queue.set_state(item.id, "cancelled")
+        elif outcome.stop_reason == FINISHED and outcome.result is not None:
+            self._write(item, outcome)
+            return
+        else:
+            self.queue.set_state(item.id, "failed", outcome.error or "the run failed")
+        self.changed.emit()
+        self.start_next()
+
+    def _write(self, item: QueueItem, outcome: RunOutcome) -> None:
+        extra = {"regions": outcome.regions.to_json()} if outcome.regions else {}
+        metadata = settings_mod.dumps(
+            outcome.settings,
+            weights_label=outcome.weights_label,
+            app_version=__version__,
+            content=item.content.name,
+            styles=[p.name for p in item.styles],
+            **extra,
+        )
+        result = outcome.result
+        assert result is not None
+
+        def write(report: Report, cancel: CancelToken) -> None:
+            item.output.parent.mkdir(parents=True, exist_ok=True)
+            save_image(result, item.output, metadata, software=f"Style Studio {__version__}")
+
+        job = Job(write, "style-studio-queue-write", failure=f"{item.output}: could not be written")
+        job.finished.connect(lambda written: self._written(item, result, written))
+        self._writing = job
+        job.start()
+
+    def _written(self, item: QueueItem, result: Image.Image, written: JobOutcome) -> None:
+        self._writing = None
+        if written.error:
+            self.queue.set_state(item.id, "failed", written.error)
+            self.error.emit(f"A queued picture could not be written: {written.error}")
+        else:
+            self.queue.set_state(item.id, "done", str(item.output))
+            self._thumbnails[item.id] = _icon(result)
+        self.changed.emit()
+        self.start_next()
+
+    def wait(self) -> None:
+        """Let a picture being written finish (closing the window)."""
+        if self._writing is not None:
+            self._writing.wait()
+
+    # -- thumbnails ------------------------------------------------------------------------------------
+
+    def thumbnail(self, item: QueueItem) -> QIcon:
+        """The finished picture (read small from its file once), or nothing yet."""
+        if item.id in self._thumbnails:
+            return self._thumbnails[item.id]
+        if item.state != "done" or not item.output.is_file():
+            return QIcon()
+        reader = QImageReader(str(item.output))
+        size = reader.size()
+        if size.isValid():
+            reader.setScaledSize(size.scaled(THUMBNAIL, THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio))
+        image = reader.read()
+        icon = QIcon(QPixmap.fromImage(image)) if not image.isNull() else QIcon()
+        self._thumbnails[item.id] = icon
+        return icon
+
+
+def _icon(picture: Image.Image) -> QIcon:
+    from .qt_images import pil_to_qimage
+
+    small = picture.copy()
+    small.thumbnail((THUMBNAIL, THUMBNAIL))
+    return QIcon(QPixmap.fromImage(pil_to_qimage(small)))
+
+
+def images_in(folder: Path) -> list[Path]:
+    """The pictures in a folder (not its subfolders), by name."""
+    suffixes = {".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"}
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith(".")
+    )
+
+
+__all__ = ["QueueController", "QueuePanel", "images_in"]
