@@ -62,11 +62,11 @@ class _Worker(QObject):
         except Exception as exc:  # a bug or a device failure: keep the app alive and say what happened
             log.exception("%s", self._failure)
             outcome = JobOutcome(error=f"{self._failure}: {exc}")
-        finally:
-            # Hand the worker back to the GUI thread, which owns and deletes it.
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
+        # The worker stays in its thread: ``Job._finish`` drops it once the thread has
+        # stopped, when deleting it from the GUI thread is safe. Moving it back from
+        # here (moveToThread) held the GIL while waiting for Qt's locks, which the GUI
+        # thread may hold while it deletes a widget and waits for the GIL: a deadlock,
+        # seen when a window closed by one test was deleted as the next test's run ended.
         self.finished.emit(outcome)
 
 
