@@ -145,13 +145,23 @@ class InProcess:
 _worker_queue: Any = None
 
 
-def _pool_start(threads: int, reports: Any) -> None:
-    """A pool worker's start: its share of the CPU threads, and where its progress goes."""
+def _pool_start(threads: int, reports: Any, gpus: Any) -> None:
+    """A pool worker's start: its GPU where there are several, its share of the CPU threads, where its progress goes."""
     global _worker_queue
+    if gpus is not None:
+        # Before torch starts CUDA in this process (spawned: nothing is imported yet).
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus.get())
     import torch
 
     torch.set_num_threads(threads)
     _worker_queue = reports
+
+
+def gpu_share(workers: int, gpus: int) -> list[int] | None:
+    """The GPU each of ``workers`` pool processes takes (in turn), or None when there are fewer than two GPUs."""
+    if gpus < 2:
+        return None
+    return [n % gpus for n in range(workers)]
 
 
 def _pool_render(inputs: JobInputs) -> RenderedJob:
@@ -165,7 +175,8 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
 
 
 class ProcessPool:
-    """``workers`` jobs at once, each in a process of its own with its share of the CPU's threads."""
+    """``workers`` jobs at once, each in a process of its own with its share of the CPU's threads
+    (and a GPU of its own, in turn, where there are several)."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -176,8 +187,14 @@ class ProcessPool:
         manager = context.Manager()
         reports = manager.Queue()
         threads = max(1, (os.cpu_count() or 1) // self.workers)
+        share = gpu_share(self.workers, _cuda_devices())
+        gpus = None
+        if share is not None:
+            gpus = manager.Queue()
+            for index in share:
+                gpus.put(index)
         self._executor = concurrent.futures.ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_pool_start, initargs=(threads, reports)
+            self.workers, mp_context=context, initializer=_pool_start, initargs=(threads, reports, gpus)
         )
         try:
             futures = {self._executor.submit(_pool_render, inputs): inputs.job.id for inputs in work}
@@ -202,6 +219,12 @@ class ProcessPool:
         for process in list(getattr(executor, "_processes", {}).values()):
             process.terminate()  # a running render has nothing worth waiting for: nothing is written by workers
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _cuda_devices() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def _drain(reports: Any) -> Iterator[Report]:
