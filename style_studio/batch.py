@@ -17,7 +17,6 @@ import os
 import queue
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -401,7 +400,6 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
         else:
             work.append(inputs)
     by_id = {job.id: job for job in jobs}
-    started = time.perf_counter()
     try:
         for job_id, report in runner.run(work):
             job = by_id[job_id]
@@ -414,7 +412,6 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
     except KeyboardInterrupt:
         runner.cancel()
         batch.interrupted = True
-    batch.elapsed = time.perf_counter() - started  # type: ignore[attr-defined]
     return batch
 
 
