@@ -14,7 +14,7 @@ from pathlib import Path
 from PIL import Image
 from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImageReader, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from .. import __version__
 from ..core import settings as settings_mod
@@ -51,7 +51,7 @@ class QueuePanel(QWidget):
         self.list.setIconSize(QSize(THUMBNAIL, THUMBNAIL))
         self.list.setToolTip("Queued pictures, rendered one at a time while you go on working")
         layout.addWidget(self.list, 1)
-        row = QHBoxLayout()
+        row = QGridLayout()
         self.up = QPushButton("Up")
         self.down = QPushButton("Down")
         self.remove = QPushButton("Remove")
@@ -60,8 +60,9 @@ class QueuePanel(QWidget):
         self.pause = QPushButton("Pause")
         self.pause.setCheckable(True)
         self.pause.setToolTip("Stop rendering the queue (the job under way goes back to waiting); press again to go on")
-        for button in (self.up, self.down, self.remove, self.cancel, self.retry, self.pause):
-            row.addWidget(button)
+        buttons = (self.up, self.down, self.pause, self.remove, self.cancel, self.retry)
+        for number, button in enumerate(buttons):  # two rows: the dock stays narrow
+            row.addWidget(button, number // 3, number % 3)
         layout.addLayout(row)
         self.up.clicked.connect(lambda: self._with_selected(lambda i: controller.move(i, -1)))
         self.down.clicked.connect(lambda: self._with_selected(lambda i: controller.move(i, 1)))
