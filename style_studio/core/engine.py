@@ -322,7 +322,11 @@ class StyleTransfer:
         tile = self.tiles_at(inputs.size)
         if tile is None:
             return Objective(network, inputs, settings, self.compute)
-        return TiledObjective(network, inputs, settings, self.compute, tile)
+        device = self.compute.device
+        available = memory.available_bytes(device.type, free_device_memory(device))
+        width, height = inputs.size
+        keep = memory.kept_tiles(width, height, tile, self.compute.precision, available, settings.optimizer)
+        return TiledObjective(network, inputs, settings, self.compute, tile, keep)
 
     # -- live changes -------------------------------------------------------
 

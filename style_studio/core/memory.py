@@ -99,6 +99,25 @@ def tiled_bytes(width: int, height: int, tile: int, precision: str, optimizer: s
     )
 
 
+def kept_tiles(
+    width: int, height: int, tile: int, precision: str, available: int | None, optimizer: str = "lbfgs"
+) -> int:
+    """How many tiles' forward passes a tiled evaluation may keep from its Gram pass for its backward pass.
+
+    Each one kept saves a tile's forward pass per iteration and costs a
+    tile's graph of memory. One always (the last tile's); more only from
+    memory to spare, and at most as much again as the tiled evaluation needs:
+    a picture tiled to fit in little memory stays within twice that.
+    """
+    if available is None:
+        return 1
+    per_pixel = BYTES_PER_PIXEL.get(precision, BYTES_PER_PIXEL["fp32"])
+    per_tile = per_pixel * min(width, tile + 2 * MAX_HALO) * min(height, tile + 2 * MAX_HALO)
+    base = tiled_bytes(width, height, tile, precision, optimizer)
+    spare = min(available * HEADROOM - base, base)
+    return 1 + max(0, int(spare // per_tile))
+
+
 def available_bytes(device_type: str, device_free: int | None = None) -> int | None:
     """Memory the run may use: ``device_free`` on a GPU, the OS's available RAM on the CPU; None if unknown."""
     if device_type != "cpu":

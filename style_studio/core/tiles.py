@@ -266,12 +266,22 @@ class TiledObjective(Objective):
         network, inputs, settings, compute: as for ``Objective``.
         tile: the longest side of a tile's core, in pixels (the crop adds
             the halo); the style images' targets are computed in tiles of the same size.
+        keep: how many tiles' forward passes the Gram pass keeps for the
+            backward pass (the last ones; ``memory.kept_tiles``): each saves a
+            forward pass per iteration and holds a tile's graph meanwhile.
     """
 
     def __init__(
-        self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings, compute: Compute, tile: int
+        self,
+        network: FeatureNetwork,
+        inputs: ScaleInputs,
+        settings: Settings,
+        compute: Compute,
+        tile: int,
+        keep: int = 1,
     ) -> None:
         self.tile = tile
+        self.keep = max(1, keep)
         super().__init__(network, inputs, settings, compute)
 
     def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -335,22 +345,22 @@ class TiledObjective(Objective):
             yield number, masked, core.shape[1] * max(mask.energy, 1e-12)
 
     def _gram_pass(
-        self, image: Tensor, *, keep_last: bool
-    ) -> Generator[int, None, tuple[dict[tuple[str, int], Tensor], Tensor | None]]:
+        self, image: Tensor, *, keep: int
+    ) -> Generator[int, None, tuple[dict[tuple[str, int], Tensor], dict[int, tuple[Tensor, dict[str, Tensor]]]]]:
         """Each style layer's Gram matrix (per style group) of the whole picture; yields the count of tiles done.
 
-        With ``keep_last`` the last tile runs with autograd and its forward pass
-        is kept (in the hooks' record) for the backward pass to begin with:
-        one tile's forward pass less per iteration. Returns the Gram matrices,
-        keyed (layer, group), and that tile's crop (None without ``keep_last``).
+        The last ``keep`` tiles run with autograd and their forward passes are
+        kept (their crops and the hooks' records) for the backward pass to begin
+        with: a tile's forward pass less per iteration for each. Returns the Gram
+        matrices, keyed (layer, group), and the kept tiles by index.
         """
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
         grams = _GramSums(self.reach.grids, width, height)
         energies: dict[Any, float] = {}
-        kept = None
+        kept: dict[int, tuple[Tensor, dict[str, Tensor]]] = {}
         for done, tile in enumerate(tiles, start=1):
-            last = keep_last and done == len(tiles)
+            last = done > len(tiles) - keep
             crop = self._tile_forward(image, tile, with_grad=last)
             with torch.no_grad():
                 for name in self.style_layers:
@@ -358,9 +368,8 @@ class TiledObjective(Objective):
                         grams.add((name, group), masked)
                         energies[(name, group)] = divisor / masked.shape[1]
             if last:
-                kept = crop
-            else:
-                self.captured.clear()
+                kept[done - 1] = (crop, dict(self.captured.activations))
+            self.captured.clear()
             yield done
         return grams.result(energies), kept
 
@@ -381,7 +390,7 @@ class TiledObjective(Objective):
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
         parts = 2 * len(tiles) if backward else len(tiles)
-        gram_pass = self._gram_pass(image, keep_last=backward)
+        gram_pass = self._gram_pass(image, keep=self.keep if backward else 0)
         while True:
             try:
                 yield TileDone(next(gram_pass), parts)
@@ -404,10 +413,11 @@ class TiledObjective(Objective):
         gradient = torch.zeros_like(image) if backward else None
         content = image.new_zeros((), dtype=torch.float32)
         grids = self.reach.grids
-        # Last tile first: its forward pass was kept from the Gram pass.
-        for done, tile in enumerate(reversed(tiles), start=len(tiles) + 1):
-            if kept is not None:
-                crop, kept = kept, None
+        # Last tiles first: their forward passes were kept from the Gram pass.
+        for done, (index, tile) in enumerate(reversed(list(enumerate(tiles))), start=len(tiles) + 1):
+            if index in kept:
+                crop, activations = kept.pop(index)
+                self.captured.activations.update(activations)
             else:
                 crop = self._tile_forward(image, tile, with_grad=backward)
             with torch.set_grad_enabled(backward):

@@ -163,3 +163,42 @@ def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pi
     assert large.tiles_at(large.sizes[0]) is None
     small = StyleTransfer(content, styles[:1], dataclasses.replace(BLEND, size=512, style_blend=()), tiny)
     assert small.tile is None
+
+
+def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_forward_passes(untrained, pictures):
+    content, styles = pictures
+    network = network_for(untrained, FP32)
+    inputs = ScaleInputs.prepare(content, styles, SIZE, BLEND, FP32.device)
+    one = TiledObjective(network, inputs, BLEND, FP32, 128, keep=1)
+    three = TiledObjective(network, inputs, BLEND, FP32, 128, keep=3)
+    every = TiledObjective(network, inputs, BLEND, FP32, 128, keep=100)
+    with one, three, every:
+        torch.manual_seed(0)
+        image = (inputs.content + 0.2 * torch.randn_like(inputs.content)).clamp(0, 1)
+        forwards = []
+        for objective in (one, three):
+            objective.net.register_forward_pre_hook(lambda module, args: forwards.append(1))
+        terms, gradient, _ = gradient_of(one, image)
+        count_one = len(forwards)
+        forwards.clear()
+        kept_terms, kept_gradient, parts = gradient_of(three, image)
+        count_three = len(forwards)
+        _, all_gradient, _ = gradient_of(every, image)
+    tiles = len(one.tiles(*SIZE))
+    assert count_one == 2 * tiles - 1 and count_three == 2 * tiles - 3
+    assert relative(kept_gradient, gradient) < 1e-6 and relative(all_gradient, gradient) < 1e-6
+    assert float(kept_terms.total) == pytest.approx(float(terms.total), rel=1e-6)
+    assert [p.done for p in parts] == list(range(1, 2 * tiles + 1))
+
+
+def test_spare_memory_keeps_more_tiles_but_never_more_than_doubles_the_tiled_footprint():
+    from style_studio.core import memory
+
+    gib = 2**30
+    assert memory.kept_tiles(2048, 1365, 1024, "fp32", None) == 1
+    assert memory.kept_tiles(2048, 1365, 1024, "fp32", 2 * gib) == 1  # only the tiled evaluation fits
+    plenty = memory.kept_tiles(2048, 1365, 1024, "fp32", 64 * gib)
+    assert plenty > 1
+    base = memory.tiled_bytes(2048, 1365, 1024, "fp32")
+    per_tile = memory.BYTES_PER_PIXEL["fp32"] * min(2048, 1024 + 256) * min(1365, 1024 + 256)
+    assert (plenty - 1) * per_tile <= base
