@@ -362,15 +362,8 @@ def regions_from_mask(
     if duplicates:
         raise RegionError(f"--region gives {', '.join(duplicates)} more than once")
     name = Path(path).name
-    try:
-        with Image.open(path) as opened:
-            opened.load()
-            image = opened
-    except FileNotFoundError:
-        raise RegionError(f"the mask {name} does not exist") from None
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
-    if image.mode in ("1", "L", "LA", "I", "I;16", "F"):
+    image = _open_mask(path)
+    if image.mode in GREYSCALE_MODES:
         if len(specs) != 1 or specs[0].colour != (255, 255, 255):
             raise RegionError(
                 f"the mask {name} is greyscale, which makes one region: give it as --region white=STYLE or white=keep"
@@ -397,6 +390,22 @@ def regions_from_mask(
         regions = regions.resized(*size)
     regions.check(style_count)
     return regions, notice
+
+
+GREYSCALE_MODES: Final = ("1", "L", "LA", "I", "I;16", "F")
+
+
+def _open_mask(path: str | Path) -> Image.Image:
+    """A mask file, read whole (RegionError naming it when it cannot be)."""
+    name = Path(path).name
+    try:
+        with Image.open(path) as opened:
+            opened.load()
+            return opened
+    except FileNotFoundError:
+        raise RegionError(f"the mask {name} does not exist") from None
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
 
 
 def _main_colours(image: Image.Image, count: int = 4) -> list[tuple[int, int, int]]:
@@ -555,15 +564,8 @@ def regions_from_picture(
     mask is one region. ``regions_from_mask`` then reads it as the command line does.
     """
     name = Path(path).name
-    try:
-        with Image.open(path) as opened:
-            opened.load()
-            image = opened
-    except FileNotFoundError:
-        raise RegionError(f"the mask {name} does not exist") from None
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
-    if image.mode in ("1", "L", "LA", "I", "I;16", "F"):
+    image = _open_mask(path)
+    if image.mode in GREYSCALE_MODES:
         return regions_from_mask(path, [RegionSpec((255, 255, 255))], style_count, size)
     small = image.convert("RGB").resize((128, 128), Image.Resampling.NEAREST)
     counts: list[tuple[int, tuple[int, int, int]]] = small.getcolors(128 * 128) or []  # type: ignore[assignment]
