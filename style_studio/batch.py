@@ -388,14 +388,13 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
     for job in jobs:
         try:
             inputs = JobInputs.read(job)
-            key = inputs.key()
         except OSError as exc:
             _finish(batch, JobOutcome(job, "failed", f"{exc.filename or job.content}: {exc.strerror or exc}"), event)
             continue
         except StyleStudioError as exc:
             _finish(batch, JobOutcome(job, "failed", str(exc)), event)
             continue
-        if already_done(job, key):
+        if already_done(job, inputs.key):
             _finish(batch, JobOutcome(job, "skipped", "already done, with the same settings and pictures"), event)
         else:
             work.append(inputs)

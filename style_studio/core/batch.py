@@ -77,16 +77,23 @@ class BatchJob:
 
 @dataclass(frozen=True)
 class JobInputs:
-    """What a worker needs to render a job, in bytes: files travel without a shared folder."""
+    """What a worker needs to render a job, in bytes: files travel without a shared folder.
+
+    Attributes:
+        key: the job key (``job_key``), worked out once where the files are read.
+    """
 
     job: BatchJob
     content: bytes
     styles: tuple[bytes, ...]
+    key: str = ""
 
     @classmethod
     def read(cls, job: BatchJob) -> JobInputs:
-        """The job's files, read (OSError when one cannot be)."""
-        return cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
+        """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture)."""
+        inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
+        content, styles = inputs.pictures()
+        return dataclasses.replace(inputs, key=job_key(job.settings, content, styles))
 
     def pictures(self) -> tuple[Image.Image, list[Image.Image]]:
         """Decoded (ImageLoadError naming the file when one is not a picture)."""
@@ -94,13 +101,9 @@ class JobInputs:
         styles = [decode_image(data, path.name) for data, path in zip(self.styles, self.job.styles, strict=True)]
         return content, styles
 
-    def key(self) -> str:
-        """The job key: its settings and its pictures' pixels (the same picture in another format keys the same)."""
-        content, styles = self.pictures()
-        return job_key(self.job.settings, content, styles)
-
 
 def job_key(settings: Settings, content: Image.Image, styles: Sequence[Image.Image]) -> str:
+    """The job key: its settings and its pictures' pixels (the same picture in another format keys the same)."""
     digest = hashlib.sha256(json.dumps(settings_mod.to_dict(settings), sort_keys=True).encode())
     for picture in (content, *styles):
         digest.update(image_hash(picture).encode())
@@ -160,7 +163,7 @@ def render_job(
         app_version=app_version,
         content=job.content.name,
         styles=[p.name for p in job.styles],
-        **{JOB_KEY: job_key(job.settings, content, styles)},
+        **{JOB_KEY: inputs.key or job_key(job.settings, content, styles)},
     )
     pixels = np.asarray(transfer.result, dtype=np.uint8)
     return RenderedJob(job.id, pixels, metadata, time.perf_counter() - started, last.compute)
@@ -346,8 +349,3 @@ def summary_rows(outcomes: Sequence[JobOutcome]) -> list[list[str]]:
         [o.job.id, o.job.describe(), o.job.output.name, o.status, f"{o.seconds:.1f}" if o.seconds else "", o.reason]
         for o in outcomes
     ]
-
-
-def with_settings(jobs: Sequence[BatchJob], **changes: Any) -> list[BatchJob]:
-    """The jobs with settings changed (e.g. a device chosen per worker)."""
-    return [dataclasses.replace(j, settings=dataclasses.replace(j.settings, **changes)) for j in jobs]

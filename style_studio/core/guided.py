@@ -154,7 +154,7 @@ def _bounds(values: Tensor) -> tuple[slice, slice]:
 
 
 class _GuidedGramTap(torch.autograd.Function):
-    """Features in; the same features and one guided Gram matrix per mask out (``guided_gram`` each).
+    """Features in; the same features and one guided Gram matrix per mask out, G = (F·m)ᵀ(F·m) / (C·Σm²).
 
     A tap in the network's path, as ``losses._GramTap``: the backward adds
     every group's share, m·((F·m)·(dG + dGᵀ)) / (C·Σm²) within the mask's

@@ -25,7 +25,7 @@ from .errors import StyleStudioError
 from .features import Captured, FeatureNetwork, Sides, TruncatedNetwork, capture
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .imageio import fit_size
-from .losses import gram, magnitude, total_variation, weighted_mse
+from .losses import magnitude, total_variation, weighted_mse
 from .progress import Losses
 from .regions import Regions
 from .settings import Settings
@@ -193,10 +193,7 @@ class Objective:
         try:
             self._forward(picture)
             activations = {k: captured.activations[k].detach().clone() for k in self.content_layers}
-            grams = {
-                k: (captured.grams[k] if k in captured.grams else gram(captured.activations[k])).detach().clone()
-                for k in self.style_layers
-            }
+            grams = {k: captured.grams[k].detach().clone() for k in self.style_layers}
         finally:
             captured.guide = self._guide
             captured.clear()
@@ -276,14 +273,10 @@ class Objective:
 
     # -- the style map --------------------------------------------------------------------
 
-    def watch(self, layer: str | None) -> bool:
-        """Make the style map of ``layer`` (a style layer) in the evaluations to come; None: none (no cost).
-
-        Returns whether this objective can make it (a tiled one cannot).
-        """
+    def watch(self, layer: str | None) -> None:
+        """Make the style map of ``layer`` (a style layer) in the evaluations to come; None: none (no cost)."""
         self.captured.watched = {layer} if layer in self.style_layers else set()
         self._map_gradient = self._map_source = None
-        return True
 
     def style_map(self) -> Tensor | None:
         """Where the last evaluation's picture is furthest from the style at the watched layer: (h, w) float32 >= 0.

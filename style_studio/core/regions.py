@@ -289,17 +289,6 @@ class Regions:
         masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
         return cls(tuple(regions), _at_most_full(masks), feather)
 
-    def colour_coded(self) -> Image.Image:
-        """The regions as one RGB picture: each pixel in its strongest region's colour, black where unpainted."""
-        height, width = self.masks.shape[1:]
-        out = np.zeros((height, width, 3), np.uint8)
-        if self.regions:
-            strongest = self.masks.argmax(0)
-            painted = self.masks.max(0) >= 128
-            palette = np.array([r.colour for r in self.regions], np.uint8)
-            out[painted] = palette[strongest[painted]]
-        return Image.fromarray(out)
-
 
 @dataclass(frozen=True)
 class RegionSpec:

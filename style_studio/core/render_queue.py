@@ -8,7 +8,6 @@ when the app stopped is waiting again.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -150,10 +149,6 @@ class RenderQueue:
     def retry(self, item_id: str) -> None:
         self.set_state(item_id, "waiting")
 
-    def clear_finished(self) -> None:
-        self.items = [i for i in self.items if i.state not in ("done", "cancelled")]
-        self.save()
-
     def output_taken(self, output: Path) -> bool:
         return output.exists() or any(i.output == output for i in self.items if i.state != "done")
 
@@ -208,7 +203,3 @@ def item_for(
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
     output = unique_output(folder, stem, ".png", queue)
     return QueueItem(content, tuple(styles), settings, output, **extra)
-
-
-def with_state(item: QueueItem, state: str) -> QueueItem:
-    return dataclasses.replace(item, state=state)

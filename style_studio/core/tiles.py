@@ -213,19 +213,16 @@ class _GramSums:
         share = (flat @ flat.t()).float()
         self.sums[key] = self.sums[key] + share if key in self.sums else share
 
-    def result(self, energies: dict[Any, float] | None = None) -> dict[Any, Tensor]:
+    def result(self, divisors: dict[Any, float] | None = None) -> dict[Any, Tensor]:
         """key -> G = Fᵀ·F / (C·H·W), (1, C, C) float32, as ``losses.gram`` makes it untiled.
 
-        ``energies``: for guided keys, Σm² of the group's mask, which replaces H·W
-        (as ``guided.guided_gram``).
+        ``divisors``: for guided keys, C·Σm² of the group's mask, which replaces
+        C·H·W (as ``guided._GuidedGramTap`` divides).
         """
+        divisors = divisors or {}
         out = {}
         for key, total in self.sums.items():
-            channels = total.shape[0]
-            if energies is not None and key in energies:
-                divisor = channels * max(energies[key], 1e-12)
-            else:
-                divisor = self.positions(key, channels)
+            divisor = divisors[key] if key in divisors else self.positions(key, total.shape[0])
             out[key] = (total / divisor).unsqueeze(0)
         return out
 
@@ -288,10 +285,9 @@ class TiledObjective(Objective):
         # Every layer's activation: each tile keeps only its core's share.
         return tuple(dict.fromkeys(self.content_layers + self.style_layers)), ()
 
-    def watch(self, layer: str | None) -> bool:
+    def watch(self, layer: str | None) -> None:
         """No style map: the tiles' activations are never whole (see ``Objective.watch``)."""
         self.captured.watched = set()
-        return layer is None
 
     @functools.cached_property
     def reach(self) -> Reach:
@@ -357,7 +353,7 @@ class TiledObjective(Objective):
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
         grams = _GramSums(self.reach.grids, width, height)
-        energies: dict[Any, float] = {}
+        divisors: dict[Any, float] = {}
         kept: dict[int, tuple[Tensor, dict[str, Tensor]]] = {}
         for done, tile in enumerate(tiles, start=1):
             last = done > len(tiles) - keep
@@ -366,12 +362,12 @@ class TiledObjective(Objective):
                 for name in self.style_layers:
                     for group, masked, divisor in self._group_cores(tile, name, height, width):
                         grams.add((name, group), masked)
-                        energies[(name, group)] = divisor / masked.shape[1]
+                        divisors[(name, group)] = divisor
             if last:
                 kept[done - 1] = (crop, dict(self.captured.activations))
             self.captured.clear()
             yield done
-        return grams.result(energies), kept
+        return grams.result(divisors), kept
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image`` (1, C, H, W), without a gradient."""

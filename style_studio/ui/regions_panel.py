@@ -40,6 +40,8 @@ from ..core.regions import (
 )
 
 KEEP = "keep"
+#: The longest side of the regions' overlay, in pixels.
+OVERLAY_SIDE = 1024
 ALL_STYLES = "all"
 
 
@@ -238,7 +240,9 @@ class RegionEditor(QObject):
         """The regions as a translucent picture over the photo (each in its colour), or None when there are none."""
         if not self.regions:
             return None
-        masks = self.regions.masks.astype(np.float32) / 255  # (R, H, W)
+        # Redrawn on every move of a stroke: at most OVERLAY_SIDE pixels on a side, stretched over the picture.
+        step = max(1, -(-max(self.regions.masks.shape[1:]) // OVERLAY_SIDE))
+        masks = self.regions.masks[:, ::step, ::step].astype(np.float32) / 255  # (R, H, W)
         colours = np.array([r.colour for r in self.regions.regions], np.float32)  # (R, 3)
         coverage = masks.sum(0).clip(0, 1)
         rgb = np.einsum("rhw,rc->hwc", masks, colours) / np.maximum(coverage, 1e-6)[..., None]
