@@ -30,15 +30,25 @@ class Compute:
             on a CUDA GPU means true float32: TF32 is switched off for the run.
         channels_last: use the NHWC memory format (faster convolutions with
             oneDNN on CPUs and with cuDNN's tensor cores).
+        fp16_emulated: with precision "fp16", compute fp16's numbers on
+            float32 kernels (``features.store_as_fp16``): how tests and
+            benchmarks check fp16's underflow and loss scaling on a CPU,
+            whose own fp16 is about 40x slower than fp32. Never chosen by
+            ``resolve``.
     """
 
     device: torch.device
     precision: str
     channels_last: bool
+    fp16_emulated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fp16_emulated and self.precision != "fp16":
+            raise ValueError(f"only fp16 is emulated, not {self.precision}")
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
-        return None if self.precision == "fp32" else _DTYPES[self.precision]
+        return None if self.precision == "fp32" or self.fp16_emulated else _DTYPES[self.precision]
 
     @property
     def memory_format(self) -> torch.memory_format:
@@ -48,7 +58,7 @@ class Compute:
         name = str(self.device)
         if self.device.type == "cuda":
             name += f" ({torch.cuda.get_device_name(self.device)})"
-        return f"{name}, {self.precision}"
+        return f"{name}, {self.precision}" + (" (emulated on fp32 kernels)" if self.fp16_emulated else "")
 
 
 def free_device_memory(device: torch.device) -> int | None:

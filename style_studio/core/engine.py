@@ -42,7 +42,7 @@ from .cancel import CancelToken
 from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
 from .device import Compute, free_device_memory, resolve
 from .errors import Cancelled, ResourceError, StyleStudioError
-from .features import FeatureNetwork
+from .features import FeatureNetwork, store_as_fp16
 from .guided import ScaleRegions
 from .imageio import check_image_fits, fit_size
 from .lbfgs import LBFGS
@@ -85,14 +85,15 @@ def network_for(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
     would otherwise cast every parameter on every forward pass.
     """
     dtype = compute.autocast_dtype or torch.float32
-    return _network_on(weights, str(compute.device), compute.memory_format, dtype)
+    return _network_on(weights, str(compute.device), compute.memory_format, dtype, compute.fp16_emulated)
 
 
 @functools.lru_cache(maxsize=2)
 def _network_on(
-    weights: NetworkWeights, device: str, memory_format: torch.memory_format, dtype: torch.dtype
+    weights: NetworkWeights, device: str, memory_format: torch.memory_format, dtype: torch.dtype, fp16_emulated: bool
 ) -> FeatureNetwork:
-    return weights.build_network().to(device=device, dtype=dtype).to(memory_format=memory_format)
+    network = weights.build_network().to(device=device, dtype=dtype).to(memory_format=memory_format)
+    return store_as_fp16(network) if fp16_emulated else network
 
 
 @contextlib.contextmanager
@@ -213,6 +214,9 @@ class StyleTransfer:
             its settings or inputs are not these.
         input_names: the content's and the styles' names for the user (file names), kept in checkpoints.
         regions: where each style goes and what stays a photo (``regions.Regions``); None: one style everywhere.
+        compute: where and how to compute; None: as ``settings.device`` and
+            ``settings.precision`` resolve (tests and benchmarks pass an
+            emulated fp16, ``Compute.fp16_emulated``).
     """
 
     def __init__(
@@ -230,6 +234,7 @@ class StyleTransfer:
         resume: Checkpoint | None = None,
         input_names: Sequence[str] = (),
         regions: Regions | None = None,
+        compute: Compute | None = None,
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
@@ -247,7 +252,7 @@ class StyleTransfer:
         self.cancel_token = cancel or CancelToken()
         self.preview_interval = preview_interval
         self.preview_max_side = preview_max_side
-        self.compute = resolve(settings.device, settings.precision)
+        self.compute = compute or resolve(settings.device, settings.precision)
         self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scale_count())
         self.iterations = settings.iterations_per_scale(len(self.sizes))
         layers = list(settings.content_layers) + list(settings.active_style_layers)

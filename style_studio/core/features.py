@@ -151,6 +151,43 @@ def vgg19(features: nn.Sequential) -> FeatureNetwork:
     return FeatureNetwork(layers, normalize=Normalize(), mirrored_border=MIRRORED_BORDER)
 
 
+class _Fp16Stored(torch.autograd.Function):
+    """The identity, with its value rounded to fp16's numbers going forward and its gradient coming back."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor) -> Tensor:
+        return x.half().to(x.dtype)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> Tensor:
+        return grad.half().to(grad.dtype)
+
+
+def store_as_fp16(network: FeatureNetwork) -> FeatureNetwork:
+    """Make a float32 ``network`` compute fp16's numbers on float32 kernels; returns it.
+
+    The weights, every layer's input and output, and every gradient passed
+    between layers are rounded to fp16, with its range (overflow to infinity
+    above 65504, underflow below 6e-8) and its 11-bit precision, as a GPU
+    stores them under fp16 autocast; inside a layer the arithmetic is float32,
+    as tensor cores accumulate. This reproduces what decides whether fp16
+    works (the gradient's underflow, the loss scale's overflows) on CPUs,
+    whose own fp16 convolutions are far slower than fp32 ones. For tests and
+    benchmarks (``Compute.fp16_emulated``); a run on a GPU uses real fp16.
+    """
+    for module in network.modules():
+        for name, parameter in list(module.named_parameters(recurse=False)):
+            # New tensors: loaded weights share theirs with the state dict that other runs use.
+            rounded = parameter.detach().half().to(parameter.dtype)
+            setattr(module, name, nn.Parameter(rounded, requires_grad=False))
+    modules = [*network.stack.values(), *network.average_pools.values()]
+    for module in modules:
+        # Registered before any loss's hooks, so those see the rounded output.
+        module.register_forward_pre_hook(lambda _module, inputs: tuple(_Fp16Stored.apply(x) for x in inputs))
+        module.register_forward_hook(lambda _module, _inputs, output: _Fp16Stored.apply(output))
+    return network
+
+
 #: Mirrored pixels on each side of a picture: (top, bottom, left, right).
 Sides = tuple[int, int, int, int]
 

@@ -11,7 +11,7 @@ import torch
 
 from style_studio.core import color
 from style_studio.core.cancel import CancelToken
-from style_studio.core.device import resolve
+from style_studio.core.device import Compute, resolve
 from style_studio.core.engine import StyleTransfer, network_for, scale_sizes
 from style_studio.core.errors import StyleStudioError
 from style_studio.core.progress import CANCELLED, FINISHED, Progress
@@ -513,27 +513,79 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
     assert reads == [1] * 25
 
 
+#: Weights so small that fp16's gradient underflows at a test's size, as it does at print sizes.
+UNDERFLOWING = dataclasses.replace(
+    SMALL, size=96, iterations=1, style_weight=1e-8, content_weight=1e-8, tv_weight=0, precision="fp16"
+)
+REAL_FP16 = Compute(torch.device("cpu"), "fp16", channels_last=True)
+EMULATED_FP16 = dataclasses.replace(REAL_FP16, fp16_emulated=True)
+
+
+def unscaled_gradient(weights, content_image, style_image, settings: Settings, compute=None) -> torch.Tensor:
+    """The image gradient of the first iteration's loss, without fp16's loss scale."""
+    from style_studio.core.objective import Objective, ScaleInputs
+
+    transfer = StyleTransfer(content_image, [style_image], settings, weights, compute=compute)
+    inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")
+    image = inputs.content.clone().requires_grad_(True)
+    with Objective(network_for(weights, transfer.compute), inputs, transfer.settings, transfer.compute) as objective:
+        objective.evaluate(image).total.backward()
+    return image.grad
+
+
 def test_fp16_scales_the_loss_so_small_gradients_do_not_underflow(tiny, content_image, style_image):
     # fp16's smallest normal number is 6e-5: the gradients of losses averaged over
     # many activations underflowed to 0, more of them the larger the picture. Tiny
     # weights make that happen at a test's size; unscaled, fp16 loses most of it.
-    from style_studio.core.engine import network_for
-    from style_studio.core.objective import Objective, ScaleInputs
-
-    settings = dataclasses.replace(SMALL, size=96, iterations=1, style_weight=1e-8, content_weight=1e-8, tv_weight=0)
     norms = {}
     for precision in ("fp32", "fp16"):
-        transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision=precision), tiny)
-        norms[precision] = run_all(transfer)[0].grad_norm
-    # The same first gradient without the scale:
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision="fp16"), tiny)
-    inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")
-    image = inputs.content.clone().requires_grad_(True)
-    with Objective(network_for(tiny, transfer.compute), inputs, transfer.settings, transfer.compute) as objective:
-        objective.evaluate(image).total.backward()
-    unscaled = image.grad.norm().item()
+        settings = dataclasses.replace(UNDERFLOWING, precision=precision)
+        norms[precision] = run_all(StyleTransfer(content_image, [style_image], settings, tiny))[0].grad_norm
+    unscaled = unscaled_gradient(tiny, content_image, style_image, UNDERFLOWING).norm().item()
     assert norms["fp16"] == pytest.approx(norms["fp32"], rel=0.05)
     assert unscaled < 0.5 * norms["fp32"], "fp16 no longer underflows here: pick smaller weights"
+
+
+@pytest.mark.parametrize("weight, lost_at_least", [(1e-3, 0.01), (1e-4, 0.1)])
+def test_emulated_fp16_loses_the_same_gradient_as_real_fp16(tiny, content_image, style_image, weight, lost_at_least):
+    # The benchmarks check fp16 at 1024 px and in tiled print-size runs with the
+    # emulation, as this CPU's own fp16 is ~40x slower: it must underflow where
+    # real fp16 does, as much, and keep the rest of the gradient as real fp16 does.
+    settings = dataclasses.replace(UNDERFLOWING, style_weight=weight, content_weight=weight)
+    real = unscaled_gradient(tiny, content_image, style_image, settings, REAL_FP16)
+    emulated = unscaled_gradient(tiny, content_image, style_image, settings, EMULATED_FP16)
+    exact = unscaled_gradient(tiny, content_image, style_image, dataclasses.replace(settings, precision="fp32"))
+    lost = {name: (g == 0).float().mean().item() for name, g in (("real", real), ("emulated", emulated))}
+    assert (exact == 0).float().mean().item() < 0.001
+    assert lost["real"] > lost_at_least, "fp16 underflows less than it did here: pick smaller weights"
+    assert lost["emulated"] == pytest.approx(lost["real"], abs=0.01)
+    assert torch.nn.functional.cosine_similarity(real.flatten(), emulated.flatten(), dim=0) > 0.9
+    assert emulated.norm().item() == pytest.approx(real.norm().item(), rel=0.05)
+
+
+def test_an_emulated_fp16_run_scales_its_loss_and_follows_fp32(tiny, content_image, style_image):
+    settings = dataclasses.replace(UNDERFLOWING, iterations=5)
+    fp32 = run_all(StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision="fp32"), tiny))
+    fp16 = run_all(StyleTransfer(content_image, [style_image], settings, tiny, compute=EMULATED_FP16))
+    assert fp16[0].grad_norm == pytest.approx(fp32[0].grad_norm, rel=0.05)
+    assert fp16[-1].total_loss == pytest.approx(fp32[-1].total_loss, rel=0.05)
+    assert "emulated" in fp16[-1].compute
+
+
+def test_emulating_fp16_leaves_the_weights_it_was_built_from_alone(tiny):
+    # Loaded weights share their tensors with the state dict that fp32 runs in the same process use.
+    from style_studio.core.features import store_as_fp16
+
+    network = tiny.build_network()
+    originals = {name: (p, p.detach().clone()) for name, p in network.named_parameters()}
+    store_as_fp16(network)
+    changed = 0
+    for name, rounded in network.named_parameters():
+        shared, before = originals[name]
+        assert torch.equal(shared, before), f"{name} was rounded in place"
+        assert torch.equal(rounded, before.half().float())
+        changed += not torch.equal(rounded, before)
+    assert changed
 
 
 def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishes(
