@@ -51,11 +51,11 @@ def relative(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     return float((ours - theirs).norm() / theirs.norm())
 
 
-def gradient_of(objective, image, hook=None):
+def gradient_of(objective, image, hook=None, scale=None):
     image = image.detach().clone().requires_grad_(True)
     if hook is not None:
         image.register_hook(hook)
-    generator = objective.gradient(image, LossScale(False))
+    generator = objective.gradient(image, scale or LossScale(False))
     parts = []
     while True:
         try:
@@ -130,6 +130,25 @@ def test_cores_cover_the_picture_once_and_crops_start_on_the_pools_grid(untraine
             s.crop_start <= max(0, s.core_start - 80) and s.crop_stop >= min(length, s.core_stop + 80) for s in spans
         )
     assert len(tiles_for(4096, 3072, 1024, reach)) == 12
+
+
+def test_fp16s_loss_scale_keeps_a_tiled_gradient_from_underflowing(tiny, pictures):
+    # Each tile's backward pass gets the scaled loss, as an untiled one does: the
+    # benchmark's tiled fp16 check at 2048 px (emulated) relies on it.
+    content, styles = pictures
+    settings = dataclasses.replace(BLEND, style_weight=1e-5, content_weight=1e-5, tv_weight=0)
+    emulated = dataclasses.replace(resolve("cpu", "fp16"), fp16_emulated=True)
+    network = network_for(tiny, emulated)
+    inputs = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device)
+    with Objective(network, inputs, settings, emulated) as untiled:
+        _, expected, _ = gradient_of(untiled, inputs.content, scale=LossScale(True))
+    gradients = {}
+    with TiledObjective(network, inputs, settings, emulated, 128) as tiled:
+        assert len(tiled.tiles(*SIZE)) >= 4
+        for scaled in (False, True):
+            _, gradients[scaled], _ = gradient_of(tiled, inputs.content, scale=LossScale(scaled))
+    assert relative(gradients[True], expected) < 0.01
+    assert relative(gradients[False], expected) > 0.5, "fp16 no longer underflows here: pick smaller weights"
 
 
 def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
