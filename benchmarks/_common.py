@@ -12,6 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import style_studio  # noqa: E402, F401  (its settings for torch, e.g. huge pages, come before torch)
+
 PROXY = ROOT.parent / "shared" / "weights" / "vgg19-hed-proxy.pth"
 CONTENT = ROOT / "resources" / "samples" / "content" / "chelsea.png"
 STYLE = ROOT / "resources" / "samples" / "style" / "starry_night.jpg"

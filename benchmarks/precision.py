@@ -114,9 +114,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=10, help="iterations timed per precision")
     parser.add_argument("--against", default="auto", choices=["auto", "bf16", "fp16"], help="the precision to compare")
-    parser.add_argument(
-        "--emulate-fp16", action="store_true", help="fp16 on fp32 kernels (with --against fp16)"
-    )
+    parser.add_argument("--emulate-fp16", action="store_true", help="fp16 on fp32 kernels (with --against fp16)")
     parser.add_argument("--loss-scale-start", type=float, help="fp16's first loss scale; 1: no loss scaling at all")
     parser.add_argument("--tile", type=int, default=0, help="evaluate both runs in tiles of at most N px")
     parser.add_argument("--seed", type=int, default=0)

@@ -84,3 +84,19 @@ def test_cublas_is_told_to_be_deterministic_before_cuda_starts():
     import os
 
     assert os.environ.get("CUBLAS_WORKSPACE_CONFIG") in (":4096:8", ":16:8")
+
+
+@pytest.mark.parametrize("own, expected", [(None, "1"), ("0", "0")])
+def test_style_studio_asks_for_huge_pages_before_torch_loads_unless_the_user_said_otherwise(own, expected):
+    # PyTorch reads THP_MEM_ALLOC_ENABLE once, at its first allocation: set after
+    # torch is imported, it would do nothing.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    if own is not None:
+        env["THP_MEM_ALLOC_ENABLE"] = own
+    script = "import os, sys, style_studio; print(os.environ['THP_MEM_ALLOC_ENABLE'], 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [expected, "False"]
