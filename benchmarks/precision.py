@@ -79,10 +79,14 @@ def compare(
     for step in range(iterations + 1):  # + the final record
         for precision, generator in generators.items():
             start = time.perf_counter()
-            next(generator, None)
+            record = next(generator, None)
+            while record is not None and record.within_iteration:  # a tiled run reports each tile
+                record = next(generator, None)
             if 2 <= step < 2 + speed_pairs:
                 times[precision].append(time.perf_counter() - start)
-            print(f"  {precision} iteration {step}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+            loss = f", loss {record.total_loss:.4f}" if record is not None else ""
+            seconds = time.perf_counter() - start
+            print(f"  {precision} iteration {step}: {seconds:.1f} s{loss}", file=sys.stderr, flush=True)
     judge = runs["fp32"]
     losses = {p: judge.evaluate(t.result)["total"] for p, t in runs.items()}
     OUT.mkdir(exist_ok=True)
@@ -108,6 +112,61 @@ def compare(
     ]
 
 
+def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> list[list[object]]:
+    """Emulated fp16's first image gradient against fp32's, with and without the loss scale.
+
+    A short run's losses barely move at print sizes; the gradient shows at
+    once what fp16 loses.
+    """
+    import torch
+    from PIL import Image
+
+    from style_studio.core.device import Compute
+    from style_studio.core.engine import network_for
+    from style_studio.core.imageio import fit_size
+    from style_studio.core.objective import Objective, ScaleInputs
+    from style_studio.core.settings import DEFAULTS
+    from style_studio.core.steps import LossScale
+    from style_studio.core.tiles import TiledObjective
+
+    loaded = weights(choice)
+    content = Image.open(content_path).convert("RGB")
+    settings = dataclasses.replace(DEFAULTS, size=size, weights=loaded.choice, device="cpu")
+    cpu = torch.device("cpu")
+    inputs = ScaleInputs.prepare(content, (images(size)[1],), fit_size(*content.size, size), settings, cpu)
+
+    def gradient(compute: Compute, scaled: bool) -> torch.Tensor:
+        network = network_for(loaded, compute)
+        objective = (
+            TiledObjective(network, inputs, settings, compute, tile)
+            if tile
+            else Objective(network, inputs, settings, compute)
+        )
+        image = inputs.content.clone().requires_grad_(True)
+        with objective:
+            for _ in objective.gradient(image, LossScale(scaled)):
+                pass  # tiles
+        assert image.grad is not None
+        return image.grad
+
+    exact = gradient(Compute(cpu, "fp32", channels_last=True), False)
+    emulated = Compute(cpu, "fp16", channels_last=True, fp16_emulated=True)
+    rows = []
+    for scaled in (False, True):
+        ours = gradient(emulated, scaled)
+        lost = ((ours == 0) & (exact != 0)).float().mean().item()
+        rows.append(
+            [
+                "loss scaling (the app)" if scaled else "no loss scaling",
+                f"{((ours - exact).norm() / exact.norm()).item() * 100:.1f} %",
+                f"{(ours.norm() / exact.norm()).item():.3f}",
+                f"{lost * 100:.1f} %",
+            ]
+        )
+        print(f"  first gradient, {rows[-1]}", file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
@@ -120,6 +179,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--content", type=Path, default=CONTENT, help="the photo (default: %(default)s)")
     parser.add_argument("--weights", choices=["both", "proxy", "untrained"], default="both")
+    parser.add_argument(
+        "--first-gradient", action="store_true", help="emulated fp16's first gradient against fp32's, no runs"
+    )
     args = parser.parse_args()
     if args.emulate_fp16 and args.against != "fp16":
         parser.error("--emulate-fp16 needs --against fp16")
@@ -129,6 +191,13 @@ def main() -> None:
         steps.LOSS_SCALE_START = args.loss_scale_start
         if args.loss_scale_start == 1:
             steps.LOSS_SCALE_GROWTH = 10**9
+    if args.first_gradient:
+        choice = str(PROXY) if PROXY.exists() and args.weights != "untrained" else "untrained"
+        rows = first_gradients(choice, args.size, args.tile, args.content)
+        tiles = f" in tiles of {args.tile} px" if args.tile else ""
+        print(f"Emulated fp16's first gradient vs fp32's at {args.size} px{tiles}, {args.content.name} ({machine()})")
+        print(table(["fp16", "difference", "norm / fp32's", "values lost"], rows))
+        return
     choices = ([str(PROXY)] if PROXY.exists() and args.weights != "untrained" else []) + (
         ["untrained"] if args.weights != "proxy" else []
     )
