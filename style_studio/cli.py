@@ -7,12 +7,15 @@ wrong; nothing is written at the output path unless the run succeeds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
@@ -344,17 +347,16 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     reporter = _Reporter(progress_mode, stdout, stderr)
     record: Progress | None = None
     try:
-        for record in transfer.run():
-            reporter.show(record)
+        with _signals_stop_the_render(cancel, stderr):
+            for record in transfer.run():
+                reporter.show(record)
     except KeyboardInterrupt:
         cancel.cancel()
-        reporter.close()
-        stderr.write("style-studio: interrupted; nothing written. Run the same command with --resume to go on\n")
-        return EXIT_INTERRUPTED
+        record = None
     finally:
         reporter.close()
     if record is None or record.stop_reason == CANCELLED or transfer.result is None:
-        stderr.write("style-studio: the run was cancelled; nothing written\n")
+        stderr.write("style-studio: interrupted; nothing written. Run the same command with --resume to go on\n")
         return EXIT_INTERRUPTED
     metadata = settings_mod.dumps(
         settings,
@@ -508,6 +510,50 @@ class _Reporter:
             self._bar = None
 
 
+def _interrupt(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_stops_like_ctrl_c() -> Iterator[None]:
+    """SIGTERM (``kill``, a job scheduler, a logout) stops a batch as Ctrl+C does; the handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _signals_stop_the_render(cancel: CancelToken, stderr: IO[str]) -> Iterator[None]:
+    """Ctrl+C (SIGINT) and SIGTERM stop a render after its current step, its checkpoint saved; a second one at once.
+
+    A KeyboardInterrupt raised wherever the signal lands could land between
+    two iterations, outside the run, which then had no chance to save. A
+    SIGINT the shell ignores (a background job, ``nohup``) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        cancel.cancel()
+        stderr.write("style-studio: stopping after this step (Ctrl+C again stops at once)\n")
+
+    wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    previous = {number: signal.signal(number, stop) for number in wanted}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Entry point of ``style-studio`` and ``python -m style_studio``."""
     stdout = stdout or sys.stdout
@@ -522,7 +568,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             return render(args, stdout, stderr)
         if args.command == "batch":
             logging.basicConfig(level=logging.ERROR, format="style-studio: %(message)s", stream=stderr)
-            return batch(args, stdout, stderr)
+            with _terminate_stops_like_ctrl_c():
+                return batch(args, stdout, stderr)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
         return EXIT_USAGE

@@ -175,6 +175,30 @@ def test_a_killed_batch_is_finished_by_running_it_again_and_leaves_no_temporary_
     assert sorted(p.name for p in out.iterdir()) == ["chelsea-starry_night.png", "coffee-starry_night.png"]
 
 
+def test_a_batch_stopped_with_sigterm_keeps_finished_pictures_and_says_so(tmp_path):
+    # kill's default signal, as a job scheduler sends it: stopped as Ctrl+C stops it.
+    out = tmp_path / "out"
+    slow = ["--size", "64", "--iterations", "400", "--scales", "1", "--weights", "untrained", "--progress", "json"]
+    with (tmp_path / "stderr.txt").open("w") as stderr:  # a file: a full pipe nobody reads would stall the batch
+        process = subprocess.Popen(
+            batch_command(*PHOTOS, "--style", STYLES[0], "-o", str(out), *slow),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+        assert process.stdout is not None
+        for line in process.stdout:  # the first job written, the second under way
+            record = json.loads(line)
+            if record.get("job") == "2" and record.get("iteration", 0) >= 2:
+                process.send_signal(signal.SIGTERM)
+                break
+        process.communicate(timeout=120)
+    err = (tmp_path / "stderr.txt").read_text()
+    assert process.returncode == 130, err
+    assert "finished pictures are kept" in err
+    assert [p.name for p in out.iterdir()] == ["chelsea-starry_night.png"]
+
+
 def test_two_worker_processes_make_the_same_pictures(tmp_path):
     code, _, err = run_cli("batch", *PHOTOS, "--style", *STYLES, "-o", str(tmp_path / "one"), *FAST)
     assert code == 0, err

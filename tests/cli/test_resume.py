@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from PIL import Image
 
 from style_studio.core.checkpoints import CheckpointStore
@@ -57,6 +58,31 @@ def test_a_killed_render_resumes_to_the_end_and_leaves_nothing_behind(tmp_path):
     assert loads(read_metadata(out)).iterations == 30
     assert store.unfinished() == []
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".part")]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_a_stopped_render_saves_where_it_stands_says_how_to_go_on_and_resumes(tmp_path, stop):
+    # Ctrl+C, and kill's default signal (what job schedulers and logouts send too),
+    # stop the run after its step with a checkpoint, however long since the last one.
+    out = tmp_path / "print.png"
+    env = {**os.environ, "STYLE_STUDIO_CHECKPOINT_SECONDS": "3600", "STYLE_STUDIO_CACHE": str(tmp_path / "cache")}
+    store = CheckpointStore(tmp_path / "cache" / "checkpoints")
+    process = subprocess.Popen(command(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for line in process.stdout:
+        if json.loads(line)["step"] >= 5:
+            process.send_signal(stop)
+            break
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "stopping after this step" in err
+    assert "interrupted; nothing written. Run the same command with --resume to go on" in err
+    assert not out.exists()
+    (checkpoint,) = store.unfinished()  # saved on the way out: the interval alone would have saved none
+    assert checkpoint.position.step >= 5
+    resumed = subprocess.run(command(out, "--resume"), capture_output=True, text=True, env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"stopped at iteration {checkpoint.position.step}" in resumed.stderr
+    assert out.exists()
 
 
 def test_resuming_after_the_settings_changed_says_what_changed(tmp_path):
