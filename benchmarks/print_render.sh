@@ -3,8 +3,11 @@
 # Starry Night at 4096 px, the default schedule (1024 -> 2048 -> 4096 px,
 # 300 + 150 + 75 iterations), fp32, proxy weights. About 8 hours on a 2-core
 # CPU without bf16, so it is made to be run in segments: run this again with
-# the same folder and it resumes from the last checkpoint (saved every minute;
-# stop it with Ctrl+C, or kill it: at most a minute is lost).
+# the same folder and it resumes from the last checkpoint (saved every minute).
+# Stop it with Ctrl+C, or from elsewhere with
+#   pkill -TERM -f 'bin/python .*style-studio render'
+# (not a pattern that also matches /usr/bin/time, which would then log no peak):
+# the render saves its checkpoint and stops after its current step.
 #
 #   bash benchmarks/print_render.sh [FOLDER]     # default benchmarks/out/print-4096
 #
