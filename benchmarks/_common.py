@@ -34,10 +34,10 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{gpu}, torch {torch.__version__}"
 
 
-def images(size: int):
+def images(size: int, content_path: Path = CONTENT):
     from PIL import Image
 
-    content = Image.open(CONTENT).convert("RGB")
+    content = Image.open(content_path).convert("RGB")
     style = Image.open(STYLE).convert("RGB")
     return content, style
 

@@ -37,6 +37,15 @@ LOSS_TOLERANCE = 0.05
 OUT = Path(__file__).resolve().parent / "out"
 
 
+def emulated_fp16():
+    """fp16's numbers on the CPU's fp32 kernels (``Compute.fp16_emulated``)."""
+    import torch
+
+    from style_studio.core.device import Compute
+
+    return Compute(torch.device("cpu"), "fp16", channels_last=True, fp16_emulated=True)
+
+
 def compare(
     choice: str,
     size: int,
@@ -49,20 +58,17 @@ def compare(
     seed: int = 0,
     content_path: Path = CONTENT,
 ) -> list[object]:
-    import torch
     from PIL import Image
 
-    from style_studio.core.device import Compute
     from style_studio.core.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(choice)
-    style = images(size)[1]
-    content = Image.open(content_path).convert("RGB")
+    content, style = images(size, content_path)
     base = dataclasses.replace(
         DEFAULTS, size=size, iterations=iterations, weights=loaded.choice, device="cpu", tile=tile, seed=seed, scales=1
     )
-    emulated = Compute(torch.device("cpu"), "fp16", channels_last=True, fp16_emulated=True) if emulate_fp16 else None
+    emulated = emulated_fp16() if emulate_fp16 else None
     runs = {
         p: StyleTransfer(
             content,
@@ -119,7 +125,6 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
     once what fp16 loses.
     """
     import torch
-    from PIL import Image
 
     from style_studio.core.device import Compute
     from style_studio.core.engine import network_for
@@ -130,10 +135,10 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
     from style_studio.core.tiles import TiledObjective
 
     loaded = weights(choice)
-    content = Image.open(content_path).convert("RGB")
+    content, style = images(size, content_path)
     settings = dataclasses.replace(DEFAULTS, size=size, weights=loaded.choice, device="cpu")
     cpu = torch.device("cpu")
-    inputs = ScaleInputs.prepare(content, (images(size)[1],), fit_size(*content.size, size), settings, cpu)
+    inputs = ScaleInputs.prepare(content, (style,), fit_size(*content.size, size), settings, cpu)
 
     def gradient(compute: Compute, scaled: bool) -> torch.Tensor:
         network = network_for(loaded, compute)
@@ -150,10 +155,9 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
         return image.grad
 
     exact = gradient(Compute(cpu, "fp32", channels_last=True), False)
-    emulated = Compute(cpu, "fp16", channels_last=True, fp16_emulated=True)
     rows = []
     for scaled in (False, True):
-        ours = gradient(emulated, scaled)
+        ours = gradient(emulated_fp16(), scaled)
         lost = ((ours == 0) & (exact != 0)).float().mean().item()
         rows.append(
             [

@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
@@ -515,29 +515,26 @@ def _interrupt(signum: int, frame: object) -> NoReturn:
 
 
 @contextlib.contextmanager
-def _terminate_stops_like_ctrl_c() -> Iterator[None]:
-    """SIGTERM (``kill``, a job scheduler, a logout) stops a batch as Ctrl+C does; the handler is put back after."""
+def _handling(signals: Sequence[signal.Signals], handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` for ``signals`` during the block (main thread only), the previous handlers put back after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {number: signal.signal(number, handler) for number in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
-@contextlib.contextmanager
-def _signals_stop_the_render(cancel: CancelToken, stderr: IO[str]) -> Iterator[None]:
+def _signals_stop_the_render(cancel: CancelToken, stderr: IO[str]) -> contextlib.AbstractContextManager[None]:
     """Ctrl+C (SIGINT) and SIGTERM stop a render after its current step, its checkpoint saved; a second one at once.
 
     A KeyboardInterrupt raised wherever the signal lands could land between
     two iterations, outside the run, which then had no chance to save. A
     SIGINT the shell ignores (a background job, ``nohup``) stays ignored.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def stop(signum: int, frame: object) -> None:
         if cancel.cancelled:
@@ -546,12 +543,7 @@ def _signals_stop_the_render(cancel: CancelToken, stderr: IO[str]) -> Iterator[N
         stderr.write("style-studio: stopping after this step (Ctrl+C again stops at once)\n")
 
     wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
-    previous = {number: signal.signal(number, stop) for number in wanted}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return _handling(wanted, stop)
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
@@ -568,7 +560,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             return render(args, stdout, stderr)
         if args.command == "batch":
             logging.basicConfig(level=logging.ERROR, format="style-studio: %(message)s", stream=stderr)
-            with _terminate_stops_like_ctrl_c():
+            with _handling([signal.SIGTERM], _interrupt):  # kill, a job scheduler, a logout: as Ctrl+C
                 return batch(args, stdout, stderr)
     except UsageError as exc:
         stderr.write(f"{exc}\n")
