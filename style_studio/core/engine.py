@@ -47,7 +47,7 @@ from .guided import ScaleRegions
 from .imageio import check_image_fits, fit_size
 from .lbfgs import LBFGS
 from .objective import Objective, ScaleInputs, Terms, TileDone
-from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
+from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, TimeLeft
 from .regions import Regions
 from .settings import LIVE_FIELDS, Settings, scale_sides
 from .steps import LossScale, StepControl
@@ -437,9 +437,7 @@ class StyleTransfer:
                 (e.g. out of memory). ``result`` keeps the best image so far.
         """
         self._started = time.perf_counter()
-        self._work_total = sum(n * w * h for n, (w, h) in zip(self.iterations, self.sizes, strict=True))
-        self._work_done = 0
-        self._rate_origin: tuple[float, float] | None = None
+        self._work_done = 0.0
         self._last_preview = -math.inf
         self._last: Progress | None = None
         self._result_losses: Losses | None = None
@@ -454,10 +452,9 @@ class StyleTransfer:
             position = self.resume.position
             first_scale, done_before, self._step = position.scale, position.iteration, position.step
             self._started -= position.elapsed
-            self._work_done = sum(
-                n * w * h for n, (w, h) in zip(self.iterations, self.sizes[:first_scale], strict=False)
-            )
-            self._work_done += done_before * self.sizes[first_scale][0] * self.sizes[first_scale][1]
+            self._work_done = sum(self._scale_work(index) for index in range(first_scale))
+            self._work_done += done_before * self._iteration_work(first_scale)
+        self._time_left = TimeLeft(sum(self._scale_work(index) for index in range(len(self.sizes))))
         out_of_memory: str | None = None
         try:
             network = network_for(self.weights, self.compute)
@@ -635,7 +632,7 @@ class StyleTransfer:
                 if verdict.improved:
                     self._result_losses = losses
                 self._step += 1
-                self._work_done += inputs.size[0] * inputs.size[1]
+                self._work_done += self._iteration_work(index)
                 self._position = (index, iteration, image)
                 if time.perf_counter() - self._last_checkpoint >= self._checkpoint_interval:
                     self._save_checkpoint()
@@ -740,7 +737,7 @@ class StyleTransfer:
             tv_loss=losses.tv,
             grad_norm=losses.grad_norm,
             elapsed=now - self._started,
-            eta=0.0 if done else self._eta(now, size, part),
+            eta=0.0 if done else self._eta(now, index, part),
             weights=self.weights.label,
             compute=self.compute.describe(),
             preview=preview,
@@ -755,17 +752,17 @@ class StyleTransfer:
             self._last = record
         return record
 
-    def _eta(self, now: float, size: tuple[int, int], part: tuple[int, int] | None) -> float | None:
-        # The rate comes from the work since the first record: the set-up before
-        # it (network, targets) would make an early ETA far too long.
-        work_done = self._work_done + (size[0] * size[1] * part[0] / part[1] if part is not None else 0)
-        if self._rate_origin is None:
-            self._rate_origin = (now, work_done)
-        origin_time, origin_work = self._rate_origin
-        if work_done > origin_work and now > origin_time:
-            rate = (work_done - origin_work) / (now - origin_time)
-            return (self._work_total - work_done) / rate
-        return None
+    def _eta(self, now: float, index: int, part: tuple[int, int] | None) -> float | None:
+        work_done = self._work_done + (self._iteration_work(index) * part[0] / part[1] if part is not None else 0)
+        return self._time_left(now, index, work_done)
+
+    def _iteration_work(self, index: int) -> float:
+        """An iteration's work at scale ``index``, for the ETA: its pixels, a tiled one's at its extra cost."""
+        width, height = self.sizes[index]
+        return width * height * (memory.TILED_TIME_FACTOR if self._tiles[index] is not None else 1.0)
+
+    def _scale_work(self, index: int) -> float:
+        return self.iterations[index] * self._iteration_work(index)
 
     def _end(self, reason: str) -> Progress:
         """The last record: the result's losses (the lowest-loss image's), at the last position reached."""

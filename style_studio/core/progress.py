@@ -130,5 +130,35 @@ class Progress:
         return out
 
 
+class TimeLeft:
+    """Seconds left in a run of several scales, from the pace of the scale it is at.
+
+    Work is counted in units the caller makes equally slow at every scale (the
+    engine: pixel-iterations, a tiled scale's weighted by its extra cost), so the
+    scales still to come are foreseen at the pace measured last. A scale's pace is
+    measured from its own first record: the set-up before it (the network, the
+    style targets at its size) would make it far too slow, and a whole run's
+    average pace would take a slow last scale for as fast as the earlier ones.
+    Until a scale has its second record, the pace of the scale before stands.
+    """
+
+    def __init__(self, total_work: float) -> None:
+        self.total_work = total_work
+        self._origin: tuple[int, float, float] | None = None  # scale, time, work done at its first record
+        self._pace: float | None = None  # work per second
+
+    def __call__(self, now: float, scale: int, work_done: float) -> float | None:
+        """Seconds left at time ``now`` with ``work_done`` at ``scale``; None until a pace is known."""
+        if self._origin is None or self._origin[0] != scale:
+            self._origin = (scale, now, work_done)
+        else:
+            _, since, work_since = self._origin
+            if work_done > work_since and now > since:
+                self._pace = (work_done - work_since) / (now - since)
+        if self._pace is None:
+            return None
+        return max(0.0, self.total_work - work_done) / self._pace
+
+
 def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,36 @@
+"""The time left that a run reports (``Progress.eta``)."""
+
+import pytest
+
+from style_studio.core.progress import TimeLeft
+
+
+def test_no_time_left_is_given_before_a_pace_is_measured():
+    time_left = TimeLeft(total_work=10)
+    assert time_left(now=100.0, scale=0, work_done=1) is None  # the set-up before it is not work
+    assert time_left(now=102.0, scale=0, work_done=2) == pytest.approx(16.0)  # 8 left at 1 per 2 s
+
+
+def test_a_slower_last_scale_is_timed_at_its_own_pace_not_the_runs_average():
+    # Scale 0: 10 units at 1 per second. Scale 1: 40 units at 1 per 4 seconds
+    # (a print-size scale in tiles). A run-wide average would call the 36 units
+    # left after 4 done at scale 1 about 90 s; they take 144 s.
+    time_left = TimeLeft(total_work=50)
+    now = 0.0
+    for done in range(1, 11):
+        now += 1.0
+        time_left(now, 0, done)
+    now += 30.0  # the second scale's set-up: style targets at print size
+    estimates = []
+    for done in range(11, 15):
+        now += 4.0
+        estimates.append(time_left(now, 1, done))
+    # Its first record carries the set-up and measures nothing: the first scale's pace stands.
+    assert estimates[0] == pytest.approx(39.0)
+    assert estimates[-1] == pytest.approx(36 * 4.0)
+
+
+def test_the_time_left_never_goes_below_zero():
+    time_left = TimeLeft(total_work=2)
+    time_left(1.0, 0, 1)
+    assert time_left(2.0, 0, 3) == 0.0
