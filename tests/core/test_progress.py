@@ -13,14 +13,15 @@ def test_no_time_left_is_given_before_a_pace_is_measured():
 
 def test_a_slower_last_scale_is_timed_at_its_own_pace_not_the_runs_average():
     # Scale 0: 10 units at 1 per second. Scale 1: 40 units at 1 per 4 seconds
-    # (a print-size scale in tiles). A run-wide average would call the 36 units
-    # left after 4 done at scale 1 about 90 s; they take 144 s.
+    # (a print-size scale in tiles). The run's average pace since its first record
+    # (13 units in 30 s) would call the 36 units left after 4 done at scale 1
+    # about 83 s; they take 144 s.
     time_left = TimeLeft(total_work=50)
     now = 0.0
     for done in range(1, 11):
         now += 1.0
         time_left(now, 0, done)
-    now += 30.0  # the second scale's set-up: style targets at print size
+    now += 5.0  # the second scale's set-up: style targets at print size
     estimates = []
     for done in range(11, 15):
         now += 4.0
