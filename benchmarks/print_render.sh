@@ -5,9 +5,11 @@
 # CPU without bf16, so it is made to be run in segments: run this again with
 # the same folder and it resumes from the last checkpoint (saved every minute).
 # Stop it with Ctrl+C, or from elsewhere with
-#   pkill -TERM -f 'bin/python .*style-studio render'
-# (not a pattern that also matches /usr/bin/time, which would then log no peak):
-# the render saves its checkpoint and stops after its current step.
+#   kill -TERM $(pgrep -f 'bin/python.* render .*print-4096')
+# (the render's own pid: a pattern that also matches /usr/bin/time kills the
+# peak-memory log, and pkill -f from a script can match the script itself):
+# the render saves its checkpoint and stops after its current step. Pause it
+# the same way with -STOP and -CONT.
 #
 #   bash benchmarks/print_render.sh [FOLDER]     # default benchmarks/out/print-4096
 #
