@@ -5,9 +5,10 @@
 # CPU without bf16, so it is made to be run in segments: run this again with
 # the same folder and it resumes from the last checkpoint (saved every minute).
 # Stop it with Ctrl+C, or from elsewhere with
-#   kill -TERM $(pgrep -f 'bin/python.* render .*print-4096')
-# (the render's own pid: a pattern that also matches /usr/bin/time kills the
-# peak-memory log, and pkill -f from a script can match the script itself):
+#   kill -TERM $(pgrep -f 'bin/pytho[n].* render .*print-4096')
+# (the render's own pid: the [n] keeps the pattern from matching the shell
+# that runs this line, and a pattern that also matched /usr/bin/time would
+# stop its peak-memory log):
 # the render saves its checkpoint and stops after its current step. Pause it
 # the same way with -STOP and -CONT.
 #
