@@ -757,9 +757,8 @@ class StyleTransfer:
         return self._time_left(now, index, work_done)
 
     def _iteration_work(self, index: int) -> float:
-        """An iteration's work at scale ``index``, for the ETA: its pixels, a tiled one's at its extra cost."""
-        width, height = self.sizes[index]
-        return width * height * (memory.TILED_TIME_FACTOR if self._tiles[index] is not None else 1.0)
+        """An iteration's work at scale ``index``, for the ETA, as the window's expected time counts it."""
+        return memory.iteration_work(*self.sizes[index], self._tiles[index])
 
     def _scale_work(self, index: int) -> float:
         return self.iterations[index] * self._iteration_work(index)

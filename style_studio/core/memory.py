@@ -233,6 +233,11 @@ def plan_tiles(
 TILED_TIME_FACTOR: Final = 1.6
 
 
+def iteration_work(width: int, height: int, tile: int | None) -> float:
+    """An iteration's work in megapixels, a tiled one's (``tile`` not None) at its extra cost."""
+    return width * height / 1e6 * (TILED_TIME_FACTOR if tile is not None else 1.0)
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a run will need, worked out before it starts (for the window to show).
@@ -276,6 +281,5 @@ def needs(
             need = max(need, estimate_bytes(width, height, style_sizes, precision, optimizer))
         else:
             need = max(need, tiled_bytes(width, height, chosen, precision, optimizer))
-        factor = TILED_TIME_FACTOR if chosen is not None else 1.0
-        work += iterations * width * height / 1e6 * factor
+        work += iterations * iteration_work(width, height, chosen)
     return Needs(need, chosen, work, refusal)
