@@ -64,6 +64,13 @@ def test_a_picture_that_does_not_fit_is_tiled_in_the_largest_tiles_that_fit():
     assert memory.plan_tiles((4000, 3000), 512, [(512, 384)], "fp32", 8 * GB, "computer", tile=512) is None
 
 
+def test_with_memory_to_spare_a_print_picture_runs_in_fewer_larger_tiles():
+    # 24 GB, as this development machine: a 4096 px picture does not fit whole, but tiles of 2048 px do.
+    tile = memory.plan_tiles((4000, 3000), 4096, [(4096, 3072)], "fp32", 24 * GB, "computer")
+    assert tile is not None and tile > 1024
+    assert memory.tiled_bytes(4096, 3072, tile, "fp32") <= 24 * GB * memory.HEADROOM
+
+
 def test_a_picture_too_large_even_in_tiles_is_refused_with_what_it_needs():
     with pytest.raises(ResourceError, match=r"even in tiles of 256 px, but only 0.5 GB is free"):
         memory.plan_tiles((4000, 3000), 8192, [(8192, 6144)], "fp32", GB // 2, "computer")
