@@ -3,7 +3,8 @@
 A run's folder in the user's cache holds what it needs to go on::
 
     checkpoints/<run id>/
-        run.json        settings, the inputs' hashes and names, where the run stands
+        run.json        settings, the inputs' hashes and names, where the run stands,
+                        the optimiser's curvature scale
         state.pt        the image, the lowest-loss image and its loss
         content.png     the inputs, as the run saw them (the window resumes from these)
         style-1.png ...
@@ -22,6 +23,7 @@ import hashlib
 import io
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -95,6 +97,9 @@ class Checkpoint:
         saved_at: when it was written (seconds since the epoch).
         folder: where it lives, when loaded from a store.
         regions: the run's painted regions (``Regions.to_json``), or None.
+        step_scale: the optimiser's curvature scale (``LBFGS.step_scale``), for
+            its first step after a resume; None when unknown (Adam, no pair yet,
+            or a checkpoint from before it was kept).
     """
 
     run_id: str
@@ -108,6 +113,7 @@ class Checkpoint:
     saved_at: float = 0.0
     folder: Path | None = None
     regions: Mapping[str, Any] | None = None
+    step_scale: float | None = None
 
     def painted(self) -> Regions | None:
         """The run's regions, or None."""
@@ -234,6 +240,7 @@ class CheckpointStore:
             "state": state_name,
             "saved_at": time.time(),
             "regions": checkpoint.regions,
+            "step_scale": checkpoint.step_scale,
         }
         text = json.dumps(document, indent=1).encode()
         write_atomically(folder / "run.json", lambda out: _write_bytes(out, text))
@@ -270,6 +277,7 @@ class CheckpointStore:
                 saved_at=float(document["saved_at"]),
                 folder=folder,
                 regions=document.get("regions"),
+                step_scale=_step_scale(document.get("step_scale")),
             )
             if read_state:
                 checkpoint.image  # noqa: B018 - reads and checks the state file
@@ -304,6 +312,13 @@ class CheckpointStore:
     def discard(self, run_id: str) -> None:
         """Remove run ``run_id``'s checkpoint, if there is one."""
         shutil.rmtree(self.folder(run_id), ignore_errors=True)
+
+
+def _step_scale(value: Any) -> float | None:
+    """A saved curvature scale if it is one (a positive, finite number); None otherwise: the run starts afresh."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
 
 
 def _load_state(path: Path) -> dict[str, Any]:

@@ -265,6 +265,7 @@ class StyleTransfer:
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._control: StepControl | None = None
+        self._optimizer_now: torch.optim.Optimizer | None = None  # the scale's, for its checkpoints
         self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
         self._final_content: Tensor | None = None
         self.checkpoints = checkpoints
@@ -513,6 +514,7 @@ class StyleTransfer:
             state={"image": image.detach().float().cpu(), "lowest": self._control.lowest.float().cpu()},
             best=self._control.best,
             regions=self.regions.to_json() if self.regions else None,
+            step_scale=self._optimizer_now.step_scale() if isinstance(self._optimizer_now, LBFGS) else None,
         )
         try:
             self.checkpoints.save(checkpoint, (self.content_image, self.style_images))
@@ -524,6 +526,7 @@ class StyleTransfer:
         if self._control is not None:
             self._kept = self._control.lowest.cpu()
         self._control = None
+        self._optimizer_now = None
         self._position = None
         self._final_content = None
         gc.collect()
@@ -546,12 +549,19 @@ class StyleTransfer:
             return color.luminance(start).clamp(0, 1) if s.preserve_colors else start
         return inputs.content.clone()
 
-    def _optimizer(self, image: Tensor, lr: float) -> torch.optim.Optimizer:
+    def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
+        """A new optimiser for ``image``; ``step_scale``: L-BFGS's curvature scale to begin from (a resume's)."""
+        optimizer: torch.optim.Optimizer
         if self.settings.optimizer == "adam":
-            return torch.optim.Adam([image], lr=lr)
-        # One evaluation per step, history kept across steps, nothing read back from the device.
-        history = memory.lbfgs_history(image[0, 0].numel(), image.shape[1])
-        return LBFGS([image], lr=lr, history_size=history)
+            optimizer = torch.optim.Adam([image], lr=lr)
+        else:
+            # One evaluation per step, history kept across steps, nothing read back from the device.
+            history = memory.lbfgs_history(image[0, 0].numel(), image.shape[1])
+            optimizer = LBFGS([image], lr=lr, history_size=history)
+            if step_scale is not None:
+                optimizer.start_from(step_scale)
+        self._optimizer_now = optimizer
+        return optimizer
 
     def _optimise(
         self,
@@ -581,7 +591,7 @@ class StyleTransfer:
             first = resumed.position.iteration + 1
             if first > self.iterations[index]:
                 return control.lowest
-        optimizer = self._optimizer(image, control.step_size)
+        optimizer = self._optimizer(image, control.step_size, resumed.step_scale if resumed is not None else None)
         keep_photo = _KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
         gradient_norm = _GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")

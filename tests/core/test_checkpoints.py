@@ -123,3 +123,45 @@ def test_a_checkpoint_keeps_the_image_and_the_lowest_loss_image_bit_for_bit(tiny
     checkpoint = store.load(transfer.run_id)
     assert checkpoint.image.dtype == torch.float32 and checkpoint.image.shape == (1, 3, 43, 64)
     assert torch.equal(checkpoint.lowest, transfer._control.lowest.cpu())
+
+
+def test_a_checkpoint_keeps_the_optimisers_curvature_scale_and_a_resumed_run_starts_from_it(
+    tiny, content_image, style_image, store
+):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 4)
+    checkpoint = store.load(first.run_id)
+    assert checkpoint.step_scale is not None and checkpoint.step_scale > 0
+
+    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    records = second.run()
+    next(records)  # the first resumed step, taken from the saved scale: no pair measured yet
+    state = next(iter(second._optimizer_now.state.values()))
+    assert state["dirs"] == [] and state["h_diag"].item() == pytest.approx(checkpoint.step_scale)
+    assert [r.stop_reason for r in records if r.done] == [FINISHED]
+
+
+@pytest.mark.parametrize("saved", ["much", -1.0, 0, None, True])
+def test_a_checkpoint_without_a_usable_curvature_scale_resumes_from_a_new_optimisers_first_step(
+    tiny, content_image, style_image, store, saved
+):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 4)
+    run_json = store.folder(first.run_id) / "run.json"
+    document = json.loads(run_json.read_text())
+    document["step_scale"] = saved
+    run_json.write_text(json.dumps(document))
+    checkpoint = store.load(first.run_id)
+    assert checkpoint.step_scale is None
+    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    assert [r.stop_reason for r in second.run() if r.done] == [FINISHED]
+
+
+def test_an_adam_run_keeps_no_curvature_scale(tiny, content_image, style_image, store):
+    token = CancelToken()
+    settings = dataclasses.replace(SETTINGS, optimizer="adam")
+    transfer = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
+    stop_at(transfer, token, 2)
+    assert store.load(transfer.run_id).step_scale is None

@@ -117,3 +117,75 @@ def test_a_pair_without_curvature_is_kept_with_no_weight():
 def test_only_one_tensor_is_accepted():
     with pytest.raises(ValueError, match="exactly one tensor"):
         LBFGS([torch.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)])
+
+
+def spread_problem():
+    """A smooth loss whose gradient is spread thinly over many values, as a print-size picture's is."""
+    generator = torch.Generator().manual_seed(1)
+    target = torch.rand(1, 3, 256, 256, generator=generator)
+    weight = torch.rand(1, 3, 256, 256, generator=generator) + 0.5
+
+    def loss(x):
+        return ((x - target) ** 2 * weight).mean() + 0.1 * ((x - target) ** 4).mean()
+
+    return loss
+
+
+def steps_from(x, optimizer, loss_of, count):
+    def closure():
+        optimizer.zero_grad()
+        loss = loss_of(x)
+        loss.backward()
+        return loss
+
+    return [optimizer.step(closure).item() for _ in range(count)] + [loss_of(x).item()]
+
+
+def converged_start(loss_of):
+    """A point part way down ``loss_of``, and the curvature scale measured on the way."""
+    x = torch.zeros(1, 3, 256, 256, requires_grad=True)
+    optimizer = LBFGS([x], history_size=5)
+    assert optimizer.step_scale() is None  # nothing measured before a pair
+    steps_from(x, optimizer, loss_of, 3)
+    scale = optimizer.step_scale()
+    assert scale is not None and scale > 0
+    return x.detach().clone(), scale
+
+
+def test_a_restarted_optimiser_measures_the_curvature_of_a_small_step_where_torchs_stalls():
+    loss_of = spread_problem()
+    start, _ = converged_start(loss_of)
+    ours_x = start.clone().requires_grad_(True)
+    ours = steps_from(ours_x, LBFGS([ours_x], history_size=5), loss_of, 3)
+    torchs_x = start.clone().requires_grad_(True)
+    torch_optimizer = torch.optim.LBFGS(
+        [torchs_x], lr=1.0, history_size=5, max_iter=1, tolerance_grad=0.0, tolerance_change=0.0
+    )
+    torchs = steps_from(torchs_x, torch_optimizer, loss_of, 3)
+    # The first step is the same small one; torch refuses its pair (y·s under 1e-10) and stays small.
+    assert ours[1] == pytest.approx(torchs[1], rel=1e-6)
+    assert torchs[-1] > 0.999 * torchs[0]
+    assert ours[-1] < 0.1 * ours[0]
+
+
+def test_a_resumed_optimiser_starts_from_the_curvature_scale_its_run_had_measured():
+    loss_of = spread_problem()
+    start, scale = converged_start(loss_of)
+    # The history is lost (a new process); the image and the scale are kept.
+    fresh_x = start.clone().requires_grad_(True)
+    fresh = steps_from(fresh_x, LBFGS([fresh_x], history_size=5), loss_of, 1)
+    resumed_x = start.clone().requires_grad_(True)
+    resumed_optimizer = LBFGS([resumed_x], history_size=5)
+    resumed_optimizer.start_from(scale)
+    resumed = steps_from(resumed_x, resumed_optimizer, loss_of, 1)
+    # Its first step is -scale · gradient at the full step length...
+    torch.testing.assert_close(resumed_x.detach() - start, -scale * torch.func.grad(loss_of)(start))
+    # ...which gains far more than a new optimiser's first step, scaled down by the gradient's 1-norm.
+    assert fresh[0] - fresh[1] < 1e-3 * (resumed[0] - resumed[1])
+
+
+def test_a_curvature_scale_that_is_not_one_is_refused():
+    x = torch.zeros(4, requires_grad=True)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="positive and finite"):
+            LBFGS([x]).start_from(bad)
