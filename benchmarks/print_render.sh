@@ -16,6 +16,8 @@
 #
 # FOLDER gets the picture, the checkpoints (cache/), each segment's time and
 # peak memory (segments.log) and the progress records (progress.jsonl).
+# benchmarks/print_figures.py FOLDER reads them for the README (times, peak,
+# and with --pictures the whole picture and a 100 % crop where tiles meet).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 folder=$(mkdir -p "${1:-$root/benchmarks/out/print-4096}" && cd "${1:-$root/benchmarks/out/print-4096}" && pwd)
