@@ -229,9 +229,11 @@ def plan_tiles(
 
 
 #: A tiled iteration's time against an untiled one at the same size: each tile
-#: carries its halo, and the Gram matrices take a forward pass of their own
-#: (benchmarks/print_size.py measured it at 2048 px).
-TILED_TIME_FACTOR: Final = 1.6
+#: carries its halo, and the Gram matrices take a forward pass of their own.
+#: Measured on the CPU against 4x an untiled 2048 px iteration: 4096 px in 4
+#: tiles of 2048 px 1.81, in 12 tiles of 1024 px 2.0 (the print render);
+#: 2048 px in 4 tiles of 1024 px 1.67-1.86 (benchmarks/print_size.py --ratio).
+TILED_TIME_FACTOR: Final = 1.8
 
 
 def iteration_work(width: int, height: int, tile: int | None) -> float:
