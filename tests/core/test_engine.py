@@ -260,8 +260,8 @@ def count_optimizers(monkeypatch) -> list:
     made = []
     original = StyleTransfer._optimizer
 
-    def recording(self, image, lr):
-        made.append(original(self, image, lr))
+    def recording(self, image, lr, step_scale=None):
+        made.append(original(self, image, lr, step_scale))
         return made[-1]
 
     monkeypatch.setattr(StyleTransfer, "_optimizer", recording)
