@@ -69,15 +69,15 @@ class LBFGS(torch.optim.Optimizer):
             raise RuntimeError("the closure computed no gradient")
         grad = x.grad.reshape(-1)
         state = self.state[x]
-        if "d" not in state and "h_diag" in state:
-            # Resumed: the curvature scale measured before, as with an empty history.
-            direction = grad.neg().mul_(state["h_diag"])
-            length = torch.full_like(state["h_diag"], group["lr"])
+        if "d" not in state:
             state.update(dirs=[], steps=[], rhos=[])
-        elif "d" not in state:
-            direction = grad.neg()
-            length = torch.clamp(grad.abs().sum().reciprocal(), max=1.0) * group["lr"]
-            state.update(dirs=[], steps=[], rhos=[], h_diag=grad.new_ones(()), measured=grad.new_zeros((), dtype=bool))
+            if "h_diag" in state:  # resumed (start_from): the scale measured before, as with an empty history
+                direction = grad.neg().mul_(state["h_diag"])
+                length = torch.full_like(state["h_diag"], group["lr"])
+            else:
+                direction = grad.neg()
+                length = torch.clamp(grad.abs().sum().reciprocal(), max=1.0) * group["lr"]
+                state.update(h_diag=grad.new_ones(()), measured=grad.new_zeros((), dtype=torch.bool))
         else:
             direction = self._direction(state, grad, group["history_size"])
             length = torch.full_like(state["t"], group["lr"])
