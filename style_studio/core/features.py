@@ -231,6 +231,18 @@ class TruncatedNetwork(nn.Module):
         self.layers = nn.Sequential(*(network.layer(name, pooling) for name in self.names))
         self.eval().requires_grad_(False)
 
+    def border(self, name: str) -> int:
+        """Positions layer ``name``'s map extends beyond the picture on each side.
+
+        The mirrored border, less what the unpadded convolutions up to the layer
+        eat: 1 for ``conv1_1`` and ``relu1_1``, 0 from ``conv1_2`` on.
+        """
+        border = self.mirrored_border
+        for module in self.layers[: self.names.index(name) + 1]:
+            if isinstance(module, UnpaddedConv2d):
+                border -= (module.conv.kernel_size[0] - 1) // 2
+        return border
+
     def module(self, name: str) -> nn.Module:
         """The module whose output is layer ``name``."""
         try:
@@ -293,7 +305,12 @@ def capture(
 
     Content layers store their activation, style layers their Gram matrix
     (computed inside the hook, so the activation itself need not be kept;
-    the hook puts a ``gram_tap`` in the network's path).
+    the hook puts a ``gram_tap`` in the network's path). Both see the
+    picture's own positions only: a layer whose map extends beyond the
+    picture (``relu1_1``, 1 position of mirrored pixels on each side) is
+    cropped to it. Counted, those border positions made the losses pull
+    harder on the pixels the mirror repeats, the second and third from each
+    edge, and drew a frame of style along the edges.
     Every handle is removed on exit: normal, exception, or generator close.
 
     Yields:
@@ -311,15 +328,21 @@ def capture(
         position = net.names.index(name)
         following = net.layers[position + 1] if position + 1 < len(net.names) else None
         copy = bool(getattr(following, "inplace", False))
+        border = net.border(name)
+
+        def picture_positions(features: Tensor) -> Tensor:
+            return features[..., border:-border, border:-border] if border else features
 
         def summary(features: Tensor) -> Tensor:
             """The features passed on, their Gram matrix (or guided ones) recorded."""
+            seen = picture_positions(features)
             if captured.guide is None:
-                passed_on, captured.grams[name] = gram_tap(features)
+                passed_on, captured.grams[name] = gram_tap(seen)
             else:
-                masks = captured.guide(features.shape[-2], features.shape[-1])
-                passed_on, captured.guided[name] = guided_gram_tap(features, masks)
-            return passed_on
+                masks = captured.guide(seen.shape[-2], seen.shape[-1])
+                passed_on, captured.guided[name] = guided_gram_tap(seen, masks)
+            # A tap on a cropped map cannot stand in for the whole one downstream.
+            return features if border else passed_on
 
         def hook(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
             passed_on = output
@@ -331,7 +354,7 @@ def capture(
             elif summarise:
                 passed_on = summary(output)
             if keep:
-                captured.activations[name] = output
+                captured.activations[name] = picture_positions(output)
             return passed_on.clone() if copy else passed_on
 
         return hook

@@ -45,21 +45,20 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class LayerGrid:
-    """Where a layer's feature map lies on the picture.
+    """Where a layer's feature map, as the losses see it, lies on the picture.
+
+    The losses see the picture's positions only (``features.capture`` crops
+    ``relu1_1``'s mirrored border), so a crop's map starts at its first pixel.
 
     Attributes:
         stride: picture pixels per feature position, along each side.
-        border: positions the map extends beyond the picture on each side
-            (VGG's unpadded first convolutions see the mirrored border, so
-            ``conv1_1`` and ``relu1_1`` have 1).
     """
 
     stride: int
-    border: int
 
     def length(self, pixels: int) -> int:
         """Positions along a side of ``pixels`` pixels (the pools round up)."""
-        return math.ceil(pixels / self.stride) + 2 * self.border
+        return math.ceil(pixels / self.stride)
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class Reach:
                 raise StyleStudioError(f"layer {name} ({type(module).__name__}) cannot be tiled")
             if border < 0:
                 raise StyleStudioError(f"layer {name} cannot be tiled: it crops the picture")
-            grids[name] = LayerGrid(stride, border)
+            grids[name] = LayerGrid(stride)
         return cls(grids, stride, -(-reach // stride) * stride, net.mirrored_border)
 
 
@@ -130,14 +129,9 @@ class Span:
     length: int
 
     def positions(self, grid: LayerGrid) -> slice:
-        """The core's positions in the crop's feature map at a layer on ``grid``.
-
-        The border positions beyond the picture belong to the tiles at its edges.
-        """
-        first = self.core_start // grid.stride + (grid.border if self.core_start > 0 else 0)
-        last = math.ceil(self.core_stop / grid.stride) + grid.border * (2 if self.core_stop == self.length else 1)
+        """The core's positions in the crop's feature map at a layer on ``grid``."""
         offset = self.crop_start // grid.stride
-        return slice(first - offset, last - offset)
+        return slice(self.core_start // grid.stride - offset, math.ceil(self.core_stop / grid.stride) - offset)
 
     def input_range(self, border: int) -> tuple[int, int, int, int]:
         """(first pixel, end pixel, mirrored before, mirrored after) of the network's input for this crop.
@@ -455,11 +449,10 @@ class TiledObjective(Objective):
 
 def _global_positions(tile: Tile, grid: LayerGrid) -> tuple[slice, slice]:
     """The tile core's positions in the whole picture's feature map at a layer on ``grid``."""
-    rows, cols = tile.rows.positions(grid), tile.cols.positions(grid)
-    row_offset, col_offset = tile.rows.crop_start // grid.stride, tile.cols.crop_start // grid.stride
+    rows, cols = tile.rows, tile.cols
     return (
-        slice(rows.start + row_offset, rows.stop + row_offset),
-        slice(cols.start + col_offset, cols.stop + col_offset),
+        slice(rows.core_start // grid.stride, math.ceil(rows.core_stop / grid.stride)),
+        slice(cols.core_start // grid.stride, math.ceil(cols.core_stop / grid.stride)),
     )
 
 

@@ -131,6 +131,27 @@ def test_the_first_block_sees_the_picture_up_to_its_edges_not_a_dark_frame(vgg):
     torch.testing.assert_close(features, inside[:, None, None].expand_as(features))
 
 
+def test_the_style_of_the_first_layer_pulls_no_harder_on_the_pixels_the_mirror_repeats(vgg):
+    # relu1_1's Gram matrix counted its 1 px mirrored border, so the pixels 1
+    # and 2 from each edge sat in more of its windows than any other: its
+    # style loss pulled them 1.7-1.8x and 1.3x as hard as inner pixels, and
+    # long renders grew a frame of brighter strokes along the edges. Counting
+    # the picture's positions only leaves line 1 at 1.3-1.5x (the mirror
+    # repeats it in the edge's own window) and line 2 as an inner line.
+    net = TruncatedNetwork(vgg, ["relu1_1"])
+    image = torch.rand(1, 3, 64, 80, generator=torch.Generator().manual_seed(0)).requires_grad_(True)
+    target = torch.rand(1, 64, 64, generator=torch.Generator().manual_seed(1)) * 0.01
+    with capture(net, style_layers=["relu1_1"]) as got:
+        net(image)
+        (got.grams["relu1_1"] - target).square().sum().backward()
+    grad = image.grad.abs().mean(1)[0]
+    by_column, by_row = grad.mean(0), grad.mean(1)
+    for lines, inner in ((by_column, by_column[16:64].mean()), (by_row, by_row[16:48].mean())):
+        for first in (lines, lines.flip(0)):
+            assert first[1] < 1.6 * inner
+            assert first[2] < 1.15 * inner
+
+
 @pytest.mark.parametrize("pooling", ["max", "avg"])
 def test_the_last_row_and_column_of_an_odd_sized_image_reach_the_deep_layers(vgg, pooling):
     # VGG's own pools drop an odd side's last row: the deep layers then barely
@@ -169,7 +190,8 @@ def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):
         conv = got.activations["conv1_1"]
     conv1_1 = vgg.layer("conv1_1").conv
     mirrored = F.pad(net.normalize(x), (MIRRORED_BORDER,) * 4, mode="reflect")
-    expected = F.conv2d(mirrored, conv1_1.weight, conv1_1.bias)
+    # The losses see the picture's positions: the map's mirrored border is cropped.
+    expected = F.conv2d(mirrored, conv1_1.weight, conv1_1.bias)[..., 1:-1, 1:-1]
     torch.testing.assert_close(conv, expected)
     assert (conv < 0).any(), "a ReLU ran in place over the captured convolution output"
 
