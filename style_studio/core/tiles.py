@@ -128,10 +128,14 @@ class Span:
     crop_stop: int
     length: int
 
+    def picture_positions(self, grid: LayerGrid) -> slice:
+        """The core's positions in the whole picture's feature map at a layer on ``grid``."""
+        return slice(self.core_start // grid.stride, math.ceil(self.core_stop / grid.stride))
+
     def positions(self, grid: LayerGrid) -> slice:
         """The core's positions in the crop's feature map at a layer on ``grid``."""
-        offset = self.crop_start // grid.stride
-        return slice(self.core_start // grid.stride - offset, math.ceil(self.core_stop / grid.stride) - offset)
+        whole, offset = self.picture_positions(grid), self.crop_start // grid.stride
+        return slice(whole.start - offset, whole.stop - offset)
 
     def input_range(self, border: int) -> tuple[int, int, int, int]:
         """(first pixel, end pixel, mirrored before, mirrored after) of the network's input for this crop.
@@ -449,11 +453,7 @@ class TiledObjective(Objective):
 
 def _global_positions(tile: Tile, grid: LayerGrid) -> tuple[slice, slice]:
     """The tile core's positions in the whole picture's feature map at a layer on ``grid``."""
-    rows, cols = tile.rows, tile.cols
-    return (
-        slice(rows.core_start // grid.stride, math.ceil(rows.core_stop / grid.stride)),
-        slice(cols.core_start // grid.stride, math.ceil(cols.core_stop / grid.stride)),
-    )
+    return tile.rows.picture_positions(grid), tile.cols.picture_positions(grid)
 
 
 def _last(generator: Generator[object, None, T]) -> T:
