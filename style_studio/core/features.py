@@ -234,13 +234,16 @@ class TruncatedNetwork(nn.Module):
     def border(self, name: str) -> int:
         """Positions layer ``name``'s map extends beyond the picture on each side.
 
-        The mirrored border, less what the unpadded convolutions up to the layer
-        eat: 1 for ``conv1_1`` and ``relu1_1``, 0 from ``conv1_2`` on.
+        The mirrored border, plus each convolution's padding less what its
+        kernel eats, up to the layer: in VGG19, 1 for ``conv1_1`` and
+        ``relu1_1`` (unpadded), 0 from ``conv1_2`` on.
         """
         border = self.mirrored_border
         for module in self.layers[: self.names.index(name) + 1]:
             if isinstance(module, UnpaddedConv2d):
                 border -= (module.conv.kernel_size[0] - 1) // 2
+            elif isinstance(module, nn.Conv2d) and not isinstance(module.padding, str):  # "same" keeps the size
+                border += module.padding[0] - (module.kernel_size[0] - 1) // 2
         return border
 
     def module(self, name: str) -> nn.Module:

@@ -81,16 +81,16 @@ class Reach:
     @classmethod
     def of(cls, net: TruncatedNetwork) -> Reach:
         """Walk the network's layers: convolutions widen the reach, pools the stride."""
-        stride, border, reach = 1, net.mirrored_border, 0
+        stride, reach = 1, 0
         grids = {}
         for name, module in zip(net.names, net.layers, strict=True):
+            border = net.border(name)
             if isinstance(module, UnpaddedConv2d | nn.Conv2d):
                 conv = module.conv if isinstance(module, UnpaddedConv2d) else module
                 kernel, padding = conv.kernel_size[0], 0 if isinstance(module, UnpaddedConv2d) else conv.padding[0]
                 if conv.stride != (1, 1) or conv.dilation != (1, 1) or kernel % 2 == 0 or not isinstance(padding, int):
                     raise StyleStudioError(f"layer {name} cannot be tiled: only odd, unstrided convolutions can")
                 reach += (kernel - 1) // 2 * stride
-                border += padding - (kernel - 1) // 2
             elif isinstance(module, nn.MaxPool2d | nn.AvgPool2d):
                 size, step = _pair(module.kernel_size), _pair(module.stride)
                 if size != step or _pair(module.padding) != 0 or border != 0:
