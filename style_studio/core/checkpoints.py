@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -189,6 +190,16 @@ def _write_bytes(out: BinaryIO, data: bytes) -> None:
     out.write(data)
 
 
+def _write_state(state: dict[str, Tensor], out: BinaryIO) -> None:
+    import torch
+
+    try:
+        torch.save(state, out)
+    except RuntimeError as exc:  # torch's writer turns a full disk (the stream's OSError) into a RuntimeError
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise OSError(f"the run's state could not be written ({first_line})") from exc
+
+
 def _open(path: Path) -> Image.Image:
     with Image.open(path) as image:
         return image.convert("RGB")
@@ -211,10 +222,8 @@ class CheckpointStore:
         """Write ``checkpoint`` (and, the first time, the run's input images) atomically.
 
         Raises:
-            OSError: the folder cannot be written (the run goes on; see the engine).
+            OSError: the folder cannot be written, the disk is full, ... (the run goes on; see the engine).
         """
-        import torch
-
         folder = self.folder(checkpoint.run_id)
         folder.mkdir(parents=True, exist_ok=True)
         if inputs is not None:
@@ -222,11 +231,12 @@ class CheckpointStore:
             for name, image in [("content.png", content), *((f"style-{n}.png", s) for n, s in enumerate(styles, 1))]:
                 if not (folder / name).exists():
                     write_atomically(folder / name, functools.partial(_write_png, image))
-        # A new state file name each time: run.json points at the one that is complete.
-        state_name = f"state-{checkpoint.position.step}.pt"
+        # A new state file each time, even for a step saved before (a Stop in the middle
+        # of a tiled iteration saves it again): the file run.json names is never
+        # touched until the new run.json names another.
+        state_name = f"state-{checkpoint.position.step}-{secrets.token_hex(4)}.pt"
         state = {"image": checkpoint.image.detach().cpu(), "lowest": checkpoint.lowest.detach().cpu()}
-        folder.joinpath(state_name).unlink(missing_ok=True)  # never the file run.json names while it is rewritten
-        write_atomically(folder / state_name, lambda out: torch.save(state, out))
+        write_atomically(folder / state_name, functools.partial(_write_state, state))
         document = {
             "format": FORMAT,
             "version": VERSION,

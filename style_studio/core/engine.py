@@ -445,6 +445,7 @@ class StyleTransfer:
         self._step = 0
         self._last_checkpoint = time.perf_counter()
         self._checkpoint_interval = checkpoints.interval()
+        self._checkpoint_failed = False
         self._position: tuple[int, int, Tensor] | None = None  # scale, iteration done, image
         device = self.compute.device
         image: Tensor | None = None
@@ -519,7 +520,14 @@ class StyleTransfer:
         try:
             self.checkpoints.save(checkpoint, (self.content_image, self.style_images))
         except OSError as exc:
-            log.warning("could not save a checkpoint in %s: %s", self.checkpoints.root, exc)
+            # Said once a run (a full disk fails every minute); the run itself goes on.
+            report = log.debug if self._checkpoint_failed else log.error
+            report(
+                "could not save a checkpoint in %s (%s); the run goes on, but cannot be resumed from here",
+                self.checkpoints.root,
+                exc,
+            )
+            self._checkpoint_failed = True
 
     def _keep_result_on_cpu(self) -> None:
         """Move the lowest-loss image to the CPU and give the device's memory back."""
