@@ -437,7 +437,10 @@ class MainWindow(QMainWindow):
             self.show_error("Add a content image and at least one style image first.")
             return
         try:
-            settings = self.current_settings().validate()
+            # A resume runs with the checkpoint's own settings: the controls may round
+            # or clamp them (a blend shown relative to its largest weight, a command
+            # line's weight past a slider's end), and the run would then be refused.
+            settings = (resume.settings if resume is not None else self.current_settings()).validate()
         except SettingsError as exc:
             self.show_error(str(exc))
             return

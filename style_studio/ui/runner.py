@@ -280,7 +280,8 @@ class RunController(QObject):
 
     A run saves checkpoints in ``checkpoints`` while it lasts. Its checkpoint
     is discarded when it ends (its result is in the window's history), but
-    kept when the window closes during the run: the next start offers to resume it.
+    kept when the window closes during the run or the run fails (a refused
+    resume too): the next start offers to resume it.
 
     Args:
         weights: where runs get their weights (injectable for tests).
@@ -376,9 +377,12 @@ class RunController(QObject):
         session = self._session
         self._job = self._session = None
         self._stopping = False
-        if session is not None and session.run_id is not None and self.checkpoints is not None and not self._closing:
-            self.checkpoints.discard(session.run_id)
         result = outcome.value
+        # A run that failed (a refused resume among them) keeps its checkpoint: it is the user's only copy.
+        failed = outcome.error is not None or (isinstance(result, RunOutcome) and result.error is not None)
+        kept = self._closing or failed
+        if session is not None and session.run_id is not None and self.checkpoints is not None and not kept:
+            self.checkpoints.discard(session.run_id)
         if not isinstance(result, RunOutcome) and session is not None:
             reason = CANCELLED if outcome.cancelled else None
             result = RunOutcome(reason, outcome.error, None, session.job.settings, None)

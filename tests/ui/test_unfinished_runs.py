@@ -73,3 +73,52 @@ def test_a_run_that_finishes_or_is_stopped_leaves_nothing_to_resume(qtbot, make_
     with qtbot.waitSignal(window.controller.finished, timeout=60_000):
         window.start()
     assert CheckpointStore().unfinished() == []
+
+
+def stopped_run(tiny, content, styles, settings):
+    """A core run stopped after 3 iterations, its checkpoint in the user's store (as the CLI leaves one)."""
+    from style_studio.core.cancel import CancelToken
+    from style_studio.core.engine import StyleTransfer
+
+    token = CancelToken()
+    names = ("chelsea.png", *(f"style-{n}.png" for n in range(1, len(styles) + 1)))
+    transfer = StyleTransfer(content, styles, settings, tiny, cancel=token, checkpoints=CheckpointStore(),
+                             input_names=names)  # fmt: skip
+    for record in transfer.run():
+        if record.step >= 3:
+            token.cancel()
+    (checkpoint,) = CheckpointStore().unfinished()
+    return checkpoint
+
+
+def test_a_run_whose_blend_the_sliders_show_rescaled_resumes_with_its_own_settings(
+    qtbot, make_window, monkeypatch, tiny, content_image, style_image, second_style_image
+):
+    # The blend sliders show 0.6/0.3 as 1.0/0.5; a style weight past the slider's end is clamped.
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "0")
+    settings = dataclasses.replace(LONG, style_blend=(0.6, 0.3), style_weight=5000.0)
+    checkpoint = stopped_run(tiny, content_image, [style_image, second_style_image], settings)
+
+    window = make_window(settings=None)
+    steps = []
+    window.controller.progressed.connect(lambda record: steps.append(record.step))
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        click(qtbot, window.banner, "Resume")
+    outcome = blocker.args[0]
+    assert outcome.error is None and outcome.stop_reason == "finished"
+    assert min(s for s in steps if s > 0) == checkpoint.position.step + 1
+    assert outcome.settings.style_blend == (0.6, 0.3) and outcome.settings.style_weight == 5000.0
+
+
+def test_a_refused_resume_keeps_the_checkpoint(qtbot, make_window, monkeypatch, tiny, content_image, style_image):
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "0")
+    checkpoint = stopped_run(tiny, content_image, [style_image], LONG)
+    # Its copy of the photo no longer matches the hash the run started with: the engine refuses to go on.
+    content_image.transpose(0).save(checkpoint.folder / "content.png")
+
+    window = make_window(settings=None)
+    with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
+        click(qtbot, window.banner, "Resume")
+    assert "cannot be resumed: the content image is not the one the run started with" in blocker.args[0].error
+    (kept,) = CheckpointStore().unfinished()
+    assert kept.run_id == checkpoint.run_id and kept.position == checkpoint.position
