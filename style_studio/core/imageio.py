@@ -71,25 +71,9 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
     if not data:
         raise ImageLoadError(f"{name}: the file is empty")
     try:
-        with warnings.catch_warnings():
-            # Pillow warns between 1x and 2x its limit and raises above; we refuse both, below.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            image: Image.Image = Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError:
-        raise ImageLoadError(
-            f"{name}: the image is too large to open safely (over {MAX_PIXELS // 1_000_000} megapixels)"
-        ) from None
+        image = open_image(io.BytesIO(data), name)
     except UnidentifiedImageError:
         raise ImageLoadError(f"{name}: {_not_an_image_reason(data)}") from None
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise ImageLoadError(f"{name}: the file is damaged ({exc})") from None
-    width, height = image.size
-    if width * height > MAX_PIXELS:
-        raise ImageLoadError(
-            f"{name}: the image is {width}×{height} pixels, over the {MAX_PIXELS // 1_000_000}-megapixel limit"
-        )
-    if width < 1 or height < 1:
-        raise ImageLoadError(f"{name}: the image has no pixels")
     try:
         image.seek(0)  # first frame of an animation or first page of a TIFF
         image.load()
@@ -107,6 +91,41 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
         if "truncated" in detail or isinstance(exc, EOFError):
             detail = "the file is truncated or damaged"
         raise ImageLoadError(f"{name}: {detail}") from None
+
+
+def open_image(source: str | os.PathLike[str] | BinaryIO, name: str) -> Image.Image:
+    """An image opened lazily (its pixels not yet read), refused when it is too large to read safely.
+
+    Pillow warns between 1x and 2x its pixel limit and raises above it; both are
+    refused here, from the header alone, before gigabytes are allocated.
+
+    Raises:
+        UnidentifiedImageError: not an image (the caller says why, as it knows the bytes).
+        FileNotFoundError, PermissionError: a path that cannot be opened.
+        ImageLoadError: oversized, without pixels, or damaged; the message starts with ``name``.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image: Image.Image = Image.open(source)
+    except Image.DecompressionBombError:
+        raise ImageLoadError(
+            f"{name}: the image is too large to open safely (over {MAX_PIXELS // 1_000_000} megapixels)"
+        ) from None
+    except (UnidentifiedImageError, FileNotFoundError, PermissionError):
+        raise
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ImageLoadError(f"{name}: the file is damaged ({exc})") from None
+    width, height = image.size
+    if width * height > MAX_PIXELS:
+        image.close()
+        raise ImageLoadError(
+            f"{name}: the image is {width}×{height} pixels, over the {MAX_PIXELS // 1_000_000}-megapixel limit"
+        )
+    if width < 1 or height < 1:
+        image.close()
+        raise ImageLoadError(f"{name}: the image has no pixels")
+    return image
 
 
 def _not_an_image_reason(data: bytes) -> str:
@@ -361,7 +380,7 @@ def read_metadata(path: str | os.PathLike[str]) -> str | None:
     """
     path = Path(path)
     try:
-        with Image.open(path) as image:
+        with open_image(path, str(path)) as image:
             text = image.info.get(METADATA_KEY)
             if text is None and hasattr(image, "text"):
                 text = image.text.get(METADATA_KEY)

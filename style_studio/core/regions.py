@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,11 +41,14 @@ from typing import Any, Final
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from .errors import StyleStudioError
+from .errors import ImageLoadError, StyleStudioError
+from .imageio import open_image
 
 #: Default feather: the masks' blur, as a share of the picture's longest side.
 DEFAULT_FEATHER: Final = 0.01
 MAX_FEATHER: Final = 0.1
+#: The largest strength a region may multiply its style weight by.
+MAX_STRENGTH: Final = 10.0
 #: A region's colour in a colour-coded mask matches pixels this close to it (per channel):
 #: anti-aliased edges and JPEG-like noise still count.
 COLOUR_TOLERANCE: Final = 24
@@ -218,10 +222,12 @@ class Regions:
                 problems.append(
                     f"region {region.name!r} has {len(region.blend)} style weights for {style_count} style images"
                 )
-            elif not all(w >= 0 for w in region.blend) or sum(region.blend) <= 0:
+            elif not all(0 <= w < math.inf for w in region.blend):
+                problems.append(f"region {region.name!r} has a style weight that is not a number >= 0")
+            elif sum(region.blend) <= 0:
                 problems.append(f"region {region.name!r} has no style: give one of its style weights a value above 0")
-            if not region.strength >= 0:
-                problems.append(f"region {region.name!r} has a strength below 0")
+            if not 0 <= region.strength <= MAX_STRENGTH:  # NaN and infinity too: the loss would be NaN or inf
+                problems.append(f"region {region.name!r}'s strength must be from 0 to {MAX_STRENGTH:g}")
         if not 0 <= self.feather <= MAX_FEATHER:
             problems.append(f"the feather must be from 0 to {MAX_FEATHER}, got {self.feather}")
         if self.regions and all(r.keep for r in self.regions) and self.unpainted_share() < 1e-3:
@@ -284,7 +290,7 @@ class Regions:
                 planes.append(plane)
         except RegionError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise RegionError(f"the regions record is damaged ({exc.__class__.__name__}: {exc})") from None
         masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
         return cls(tuple(regions), _at_most_full(masks), feather)
@@ -319,8 +325,8 @@ class RegionSpec:
             strength = float(strength_text) if strength_text else 1.0
         except ValueError:
             raise RegionError(f"--region {text!r}: {strength_text!r} is not a strength") from None
-        if not 0 <= strength <= 10:
-            raise RegionError(f"--region {text!r}: the strength must be from 0 to 10")
+        if not 0 <= strength <= MAX_STRENGTH:
+            raise RegionError(f"--region {text!r}: the strength must be from 0 to {MAX_STRENGTH:g}")
         return cls(colour, style=style - 1, strength=strength)
 
     def region(self, style_count: int) -> Region:
@@ -357,8 +363,7 @@ def regions_from_mask(
             raise RegionError(
                 f"the mask {name} is greyscale, which makes one region: give it as --region white=STYLE or white=keep"
             )
-        grey = np.asarray(image.convert("L"))
-        planes = grey[None].copy()
+        planes = _coverage(image)[None].copy()
     else:
         rgb = np.asarray(image.convert("RGB")).astype(np.int16)
         planes_list = []
@@ -385,16 +390,27 @@ GREYSCALE_MODES: Final = ("1", "L", "LA", "I", "I;16", "F")
 
 
 def _open_mask(path: str | Path) -> Image.Image:
-    """A mask file, read whole (RegionError naming it when it cannot be)."""
+    """A mask file, read whole (RegionError naming it when it cannot be, or is too large to read safely)."""
     name = Path(path).name
     try:
-        with Image.open(path) as opened:
+        with open_image(path, name) as opened:
             opened.load()
             return opened
     except FileNotFoundError:
         raise RegionError(f"the mask {name} does not exist") from None
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except ImageLoadError as exc:
+        raise RegionError(f"the mask {exc}") from None
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
+
+
+def _coverage(image: Image.Image) -> np.ndarray:
+    """A greyscale mask's coverage, 0 to 255 (H, W) uint8: 16-bit and float levels are scaled, not clipped."""
+    if image.mode in ("I", "I;16"):
+        return np.rint(np.asarray(image, np.float64) * (255.0 / 65535.0)).clip(0, 255).astype(np.uint8)
+    if image.mode == "F":  # floats are coverages from 0 to 1
+        return np.rint(np.asarray(image, np.float64) * 255.0).clip(0, 255).astype(np.uint8)
+    return np.asarray(image.convert("L"))
 
 
 def _main_colours(image: Image.Image, count: int = 4) -> list[tuple[int, int, int]]:
@@ -424,8 +440,10 @@ def _png_base64(plane: np.ndarray) -> str:
 
 def _png_plane(text: str, name: str) -> np.ndarray:
     try:
-        with Image.open(io.BytesIO(base64.b64decode(text, validate=True))) as image:
-            return np.asarray(image.convert("L")).copy()
+        with open_image(io.BytesIO(base64.b64decode(text, validate=True)), f"region {name!r}'s mask") as image:
+            return _coverage(image).copy()
+    except ImageLoadError as exc:
+        raise RegionError(str(exc)) from None
     except (ValueError, OSError, UnidentifiedImageError):
         raise RegionError(f"region {name!r}'s mask cannot be read") from None
 

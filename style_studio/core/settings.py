@@ -227,7 +227,7 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
     """
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON or text, an integer of over 4300 digits
         raise SettingsError(f"not valid JSON ({exc})", source) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SettingsError("not a Style Studio settings file", source)
@@ -244,7 +244,18 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a JSON integer too large for a float (10**400)
+        return False
+
+
+def _shown(value: object) -> str:
+    """A value for an error message, cut short (a hostile file may hold a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _is_int(value: object) -> bool:
@@ -261,48 +272,53 @@ def _check(d: Mapping[str, Any]) -> list[str]:
 
     need(
         _is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
-        f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {d['size']!r}",
+        f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {_shown(d['size'])}",
     )
     need(
         _is_int(d["iterations"]) and 1 <= d["iterations"] <= 100_000,
-        f"iterations must be a whole number from 1 to 100000, got {d['iterations']!r}",
+        f"iterations must be a whole number from 1 to 100000, got {_shown(d['iterations'])}",
     )
     need(
         _is_int(d["scales"]) and 0 <= d["scales"] <= MAX_SCALES,
-        f"scales must be a whole number from 1 to {MAX_SCALES}, or 0 for automatic, got {d['scales']!r}",
+        f"scales must be a whole number from 1 to {MAX_SCALES}, or 0 for automatic, got {_shown(d['scales'])}",
     )
     need(
         _is_number(d["finer_iterations"]) and 0.05 <= d["finer_iterations"] <= 1,
-        f"finer_iterations must be a number from 0.05 to 1, got {d['finer_iterations']!r}",
+        f"finer_iterations must be a number from 0.05 to 1, got {_shown(d['finer_iterations'])}",
     )
     need(
         _is_int(d["tile"]) and (d["tile"] == 0 or MIN_TILE <= d["tile"] <= MAX_SIZE),
-        f"tile must be 0 (automatic) or a whole number of pixels from {MIN_TILE} to {MAX_SIZE}, got {d['tile']!r}",
+        f"tile must be 0 (automatic) or a whole number of pixels from {MIN_TILE} to {MAX_SIZE}, "
+        f"got {_shown(d['tile'])}",
     )
-    need(d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {d['optimizer']!r}")
-    need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {d['init']!r}")
-    need(d["pooling"] in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}, got {d['pooling']!r}")
-    need(d["precision"] in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {d['precision']!r}")
+    need(
+        d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {_shown(d['optimizer'])}"
+    )
+    need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {_shown(d['init'])}")
+    need(d["pooling"] in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}, got {_shown(d['pooling'])}")
+    need(
+        d["precision"] in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {_shown(d['precision'])}"
+    )
     need(
         isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
-        f"device must be auto, cpu, cuda, cuda:N or mps, got {d['device']!r}",
+        f"device must be auto, cpu, cuda, cuda:N or mps, got {_shown(d['device'])}",
     )
     need(
         isinstance(d["weights"], str) and d["weights"].strip() != "",
         "weights must be 'imagenet', 'untrained' or a file path",
     )
     for key in ("preserve_colors", "deterministic"):
-        need(isinstance(d[key], bool), f"{key} must be true or false, got {d[key]!r}")
-    need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {d['seed']!r}")
+        need(isinstance(d[key], bool), f"{key} must be true or false, got {_shown(d[key])}")
+    need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {_shown(d['seed'])}")
     for key in ("content_weight", "style_weight", "tv_weight"):
-        need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {d[key]!r}")
+        need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {_shown(d[key])}")
     need(
         _is_number(d["style_scale"]) and 0.1 <= d["style_scale"] <= 4,
-        f"style_scale must be a number from 0.1 to 4, got {d['style_scale']!r}",
+        f"style_scale must be a number from 0.1 to 4, got {_shown(d['style_scale'])}",
     )
     need(
         d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
-        f"step_size must be a number > 0 or null, got {d['step_size']!r}",
+        f"step_size must be a number > 0 or null, got {_shown(d['step_size'])}",
     )
 
     content = d["content_layers"]
@@ -318,10 +334,10 @@ def _check(d: Mapping[str, Any]) -> list[str]:
             if not is_layer(str(name)):
                 problems.append(f"unknown style layer {name!r}")
             elif not (_is_number(weight) and weight >= 0):
-                problems.append(f"style layer {name} weight must be a number >= 0, got {weight!r}")
+                problems.append(f"style layer {name} weight must be a number >= 0, got {_shown(weight)}")
     blend = d["style_blend"]
     if not isinstance(blend, (list, tuple)) or not all(_is_number(w) and w >= 0 for w in blend):
-        problems.append(f"style_blend must be a list of numbers >= 0, got {blend!r}")
+        problems.append(f"style_blend must be a list of numbers >= 0, got {_shown(blend)}")
     elif blend and sum(blend) <= 0:
         problems.append("style_blend weights are all zero")
     return problems
