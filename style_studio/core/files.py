@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,18 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
 
     A careful editor's autosave: a crash, a full disk or an exception in
     ``write`` leaves any existing file at ``path`` untouched and no temporary
-    file behind.
+    file behind. The folder is synced after the rename, so that the new name
+    survives a power cut too. A file that exists keeps its permissions; a
+    symbolic link stays a link, and the file it points to is replaced.
 
     Raises:
         OSError: the folder is missing or read-only, the disk is full, ...
     """
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = 0o666 & ~_UMASK
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".part", dir=path.parent)
     tmp: Path | None = Path(tmp_name)
     try:
@@ -30,9 +38,26 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
             write(out)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp_name, 0o666 & ~_UMASK)
+        os.chmod(tmp_name, mode)
         os.replace(tmp_name, path)
         tmp = None
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems (network mounts) refuse it; the file itself is synced
+        pass
+    finally:
+        os.close(fd)
