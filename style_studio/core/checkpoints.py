@@ -37,7 +37,7 @@ from PIL import Image
 
 from . import settings as settings_mod
 from .errors import StyleStudioError
-from .files import write_atomically
+from .files import set_aside, write_atomically
 from .regions import Regions
 from .settings import Settings
 
@@ -69,6 +69,10 @@ def image_hash(image: Image.Image) -> str:
     digest = hashlib.sha256(f"{rgb.width}x{rgb.height}:".encode())
     digest.update(rgb.tobytes())
     return digest.hexdigest()
+
+
+class NewerCheckpointError(StyleStudioError):
+    """A checkpoint written by a newer Style Studio: left alone, for that version to resume."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,8 @@ class CheckpointStore:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else default_root()
+        #: What the last ``unfinished()`` passed over, for the user.
+        self.notices: list[str] = []
 
     def folder(self, run_id: str) -> Path:
         return self.root / run_id
@@ -274,7 +280,7 @@ class CheckpointStore:
             if document.get("format") != FORMAT:
                 raise ValueError("not a Style Studio checkpoint")
             if document.get("version", 0) > VERSION:
-                raise StyleStudioError("the checkpoint was written by a newer Style Studio")
+                raise NewerCheckpointError(f"the checkpoint in {folder} was written by a newer Style Studio")
             checkpoint = Checkpoint(
                 run_id=document["run_id"],
                 settings=settings_mod.from_dict(document["settings"]),
@@ -298,8 +304,14 @@ class CheckpointStore:
             raise StyleStudioError(f"the checkpoint in {folder} is damaged and cannot be resumed ({exc})") from None
 
     def unfinished(self) -> list[Checkpoint]:
-        """Every checkpoint, newest first, its images not yet read; removes old and unreadable ones."""
+        """Every checkpoint, newest first, its images not yet read; removes those older than ``MAX_AGE``.
+
+        One this version cannot read is never deleted: a newer version's stays
+        where it is (that version resumes it), a damaged one is moved to
+        ``<root>.unreadable/``; ``notices`` says what was passed over.
+        """
         found: list[Checkpoint] = []
+        self.notices = []
         if not self.root.is_dir():
             return found
         for folder in self.root.iterdir():
@@ -307,9 +319,13 @@ class CheckpointStore:
                 continue
             try:
                 checkpoint = self.load(folder.name, read_state=False)
+            except NewerCheckpointError:
+                self.notices.append(
+                    f"an unfinished run in {folder} was saved by a newer Style Studio; it is left for that version"
+                )
+                continue
             except StyleStudioError as exc:
-                log.warning("removing a checkpoint that cannot be read: %s", exc)
-                self.discard(folder.name)
+                self.notices.append(self._set_aside(folder, exc))
                 continue
             if checkpoint is None:
                 continue
@@ -317,7 +333,19 @@ class CheckpointStore:
                 self.discard(folder.name)
                 continue
             found.append(checkpoint)
+        for notice in self.notices:
+            log.warning("%s", notice)
         return sorted(found, key=lambda c: c.saved_at, reverse=True)
+
+    def _set_aside(self, folder: Path, problem: StyleStudioError) -> str:
+        aside = self.root.with_name(f"{self.root.name}.unreadable")
+        try:
+            aside.mkdir(parents=True, exist_ok=True)
+            kept = set_aside(folder)
+            kept = kept.rename(aside / kept.name)
+        except OSError as exc:
+            return f"{problem}; it could not be moved aside ({exc}) and stays where it is"
+        return f"{problem}; it is kept in {kept}"
 
     def discard(self, run_id: str) -> None:
         """Remove run ``run_id``'s checkpoint, if there is one."""

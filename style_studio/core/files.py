@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -61,3 +62,22 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a file or folder that cannot be read to ``<name>.unreadable-<time>`` beside it, and return the new path.
+
+    What this version cannot read (damaged, or written by a newer one) is
+    never deleted: the user, or a newer Style Studio, may still want it.
+
+    Raises:
+        OSError: it cannot be renamed (it stays where it is).
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.unreadable-{stamp}")
+    number = 2
+    while target.exists():
+        target = path.with_name(f"{path.name}.unreadable-{stamp}-{number}")
+        number += 1
+    os.replace(path, target)
+    return target

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from . import settings as settings_mod
 from .errors import SettingsError
-from .files import write_atomically
+from .files import set_aside, write_atomically
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,9 @@ class QueueItem:
 class RenderQueue:
     """The jobs in order, saved to ``folder/queue.json`` after every change.
 
+    A file this version cannot read (damaged, from a newer version, or with
+    jobs it cannot read) is set aside, never overwritten; ``notices`` says so.
+
     Args:
         folder: where the queue's file (and pasted inputs) live; None: ``default_folder()``.
     """
@@ -104,6 +107,9 @@ class RenderQueue:
         self.folder = folder if folder is not None else default_folder()
         self.items: list[QueueItem] = []
         self.paused = False
+        #: What the user should be told about the queue's file (set aside, not saved).
+        self.notices: list[str] = []
+        self._read_only = False
         self._load()
 
     @property
@@ -154,6 +160,8 @@ class RenderQueue:
 
     def save(self) -> None:
         """Write the queue (atomically); a failure is logged: the queue in memory still runs."""
+        if self._read_only:
+            return
         document = {
             "format": FORMAT,
             "version": VERSION,
@@ -168,22 +176,45 @@ class RenderQueue:
             log.warning("could not save the render queue to %s: %s", self.path, exc)
 
     def _load(self) -> None:
+        """Read the queue's file. What cannot be read is set aside with a notice, never dropped or overwritten."""
         if not self.path.is_file():
             return
         try:
             document = json.loads(self.path.read_text(encoding="utf-8"))
-            if document.get("format") != FORMAT or document.get("version", 0) > VERSION:
-                raise ValueError("not a render queue this version reads")
-            items = []
-            for entry in document.get("items", []):
-                try:
-                    items.append(QueueItem.from_json(entry))
-                except (KeyError, TypeError, ValueError, SettingsError) as exc:
-                    log.warning("dropping a queued job that cannot be read: %s", exc)
-            self.items = items
-            self.paused = bool(document.get("paused", False))
-        except (OSError, ValueError, AttributeError) as exc:
-            log.warning("ignoring the render queue in %s: %s", self.path, exc)
+            if not isinstance(document, dict) or document.get("format") != FORMAT:
+                raise ValueError("it is not a render queue")
+            if not isinstance(document.get("version"), int) or document["version"] > VERSION:
+                raise ValueError("it was written by a newer Style Studio")
+            entries = document.get("items", [])
+            if not isinstance(entries, list):
+                raise ValueError("its list of jobs is damaged")
+        except (OSError, ValueError, RecursionError) as exc:
+            self._set_aside(f"the render queue could not be read ({exc})")
+            return
+        items, unread = [], 0
+        for entry in entries:
+            try:
+                items.append(QueueItem.from_json(entry))
+            except (KeyError, TypeError, ValueError, AttributeError, SettingsError) as exc:
+                log.warning("a queued job cannot be read: %s", exc)
+                unread += 1
+        self.items = items
+        self.paused = bool(document.get("paused", False))
+        if unread:
+            # The whole file goes aside (it holds those jobs as they were); the rest runs on.
+            self._set_aside(f"{unread} queued job(s) could not be read")
+            self.save()
+
+    def _set_aside(self, what: str) -> None:
+        try:
+            kept = set_aside(self.path)
+        except OSError as exc:
+            # It cannot be moved: keep it as it is, and never write over it.
+            self.notices.append(f"{what}; it stays in {self.path}, and the queue is not saved this session ({exc})")
+            self._read_only = True
+        else:
+            self.notices.append(f"{what}; the file is kept as {kept}")
+        log.warning("%s", self.notices[-1])
 
 
 def unique_output(folder: Path, stem: str, suffix: str, queue: RenderQueue) -> Path:

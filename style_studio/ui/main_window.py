@@ -481,13 +481,17 @@ class MainWindow(QMainWindow):
             unfinished = self.checkpoints.unfinished()
         except OSError as exc:
             log.warning("cannot list unfinished runs: %s", exc)
-            return
+            unfinished = []
+        # Files this version could not read were set aside or left alone: say where they are.
+        kept = "".join(f" {n[0].upper()}{n[1:]}." for n in [*self.queue.queue.notices, *self.checkpoints.notices])
         if not unfinished:
+            if kept:
+                self.banner.show_message(kept.strip(), "info")
             return
         checkpoint = unfinished[0]
         more = f" ({len(unfinished) - 1} older ones too)" if len(unfinished) > 1 else ""
         self.banner.show_message(
-            f"An unfinished run can be resumed: {checkpoint.describe()}, {ago(checkpoint.saved_at)}{more}.",
+            f"An unfinished run can be resumed: {checkpoint.describe()}, {ago(checkpoint.saved_at)}{more}.{kept}",
             "info",
             [("Resume", lambda: self.resume(checkpoint)), ("Discard", lambda: self.discard_unfinished(unfinished))],
         )

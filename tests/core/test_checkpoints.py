@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 
 import pytest
@@ -86,9 +87,25 @@ def test_a_damaged_checkpoint_is_never_read_and_is_cleaned_up(tiny, content_imag
     (listed,) = store.unfinished()
     with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
         StyleTransfer(content_image, [style_image], SETTINGS, tiny, resume=listed)
-    # A run whose description cannot be read is removed.
+    # A run whose description cannot be read is set aside, never deleted.
     (folder / "run.json").write_text("{not json")
     assert store.unfinished() == [] and not folder.exists()
+    (kept,) = (store.root.parent / "checkpoints.unreadable").iterdir()
+    assert kept.name.startswith(f"{first.run_id}.unreadable-") and (kept / "run.json").read_text() == "{not json"
+    assert str(kept) in store.notices[0] and "damaged" in store.notices[0]
+
+
+def test_a_newer_versions_checkpoint_is_left_where_it_is(tiny, content_image, style_image, store):
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 2)
+    run_json = store.folder(first.run_id) / "run.json"
+    document = json.loads(run_json.read_text())
+    run_json.write_text(json.dumps({**document, "version": 99}))
+    assert store.unfinished() == []
+    assert run_json.exists() and "newer Style Studio" in store.notices[0]
+    with pytest.raises(StyleStudioError, match="newer Style Studio"):
+        store.load(first.run_id)
 
 
 def test_each_save_replaces_the_last_and_old_checkpoints_are_removed(tiny, content_image, style_image, store):
@@ -96,7 +113,8 @@ def test_each_save_replaces_the_last_and_old_checkpoints_are_removed(tiny, conte
     first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 3)
     folder = store.folder(first.run_id)
-    assert [p.name for p in folder.glob("state-*.pt")] == ["state-3.pt"]
+    (state,) = folder.glob("state-*.pt")
+    assert re.fullmatch(r"state-3-[0-9a-f]{8}\.pt", state.name)
     assert not [p for p in folder.iterdir() if p.name.endswith(".part")]
     assert [c.run_id for c in store.unfinished()] == [first.run_id]
     document = json.loads((folder / "run.json").read_text())

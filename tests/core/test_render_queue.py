@@ -26,12 +26,37 @@ def test_the_queue_comes_back_after_a_restart_in_its_order(tmp_path):
     assert again.next_waiting() is None
 
 
-def test_a_damaged_queue_file_is_ignored_not_a_crash(tmp_path):
+def test_a_damaged_queue_file_is_set_aside_not_lost(tmp_path):
     (tmp_path / "queue.json").write_text("{not json")
-    assert len(RenderQueue(tmp_path)) == 0
-    (tmp_path / "queue.json").write_text(
+    queue = RenderQueue(tmp_path)
+    assert len(queue) == 0 and not (tmp_path / "queue.json").exists()
+    (kept,) = tmp_path.glob("queue.json.unreadable-*")
+    assert kept.read_text() == "{not json" and str(kept) in queue.notices[0]
+    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png"))])
+    assert kept.read_text() == "{not json"  # a later save writes a new queue.json beside it
+
+
+def test_jobs_that_cannot_be_read_are_kept_aside_and_the_rest_runs(tmp_path):
+    text = (
         '{"format": "style-studio-queue", "version": 1, "items": [{"content": "a.png"}, '
+        '{"content": "b.png", "styles": ["s.jpg"], "settings": {"size": 64, "a_setting_from_later": 1}, '
+        '"output": "b-out.png"}, '
         '{"content": "a.png", "styles": ["s.jpg"], "settings": {"size": 64}, "output": "o.png", "state": "done"}]}'
     )
-    (item,) = RenderQueue(tmp_path).items  # the one without styles or settings is dropped
+    (tmp_path / "queue.json").write_text(text)
+    queue = RenderQueue(tmp_path)
+    (item,) = queue.items
     assert item.state == "done" and item.settings.size == 64
+    (kept,) = tmp_path.glob("queue.json.unreadable-*")
+    assert kept.read_text() == text and "2 queued job(s) could not be read" in queue.notices[0]
+    assert [i.id for i in RenderQueue(tmp_path)] == [item.id]  # the readable rest was saved
+
+
+def test_a_newer_versions_queue_is_never_overwritten(tmp_path):
+    text = '{"format": "style-studio-queue", "version": 7, "items": []}'
+    (tmp_path / "queue.json").write_text(text)
+    queue = RenderQueue(tmp_path)
+    assert "newer Style Studio" in queue.notices[0]
+    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png"))])
+    (kept,) = tmp_path.glob("queue.json.unreadable-*")
+    assert kept.read_text() == text

@@ -120,3 +120,11 @@ def test_a_job_whose_photo_is_gone_fails_with_why_and_the_next_one_runs(qtbot, w
     states = [(i.state, i.reason) for i in window.queue.queue]
     assert states[0][0] == "failed" and "photo.png" in states[0][1]
     assert states[1][0] == "done"
+
+
+def test_the_window_says_where_an_unreadable_queue_was_kept(make_window, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "queue.json").write_text('{"format": "style-studio-queue", "version": 7, "items": []}')
+    window = make_window()
+    assert "newer Style Studio" in window.banner.text() and "queue.json.unreadable-" in window.banner.text()
