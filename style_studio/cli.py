@@ -403,7 +403,7 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             raise UsageError("give one or more photos and --style with one or more style images (or --jobs FILE)")
         jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
                                    settings, f".{args.format}")  # fmt: skip
-    check_jobs(jobs)
+    check_jobs(jobs, outdir)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     try:

@@ -300,19 +300,29 @@ def _job_from_entry(
     return BatchJob(name, content_path, style_paths, job_settings, outdir / output_name)
 
 
-def check_jobs(jobs: Sequence[BatchJob]) -> None:
-    """Raise BatchError listing every problem that would make jobs fail before they start."""
+def check_jobs(jobs: Sequence[BatchJob], outdir: Path) -> None:
+    """Raise BatchError listing every problem that would make jobs fail, or write where they must not.
+
+    Every output must be inside ``outdir`` (after following links: a jobs file
+    cannot write elsewhere) and none may be one of the batch's input pictures.
+    """
     problems = []
     seen: dict[Path, str] = {}
     ids: set[str] = set()
+    folder = outdir.resolve()
+    inputs = {path.resolve() for job in jobs for path in (job.content, *job.styles)}
     for job in jobs:
+        output = job.output.resolve()
+        if output.parent != folder and folder not in output.parents:
+            problems.append(f"job {job.id}: its output {job.output} is outside the output folder {outdir}")
+        elif output in inputs:
+            problems.append(f"job {job.id}: its output {job.output} is one of the batch's input pictures")
         if job.id in ids:
             problems.append(f"job {job.id}: another job has the same id")
         ids.add(job.id)
         for path in (job.content, *job.styles):
             if not path.is_file():
                 problems.append(f"job {job.id}: {path} does not exist")
-        output = job.output.resolve()
         if output in seen:
             problems.append(f"job {job.id}: writes {job.output.name}, as job {seen[output]} does")
         seen[output] = job.id
