@@ -30,6 +30,7 @@ from .checkpoints import image_hash
 from .errors import SettingsError, StyleStudioError
 from .imageio import FORMATS, decode_image, read_metadata, save_image
 from .settings import Settings
+from .weights import identity as weights_identity
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
@@ -103,8 +104,15 @@ class JobInputs:
 
 
 def job_key(settings: Settings, content: Image.Image, styles: Sequence[Image.Image]) -> str:
-    """The job key: its settings and its pictures' pixels (the same picture in another format keys the same)."""
+    """The job key: its settings, its weights file's contents and its pictures' pixels.
+
+    The same picture in another format keys the same; another weights file at
+    the same path keys differently.
+    """
     digest = hashlib.sha256(json.dumps(settings_mod.to_dict(settings), sort_keys=True).encode())
+    weights = weights_identity(settings.weights)
+    if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
+        digest.update(weights.encode())
     for picture in (content, *styles):
         digest.update(image_hash(picture).encode())
     return digest.hexdigest()[:32]

@@ -37,7 +37,7 @@ from PIL import Image
 
 from . import settings as settings_mod
 from .errors import StyleStudioError
-from .files import set_aside, write_atomically
+from .files import cache_folder, set_aside, write_atomically
 from .regions import Regions
 from .settings import Settings
 
@@ -105,6 +105,8 @@ class Checkpoint:
         step_scale: the optimiser's curvature scale (``LBFGS.step_scale``), for
             its first step after a resume; None when unknown (Adam, no pair yet,
             or a checkpoint from before it was kept).
+        weights: what the weights were (``weights.identity``: a file's digest),
+            or None in a checkpoint from before it was kept.
     """
 
     run_id: str
@@ -119,6 +121,7 @@ class Checkpoint:
     folder: Path | None = None
     regions: Mapping[str, Any] | None = None
     step_scale: float | None = None
+    weights: str | None = None
 
     def painted(self) -> Regions | None:
         """The run's regions, or None."""
@@ -146,10 +149,20 @@ class Checkpoint:
         return self._tensors["lowest"]
 
     def changes(
-        self, settings: Settings, content_hash: str, style_hashes: Sequence[str], regions: Regions | None = None
+        self,
+        settings: Settings,
+        content_hash: str,
+        style_hashes: Sequence[str],
+        regions: Regions | None = None,
+        weights: str | None = None,
     ) -> list[str]:
-        """What differs between this checkpoint's run and one with these settings and inputs (empty: none)."""
+        """What differs between this checkpoint's run and one with these settings, inputs and weights (empty: none).
+
+        ``weights``: the weights' ``identity``; not compared when either side does not know it.
+        """
         problems = []
+        if weights is not None and self.weights is not None and weights != self.weights:
+            problems.append(f"the weights file {settings.weights} is not the one the run started with")
         ours_painted = self.painted()
         if (ours_painted.digest() if ours_painted else None) != (regions.digest() if regions else None):
             problems.append("the painted regions are not the ones the run started with")
@@ -257,6 +270,7 @@ class CheckpointStore:
             "saved_at": time.time(),
             "regions": checkpoint.regions,
             "step_scale": checkpoint.step_scale,
+            "weights": checkpoint.weights,
         }
         text = json.dumps(document, indent=1).encode()
         write_atomically(folder / "run.json", lambda out: _write_bytes(out, text))
@@ -294,6 +308,7 @@ class CheckpointStore:
                 folder=folder,
                 regions=document.get("regions"),
                 step_scale=_step_scale(document.get("step_scale")),
+                weights=str(document["weights"]) if document.get("weights") else None,
             )
             if read_state:
                 checkpoint.image  # noqa: B018 - reads and checks the state file
@@ -374,9 +389,4 @@ def _load_state(path: Path) -> dict[str, Any]:
 
 def default_root() -> Path:
     """``checkpoints`` in the user's cache folder (``STYLE_STUDIO_CACHE`` overrides the cache folder)."""
-    override = os.environ.get("STYLE_STUDIO_CACHE")
-    if override:
-        return Path(override) / "checkpoints"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("style-studio", appauthor=False)) / "checkpoints"
+    return cache_folder() / "checkpoints"

@@ -53,6 +53,7 @@ from .settings import LIVE_FIELDS, Settings, scale_sides
 from .steps import LossScale, StepControl
 from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
 from .tiles import TiledObjective
+from .weights import identity as weights_identity
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +284,9 @@ class StyleTransfer:
 
     def _check_resume(self, checkpoint: Checkpoint) -> None:
         content, styles = self._input_hashes()
-        changed = checkpoint.changes(self.settings, content, styles, self.regions)
+        changed = checkpoint.changes(
+            self.settings, content, styles, self.regions, weights_identity(self.settings.weights)
+        )
         if changed:
             raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
         position = checkpoint.position
@@ -516,6 +519,7 @@ class StyleTransfer:
             best=self._control.best,
             regions=self.regions.to_json() if self.regions else None,
             step_scale=self._optimizer_now.step_scale() if isinstance(self._optimizer_now, LBFGS) else None,
+            weights=weights_identity(self.settings.weights),
         )
         try:
             self.checkpoints.save(checkpoint, (self.content_image, self.style_images))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -81,3 +83,60 @@ def set_aside(path: Path) -> Path:
         number += 1
     os.replace(path, target)
     return target
+
+
+def cache_folder() -> Path:
+    """The user's cache folder for Style Studio (``STYLE_STUDIO_CACHE`` overrides it)."""
+    override = os.environ.get("STYLE_STUDIO_CACHE")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("style-studio", appauthor=False))
+
+
+_DIGESTS_FILE = "file-digests.json"
+_digests: dict[str, tuple[int, int, str]] = {}
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes, worked out once per (path, size, modification time).
+
+    What a file *is* rather than where it is: a different file copied to the
+    same path gets another digest. Known digests are kept in memory and in
+    the cache folder, so a 550 MB weights file is read once, not at every run.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    real = os.path.realpath(path)
+    info = os.stat(real)
+    known = _digests.get(real) or _stored_digests().get(real)
+    if known is not None and known[:2] == (info.st_size, info.st_mtime_ns):
+        _digests[real] = known
+        return known[2]
+    digest = hashlib.sha256()
+    with open(real, "rb") as data:
+        for chunk in iter(lambda: data.read(1 << 20), b""):
+            digest.update(chunk)
+    _digests[real] = (info.st_size, info.st_mtime_ns, digest.hexdigest())
+    _store_digests()
+    return digest.hexdigest()
+
+
+def _stored_digests() -> dict[str, tuple[int, int, str]]:
+    try:
+        stored = json.loads((cache_folder() / _DIGESTS_FILE).read_text(encoding="utf-8"))
+        return {str(k): (int(v[0]), int(v[1]), str(v[2])) for k, v in stored.items()}
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return {}  # none yet, or damaged: the digests are worked out again
+
+
+def _store_digests() -> None:
+    merged = {**_stored_digests(), **_digests}
+    text = json.dumps({k: list(v) for k, v in merged.items()}, indent=0).encode()
+    try:
+        cache_folder().mkdir(parents=True, exist_ok=True)
+        write_atomically(cache_folder() / _DIGESTS_FILE, lambda out: out.writelines([text]))
+    except OSError:
+        pass  # a cache: the digest is still right, only worked out again next time

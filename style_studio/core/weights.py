@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from .errors import Cancelled, WeightsError
+from .files import file_digest
 
 if TYPE_CHECKING:  # torch is imported where it is used: the window shows before torch loads
     import torch
@@ -50,6 +51,21 @@ DownloadProgress = Callable[[int, "int | None"], None]
 _CHUNK = 1 << 20
 # torchvision names its files "<name>-<first 8 hex digits of the sha256>.pth".
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]{8,})\.")
+
+
+def identity(choice: str) -> str:
+    """What a weights choice is, for checkpoints and job keys: ``imagenet``/``untrained``, or a file's SHA-256.
+
+    Another file at the same path is other weights: a resume is refused and a
+    batch renders again. A file that cannot be read gives its path (loading
+    it fails later, with its own message).
+    """
+    if choice in (IMAGENET, UNTRAINED):
+        return choice
+    try:
+        return f"sha256:{file_digest(Path(choice))}"
+    except OSError:
+        return choice
 
 
 def describe(choice: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import time
@@ -10,6 +11,7 @@ import time
 import pytest
 import torch
 
+from style_studio.core import settings as settings_mod
 from style_studio.core.cancel import CancelToken
 from style_studio.core.checkpoints import MAX_AGE, CheckpointStore, image_hash
 from style_studio.core.engine import StyleTransfer
@@ -183,3 +185,34 @@ def test_an_adam_run_keeps_no_curvature_scale(tiny, content_image, style_image, 
     transfer = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
     stop_at(transfer, token, 2)
     assert store.load(transfer.run_id).step_scale is None
+
+
+def test_another_weights_file_at_the_same_path_is_refused_on_resume(tiny, content_image, style_image, store, tmp_path):
+    weights = tmp_path / "vgg19-finetuned.pth"
+    weights.write_bytes(b"the weights the run started with")
+    settings = dataclasses.replace(SETTINGS, weights=str(weights))
+    token = CancelToken()
+    first = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
+    stop_at(first, token, 2)
+    checkpoint = store.load(first.run_id)
+    StyleTransfer(content_image, [style_image], settings, tiny, resume=checkpoint)  # the same file: accepted
+    weights.write_bytes(b"other weights, copied over the same name")
+    with pytest.raises(StyleStudioError, match=f"the weights file {weights} is not the one the run started with"):
+        StyleTransfer(content_image, [style_image], settings, tiny, resume=checkpoint)
+
+
+def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style_image, tmp_path):
+    from style_studio.core.batch import job_key
+
+    weights = tmp_path / "vgg19-finetuned.pth"
+    weights.write_bytes(b"first")
+    settings = dataclasses.replace(SETTINGS, weights=str(weights))
+    first = job_key(settings, content_image, [style_image])
+    assert job_key(settings, content_image, [style_image]) == first
+    weights.write_bytes(b"second, a different file")
+    assert job_key(settings, content_image, [style_image]) != first
+    # The built-in choices key as they always did (settings and pixels): outputs made before still count as done.
+    before = hashlib.sha256(json.dumps(settings_mod.to_dict(SETTINGS), sort_keys=True).encode())
+    for picture in (content_image, style_image):
+        before.update(image_hash(picture).encode())
+    assert job_key(SETTINGS, content_image, [style_image]) == before.hexdigest()[:32]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
 
 import pytest
 
-from style_studio.core.files import write_atomically
+from style_studio.core import files
+from style_studio.core.files import file_digest, write_atomically
 
 
 def write(text):
@@ -64,3 +67,21 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     with pytest.raises(OSError):
         write_atomically(path, failing)
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_a_files_digest_is_its_contents_and_is_worked_out_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(files, "_digests", {})
+    path = tmp_path / "weights.pth"
+    path.write_bytes(b"first weights")
+    first = file_digest(path)
+    assert first == hashlib.sha256(b"first weights").hexdigest()
+    # Another process finds it in the cache folder, without reading the file again.
+    monkeypatch.setattr(files, "_digests", {})
+    stored = json.loads((files.cache_folder() / "file-digests.json").read_text())
+    stored[os.path.realpath(path)][2] = "from the cache"
+    (files.cache_folder() / "file-digests.json").write_text(json.dumps(stored))
+    assert file_digest(path) == "from the cache"
+    # Another file at the same path (same size, another time) is read again.
+    path.write_bytes(b"other weights")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert file_digest(path) == hashlib.sha256(b"other weights").hexdigest()
