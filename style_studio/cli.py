@@ -24,11 +24,18 @@ from .core import settings as settings_mod
 from .core.cancel import CancelToken
 from .core.errors import StyleStudioError
 from .core.imageio import FORMATS
+from .core.locks import folder_lock, held
 from .core.progress import CANCELLED, Progress
 from .core.regions import Regions, RegionSpec, regions_from_mask
 
 if TYPE_CHECKING:
+    from PIL import Image
     from tqdm import tqdm
+
+    from .core.batch import BatchJob
+    from .core.checkpoints import CheckpointStore
+    from .core.settings import Settings
+    from .core.weights import LoadedWeights
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -310,10 +317,37 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         stderr.write(f"style-studio: using {loaded.label}\n")
 
     from .core.checkpoints import CheckpointStore
-    from .core.engine import StyleTransfer
+    from .core.locks import Busy
 
     store = CheckpointStore()
     run_id = _run_id(output)
+    try:
+        with store.claim(run_id):
+            return _render_run(args, settings, content, styles, painted, loaded, store, run_id, stdout, stderr)
+    except Busy:
+        raise StyleStudioError(
+            f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
+        ) from None
+
+
+def _render_run(
+    args: argparse.Namespace,
+    settings: Settings,
+    content: Image.Image,
+    styles: list[Image.Image],
+    painted: Regions | None,
+    loaded: LoadedWeights,
+    store: CheckpointStore,
+    run_id: str,
+    stdout: IO[str],
+    stderr: IO[str],
+) -> int:
+    """The run itself, its checkpoint held by this process: resume or replace it, render, write, discard it."""
+    from .core import imageio
+    from .core.engine import StyleTransfer
+
+    output = Path(args.output)
+    progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
     try:
         unfinished = store.load(run_id)
     except StyleStudioError:
@@ -383,7 +417,6 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
-    from .batch import BatchProgress, InProcess, ProcessPool, RayCluster, Runner, print_summary, run_batch
     from .core.batch import check_jobs, jobs_from_arguments, jobs_from_file
 
     base = settings_mod.DEFAULTS
@@ -412,6 +445,14 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         raise UsageError(f"{outdir}: the output folder cannot be made ({exc.strerror or exc})") from None
     if not os.access(outdir, os.W_OK):
         raise UsageError(f"{outdir}: the output folder is not writable")
+    busy = f"{outdir} is the output folder of another style-studio batch; wait for it, or choose another -o"
+    with held(folder_lock(outdir, "batch"), busy):
+        return _run_jobs(args, jobs, stdout, stderr)
+
+
+def _run_jobs(args: argparse.Namespace, jobs: Sequence[BatchJob], stdout: IO[str], stderr: IO[str]) -> int:
+    """A checked batch's jobs, its output folder held by this process."""
+    from .batch import BatchProgress, InProcess, ProcessPool, RayCluster, Runner, print_summary, run_batch
     from .core import weights
 
     for choice in sorted({job.settings.weights for job in jobs}):

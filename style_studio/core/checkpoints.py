@@ -29,6 +29,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
@@ -38,6 +39,7 @@ from PIL import Image
 from . import settings as settings_mod
 from .errors import StyleStudioError
 from .files import cache_folder, set_aside, write_atomically
+from .locks import held, in_use_elsewhere
 from .regions import Regions
 from .settings import Settings
 
@@ -237,6 +239,14 @@ class CheckpointStore:
     def folder(self, run_id: str) -> Path:
         return self.root / run_id
 
+    def claim(self, run_id: str) -> AbstractContextManager[None]:
+        """Hold run ``run_id`` for this process while the block runs: its checkpoint is this process's to write.
+
+        Raises:
+            Busy: another Style Studio process (a window, a render) is running it.
+        """
+        return held(self.root / f"{run_id}.lock", f"the run {run_id} is under way in another Style Studio process")
+
     def save(self, checkpoint: Checkpoint, inputs: tuple[Image.Image, Sequence[Image.Image]] | None = None) -> None:
         """Write ``checkpoint`` (and, the first time, the run's input images) atomically.
 
@@ -330,8 +340,8 @@ class CheckpointStore:
         if not self.root.is_dir():
             return found
         for folder in self.root.iterdir():
-            if not folder.is_dir():
-                continue
+            if not folder.is_dir() or in_use_elsewhere(self.root / f"{folder.name}.lock"):
+                continue  # another window or render is running it: not unfinished, and not ours
             try:
                 checkpoint = self.load(folder.name, read_state=False)
             except NewerCheckpointError:
@@ -363,8 +373,11 @@ class CheckpointStore:
         return f"{problem}; it is kept in {kept}"
 
     def discard(self, run_id: str) -> None:
-        """Remove run ``run_id``'s checkpoint, if there is one."""
+        """Remove run ``run_id``'s checkpoint, if there is one (never one another process is running)."""
+        if in_use_elsewhere(self.root / f"{run_id}.lock"):
+            return
         shutil.rmtree(self.folder(run_id), ignore_errors=True)
+        (self.root / f"{run_id}.lock").unlink(missing_ok=True)
 
 
 def _step_scale(value: Any) -> float | None:

@@ -436,10 +436,20 @@ class StyleTransfer:
     def run(self) -> Iterator[Progress]:
         """Optimise, yielding a Progress per iteration and a last one with ``done``.
 
+        While it runs, the run's checkpoint is this process's (``CheckpointStore.claim``).
+
         Raises:
             StyleStudioError: bad input, or a device error the user can act on
                 (e.g. out of memory). ``result`` keeps the best image so far.
+            Busy: another process is running the same run (the same output on the command line).
         """
+        if self.checkpoints is None:
+            yield from self._run()
+            return
+        with self.checkpoints.claim(self.run_id):
+            yield from self._run()
+
+    def _run(self) -> Iterator[Progress]:
         self._started = time.perf_counter()
         self._work_done = 0.0
         self._last_preview = -math.inf

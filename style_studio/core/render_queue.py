@@ -8,6 +8,7 @@ when the app stopped is waiting again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from typing import Any, Final
 from . import settings as settings_mod
 from .errors import SettingsError
 from .files import set_aside, write_atomically
+from .locks import Busy, held
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,7 @@ log = logging.getLogger(__name__)
 FORMAT: Final = "style-studio-queue"
 VERSION: Final = 1
 STATES: Final = ("waiting", "running", "done", "failed", "cancelled")
+BUSY: Final = "the render queue is open in another Style Studio window: queue pictures there, or close it first"
 
 
 def default_folder() -> Path:
@@ -110,7 +113,21 @@ class RenderQueue:
         #: What the user should be told about the queue's file (set aside, not saved).
         self.notices: list[str] = []
         self._read_only = False
+        # Held while this queue is open: one window's queue at a time (a second one is told, and queues nothing).
+        self._hold = contextlib.ExitStack()
+        try:
+            self._hold.enter_context(held(self.folder / "queue.lock", BUSY))
+        except Busy as exc:
+            self.notices.append(str(exc))
+            self.owned = False
+            self._read_only = True
+            return
+        self.owned = True
         self._load()
+
+    def close(self) -> None:
+        """Let another window have the queue (when this one closes)."""
+        self._hold.close()
 
     @property
     def path(self) -> Path:
@@ -126,6 +143,9 @@ class RenderQueue:
         return next((i for i in self.items if i.id == item_id), None)
 
     def add(self, items: Sequence[QueueItem]) -> None:
+        """Queue ``items`` at the end (Busy when another window has the queue)."""
+        if not self.owned:
+            raise Busy(BUSY)
         self.items.extend(items)
         self.save()
 

@@ -36,6 +36,7 @@ from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
 from ..core.imageio import fit_size
 from ..core.progress import FINISHED, Progress
 from ..core.regions import RegionError, Regions, regions_from_picture
+from ..core.render_queue import BUSY as QUEUE_BUSY
 from ..core.render_queue import RenderQueue, item_for
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
@@ -694,6 +695,9 @@ class MainWindow(QMainWindow):
 
     def _queued_inputs(self) -> tuple[Path, list[Path]] | None:
         """The current photo and styles as files (a pasted one is saved into the queue's folder first)."""
+        if not self.queue.queue.owned:
+            self.show_error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
+            return None
         content = self.inputs.content
         if content is None or not self.inputs.style_rows:
             self.show_error("Add a content image and at least one style image first.")
@@ -928,6 +932,7 @@ class MainWindow(QMainWindow):
         self.queue.closing = True  # a queued job stopped by closing waits for the next start
         self.controller.shutdown()
         self.queue.wait()
+        self.queue.queue.close()
         self.documents.wait()
         self._persist()
         self.store.save_geometry(self.saveGeometry(), self.saveState())

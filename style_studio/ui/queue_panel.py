@@ -160,8 +160,11 @@ class QueueController(QObject):
     def add(self, items: list[QueueItem]) -> None:
         self.queue.add(items)
         self.changed.emit()
-        self.message.emit(f"{len(items)} picture(s) queued; {sum(i.state == 'waiting' for i in self.queue)} waiting")
-        self.start_next()
+        self.start_next()  # first, so that the message counts a job that started as rendering, not waiting
+        waiting = sum(i.state == "waiting" for i in self.queue)
+        self.message.emit(
+            f"{len(items)} picture(s) queued; {waiting} waiting" if waiting else f"{len(items)} picture(s) queued"
+        )
 
     def move(self, item_id: str, offset: int) -> None:
         self.queue.move(item_id, offset)
