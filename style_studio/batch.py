@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import hashlib
 import json
 import multiprocessing
 import os
 import queue
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from . import __version__
@@ -50,7 +50,9 @@ Report = tuple[str, Any]
 class Runner(Protocol):
     """Renders jobs somewhere and reports as they progress and end (in any order)."""
 
-    def run(self, work: Sequence[JobInputs]) -> Iterator[Report]: ...
+    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+        """Render ``work``, taking each job from it only when there is room to start it."""
+        ...
 
     def cancel(self) -> None: ...
 
@@ -65,20 +67,29 @@ def _weights(choice: str) -> NetworkWeights:
     return load_weights(choice, download=True)
 
 
-_shipped: dict[str, str] = {}
+#: Weights that came through Ray's object store, by their file's SHA-256 (a worker keeps the last two).
+_shipped: dict[str, NetworkWeights] = {}
 
 
-def _weights_from_bytes(choice: str, data: bytes | None) -> NetworkWeights:
-    """Weights a worker got through Ray's object store: the file's bytes, written once to a temporary file."""
+def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> NetworkWeights:
+    """Weights a worker got through Ray's object store: the file's bytes, read through a temporary file removed at once.
+
+    ``digest`` is the file's SHA-256 (worked out by the submitter): two files
+    that share their first layers and their size are still two files.
+    """
     if data is None:
         return _weights(choice)
-    digest = hashlib.sha256(data[: 1 << 20]).hexdigest() + str(len(data))
     if digest not in _shipped:
-        handle, name = tempfile.mkstemp(suffix=".pth", prefix="style-studio-weights-")
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        _shipped[digest] = name
-    return _weights(_shipped[digest])
+        from .core.weights import LoadedWeights, describe, read_state_dict
+
+        with tempfile.TemporaryDirectory(prefix="style-studio-weights-") as folder:
+            path = Path(folder) / "weights.pth"
+            path.write_bytes(data)
+            state = read_state_dict(path)
+        while len(_shipped) >= 2:
+            del _shipped[next(iter(_shipped))]
+        _shipped[digest] = LoadedWeights(choice, describe(choice), state)
+    return _shipped[digest]
 
 
 def _progress_json(job_id: str, record: Progress) -> dict[str, Any]:
@@ -94,7 +105,7 @@ class InProcess:
     def __init__(self) -> None:
         self._cancel = CancelToken()
 
-    def run(self, work: Sequence[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
         for inputs in work:
             if self._cancel.cancelled:
                 return
@@ -181,7 +192,8 @@ class ProcessPool:
         self.workers = workers
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
-    def run(self, work: Sequence[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+        work = iter(work)
         context = multiprocessing.get_context("spawn")  # no inherited torch threads or locks
         manager = context.Manager()
         reports = manager.Queue()
@@ -195,14 +207,19 @@ class ProcessPool:
         self._executor = concurrent.futures.ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_pool_start, initargs=(threads, reports, gpus)
         )
+        executor = self._executor
         try:
-            futures = {self._executor.submit(_pool_render, inputs): inputs.job.id for inputs in work}
-            pending = set(futures)
-            while pending:
-                done, pending = concurrent.futures.wait(pending, timeout=0.2, return_when="FIRST_COMPLETED")
+            # Each worker busy and one job waiting for it: the rest of the inputs are not read yet.
+            futures: dict[concurrent.futures.Future[RenderedJob], str] = {}
+            for inputs in _taken(work, lambda: len(futures) < 2 * self.workers):
+                futures[executor.submit(_pool_render, inputs)] = inputs.job.id
+            while futures:
+                done, _ = concurrent.futures.wait(futures, timeout=0.2, return_when="FIRST_COMPLETED")
                 yield from _drain(reports)
                 for future in done:
-                    yield futures[future], _result_of(future)
+                    yield futures.pop(future), _result_of(future)
+                for inputs in _taken(work, lambda: len(futures) < 2 * self.workers):
+                    futures[executor.submit(_pool_render, inputs)] = inputs.job.id
             yield from _drain(reports)
         finally:
             self._stop()
@@ -224,6 +241,15 @@ def _cuda_devices() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _taken(work: Iterator[JobInputs], room: Callable[[], bool]) -> Iterator[JobInputs]:
+    """Jobs from ``work`` while ``room()`` says one more can start."""
+    while room():
+        inputs = next(work, None)
+        if inputs is None:
+            return
+        yield inputs
 
 
 def _drain(reports: Any) -> Iterator[Report]:
@@ -248,12 +274,12 @@ def _result_of(future: concurrent.futures.Future[RenderedJob]) -> RenderedJob | 
 # -- a Ray cluster ---------------------------------------------------------------------------------
 
 
-def _ray_render(inputs: JobInputs, weights_data: bytes | None, threads: int) -> RenderedJob:
+def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: str, threads: int) -> RenderedJob:
     """A Ray task: render one job on whichever node Ray chose (the weights file's bytes travel with it)."""
     import torch
 
     torch.set_num_threads(threads)
-    weights = _weights_from_bytes(inputs.job.settings.weights, weights_data)
+    weights = _weights_from_bytes(inputs.job.settings.weights, weights_data, weights_digest)
     return render_job(inputs, weights, app_version=__version__)
 
 
@@ -271,6 +297,8 @@ class RayCluster:
         self._ray = ray
         self.address = address
         self._refs: list[Any] = []
+        #: How many jobs the batch has (a few jobs on a large cluster get more CPUs each).
+        self.jobs_hint = 1
 
     def connect(self) -> str:
         """Join the cluster; a description of it ("3 nodes, 24 CPUs, 2 GPUs")."""
@@ -285,26 +313,36 @@ class RayCluster:
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
         return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
 
-    def run(self, work: Sequence[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
         ray = self._ray
+        work = iter(work)
         resources = ray.cluster_resources()
-        gpus = 1 if resources.get("GPU", 0) >= 1 else 0
+        gpus = int(resources.get("GPU", 0))
         total = int(resources.get("CPU", 1))
-        cpus = 1 if gpus else max(1, total // max(1, min(len(work), total)))
-        choices = {inputs.job.settings.weights for inputs in work}
-        # Each weights file once into the object store; the ImageNet file too (workers may be offline).
-        shipped = {choice: ray.put(_weights_bytes(choice)) for choice in choices}
-        task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(_ray_render)
-        jobs = {}
-        for inputs in work:
-            ref = task.remote(inputs, shipped[inputs.job.settings.weights], cpus)
-            jobs[ref] = inputs.job.id
-        self._refs = list(jobs)
-        pending = list(jobs)
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+        cpus = 1 if gpus else max(1, total // max(1, min(self.jobs_hint, total)))
+        slots = gpus if gpus else max(1, total // cpus)
+        task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=0)(_ray_render)
+        # Each weights file once into the object store, when a job first needs it; the ImageNet
+        # file too (workers may be offline).
+        shipped: dict[str, tuple[Any, str]] = {}
+        jobs: dict[Any, str] = {}
+
+        def submit(inputs: JobInputs) -> None:
+            choice = inputs.job.settings.weights
+            if choice not in shipped:
+                shipped[choice] = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
+            jobs[task.remote(inputs, *shipped[choice], cpus)] = inputs.job.id
+
+        # Every slot busy and as many jobs queued behind them: the rest of the inputs are not read yet.
+        for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+            submit(inputs)
+        while jobs:
+            self._refs = list(jobs)
+            done, _ = ray.wait(list(jobs), num_returns=1, timeout=0.5)
             for ref in done:
-                yield jobs[ref], self._result_of(ref)
+                yield jobs.pop(ref), self._result_of(ref)
+            for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+                submit(inputs)
         self._refs = []
 
     def _result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
@@ -336,6 +374,19 @@ class RayCluster:
 def _last_line(exc: BaseException) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return lines[-1] if lines else exc.__class__.__name__
+
+
+def _weights_digest(choice: str) -> str:
+    """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
+    from .core.files import file_digest
+    from .core.weights import IMAGENET, UNTRAINED, imagenet_cache_path
+
+    if choice == UNTRAINED:
+        return UNTRAINED
+    try:
+        return file_digest(imagenet_cache_path() if choice == IMAGENET else Path(choice).expanduser())
+    except OSError as exc:
+        raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None
 
 
 def _weights_bytes(choice: str) -> bytes | None:
@@ -384,7 +435,25 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
     event = on_event or (lambda kind, data: None)
     batch = BatchRun(jobs, {})
     remove_partial_files(job.output.parent for job in jobs)
-    work = []
+    by_id = {job.id: job for job in jobs}
+    try:
+        for job_id, report in runner.run(_work(jobs, batch, event)):
+            job = by_id[job_id]
+            if isinstance(report, dict):
+                event("progress", report)
+            elif isinstance(report, StyleStudioError):
+                _finish(batch, JobOutcome(job, "failed", str(report)), event)
+            else:
+                _finish(batch, _written(job, report), event)
+    except KeyboardInterrupt:
+        runner.cancel()
+        batch.interrupted = True
+    return batch
+
+
+def _work(jobs: Sequence[BatchJob], batch: BatchRun, event: Event) -> Iterator[JobInputs]:
+    """The jobs still to do, their files read only when a runner takes them (one job's bytes at a time,
+    not 50 photos x 20 styles of 9 MB before the first starts); done and unreadable ones are reported."""
     for job in jobs:
         try:
             inputs = JobInputs.read(job)
@@ -397,21 +466,7 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
         if already_done(job, inputs.key):
             _finish(batch, JobOutcome(job, "skipped", "already done, with the same settings and pictures"), event)
         else:
-            work.append(inputs)
-    by_id = {job.id: job for job in jobs}
-    try:
-        for job_id, report in runner.run(work):
-            job = by_id[job_id]
-            if isinstance(report, dict):
-                event("progress", report)
-            elif isinstance(report, StyleStudioError):
-                _finish(batch, JobOutcome(job, "failed", str(report)), event)
-            else:
-                _finish(batch, _written(job, report), event)
-    except KeyboardInterrupt:
-        runner.cancel()
-        batch.interrupted = True
-    return batch
+            yield inputs
 
 
 def _written(job: BatchJob, rendered: RenderedJob) -> JobOutcome:

@@ -463,6 +463,7 @@ def _run_jobs(args: argparse.Namespace, jobs: Sequence[BatchJob], stdout: IO[str
     runner: Runner
     if args.ray:
         cluster = RayCluster(args.ray)
+        cluster.jobs_hint = len(jobs)
         stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
         runner = cluster
     elif args.workers > 1:
