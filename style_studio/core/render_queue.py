@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 FORMAT: Final = "style-studio-queue"
 VERSION: Final = 1
 STATES: Final = ("waiting", "running", "done", "failed", "cancelled")
+QUEUE_RUN_PREFIX: Final = "queue-"
 BUSY: Final = "the render queue is open in another Style Studio window: queue pictures there, or close it first"
 
 
@@ -67,6 +68,11 @@ class QueueItem:
 
     def describe(self) -> str:
         return f"{self.content.name} × {' + '.join(s.name for s in self.styles)} → {self.output.name}"
+
+    @property
+    def run_id(self) -> str:
+        """The name of its run's checkpoint: a paused or cut-off job goes on from it."""
+        return f"{QUEUE_RUN_PREFIX}{self.id}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -254,3 +260,8 @@ def item_for(
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
     output = unique_output(folder, stem, ".png", queue)
     return QueueItem(content, tuple(styles), settings, output, **extra)
+
+
+def is_queue_run(run_id: str) -> bool:
+    """Whether a checkpoint is a queued job's (the queue resumes it; the window's banner does not offer it)."""
+    return run_id.startswith(QUEUE_RUN_PREFIX)

@@ -37,7 +37,7 @@ from ..core.imageio import fit_size
 from ..core.progress import FINISHED, Progress
 from ..core.regions import RegionError, Regions, regions_from_picture
 from ..core.render_queue import BUSY as QUEUE_BUSY
-from ..core.render_queue import RenderQueue, item_for
+from ..core.render_queue import RenderQueue, is_queue_run, item_for
 from ..core.settings import Settings
 from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
@@ -479,7 +479,8 @@ class MainWindow(QMainWindow):
     def offer_resume(self) -> None:
         """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run)."""
         try:
-            unfinished = self.checkpoints.unfinished()
+            # The queue's own runs are the queue's to resume.
+            unfinished = [c for c in self.checkpoints.unfinished() if not is_queue_run(c.run_id)]
         except OSError as exc:
             log.warning("cannot list unfinished runs: %s", exc)
             unfinished = []

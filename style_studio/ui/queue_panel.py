@@ -8,6 +8,7 @@ in the user's data folder after every change, so it survives a restart.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem,
 from .. import __version__
 from ..core import settings as settings_mod
 from ..core.cancel import CancelToken
+from ..core.checkpoints import Checkpoint
 from ..core.errors import StyleStudioError
 from ..core.imageio import load_image, save_image
 from ..core.progress import CANCELLED, FINISHED, Progress
@@ -26,6 +28,8 @@ from ..core.regions import RegionError, Regions
 from ..core.render_queue import QueueItem, RenderQueue
 from .jobs import Job, JobOutcome, Report
 from .runner import RenderJob, RunController, RunOutcome
+
+log = logging.getLogger(__name__)
 
 THUMBNAIL = 56
 _STATE_TEXT = {
@@ -172,6 +176,7 @@ class QueueController(QObject):
 
     def remove(self, item_id: str) -> None:
         if item_id != self.current:
+            self._forget_progress(item_id)
             self.queue.remove(item_id)
             self._thumbnails.pop(item_id, None)
             self.changed.emit()
@@ -181,10 +186,12 @@ class QueueController(QObject):
             self._cancel_current = True
             self.runs.stop()
         else:
+            self._forget_progress(item_id)
             self.queue.set_state(item_id, "cancelled")
             self.changed.emit()
 
     def retry(self, item_id: str) -> None:
+        self._forget_progress(item_id)
         self.queue.retry(item_id)
         self.changed.emit()
         self.start_next()
@@ -230,7 +237,27 @@ class QueueController(QObject):
         if regions is not None:
             regions = regions.resized(*content.size)
         names = tuple(p.name for p in item.styles)
-        return RenderJob(content, styles, item.settings, item.content.name, names, None, regions)
+        return RenderJob(
+            content, styles, item.settings, item.content.name, names, self._checkpoint(item), regions, item.run_id
+        )
+
+    def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
+        """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""
+        store = self.runs.checkpoints
+        if store is None:
+            return None
+        try:
+            return store.load(item.run_id, read_state=False)
+        except StyleStudioError as exc:
+            log.warning("queued job %s starts again: %s", item.id, exc)
+            store.discard(item.run_id)
+            return None
+
+    def _forget_progress(self, item_id: str) -> None:
+        """Remove a job's checkpoint: it was cancelled, removed, or is retried from the start."""
+        item = self.queue.get(item_id)
+        if item is not None and self.runs.checkpoints is not None:
+            self.runs.checkpoints.discard(item.run_id)
 
     def on_progress(self, record: Progress) -> None:
         if record.within_iteration:
@@ -248,6 +275,7 @@ class QueueController(QObject):
         if self.closing or (outcome.stop_reason == CANCELLED and not self._cancel_current):
             self.queue.set_state(item.id, "waiting")  # paused or closed: it goes again later
         elif outcome.stop_reason == CANCELLED:
+            self._forget_progress(item.id)
             self.queue.set_state(item.id, "cancelled")
         elif outcome.stop_reason == FINISHED and outcome.result is not None:
             self._write(item, outcome)

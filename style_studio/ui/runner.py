@@ -55,6 +55,9 @@ class RenderJob:
     style_names: tuple[str, ...] = ()
     resume: Checkpoint | None = None
     regions: Regions | None = None
+    #: The run's checkpoint name (None: a new one). A named run keeps its checkpoint when it is
+    #: stopped, for its owner (the queue) to go on from; the user's runs are unnamed.
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,7 @@ class RenderSession:
         self.job = job
         self._weights = weights
         self._checkpoints = checkpoints
-        self.run_id: str | None = job.resume.run_id if job.resume is not None else None
+        self.run_id: str | None = job.resume.run_id if job.resume is not None else job.run_id
         self._lock = threading.Lock()
         self._preview: QImage | None = None
         self._transfer: StyleTransfer | None = None
@@ -213,6 +216,7 @@ class RenderSession:
                 cancel=cancel,
                 preview_interval=0.15,
                 checkpoints=self._checkpoints,
+                run_id=self.run_id,
                 resume=job.resume,
                 input_names=(job.content_name, *job.style_names),
                 regions=job.regions,
@@ -379,8 +383,10 @@ class RunController(QObject):
         self._stopping = False
         result = outcome.value
         # A run that failed (a refused resume among them) keeps its checkpoint: it is the user's only copy.
+        # So does a named run that was stopped: its owner goes on from it.
         failed = outcome.error is not None or (isinstance(result, RunOutcome) and result.error is not None)
-        kept = self._closing or failed
+        stopped = outcome.cancelled or (isinstance(result, RunOutcome) and result.stop_reason == CANCELLED)
+        kept = self._closing or failed or (stopped and session is not None and session.job.run_id is not None)
         if session is not None and session.run_id is not None and self.checkpoints is not None and not kept:
             self.checkpoints.discard(session.run_id)
         if not isinstance(result, RunOutcome) and session is not None:

@@ -8,8 +8,10 @@ import shutil
 from PIL import Image
 
 from style_studio.core import settings as settings_mod
+from style_studio.core.checkpoints import CheckpointStore
 from style_studio.core.imageio import read_metadata
 from style_studio.core.regions import from_document
+from style_studio.core.render_queue import RenderQueue
 from tests.conftest import SAMPLES
 from tests.ui.conftest import FAST
 
@@ -128,3 +130,44 @@ def test_the_window_says_where_an_unreadable_queue_was_kept(make_window, tmp_pat
     (data / "queue.json").write_text('{"format": "style-studio-queue", "version": 7, "items": []}')
     window = make_window()
     assert "newer Style Studio" in window.banner.text() and "queue.json.unreadable-" in window.banner.text()
+
+
+def test_a_paused_queue_job_goes_on_where_it_stood_and_is_not_offered_as_the_users(qtbot, make_window, tmp_path):
+    window = make_window(settings=dataclasses.replace(FAST, size=64, iterations=40))
+    steps = []
+    window.controller.progressed.connect(lambda record: steps.append(record.step))
+    assert window.add_to_queue(tmp_path / "out")
+    item = window.queue.queue.items[0]
+    qtbot.waitUntil(lambda: len(steps) >= 5, timeout=30_000)
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000):
+        window.queue.set_paused(True)
+    assert item.state == "waiting"
+    stood = CheckpointStore().load(item.run_id).position.step
+    assert stood >= 5
+    assert "unfinished run" not in make_window().banner.text()  # the queue's, not the user's to resume
+
+    steps.clear()
+    window.queue.set_paused(False)
+    wait_for_queue(qtbot, window)
+    assert item.state == "done", item.reason
+    assert min(s for s in steps if s > 0) == stood + 1 and max(steps) == 40
+    assert CheckpointStore().load(item.run_id) is None  # written: nothing left to go on from
+
+
+def test_a_queue_job_cut_off_by_closing_the_window_goes_on_at_the_next_start(qtbot, make_window, tmp_path):
+    first = make_window(settings=dataclasses.replace(FAST, size=64, iterations=40))
+    steps = []
+    first.controller.progressed.connect(lambda record: steps.append(record.step))
+    first.add_to_queue(tmp_path / "out")
+    qtbot.waitUntil(lambda: len(steps) >= 5, timeout=30_000)
+    first.close()
+    (item,) = RenderQueue().items
+    stood = CheckpointStore().load(item.run_id).position.step
+
+    second = make_window(settings=None)
+    resumed = []
+    second.controller.progressed.connect(lambda record: resumed.append(record.step))
+    second.queue.start_next()
+    wait_for_queue(qtbot, second)
+    assert second.queue.queue.get(item.id).state == "done"
+    assert min(s for s in resumed if s > 0) == stood + 1
