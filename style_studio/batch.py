@@ -3,7 +3,9 @@
 Whichever runs the jobs (a ``Runner``), this process reads the inputs, skips
 the jobs whose outputs are already there, and writes every result, atomically:
 a worker gets bytes and sends back pixels, so it needs no shared folder, and
-no output is ever half-written by a worker that was stopped.
+no output is ever half-written by a worker that was stopped. A worker saves
+its job's checkpoints in its machine's cache folder, so a job cut off by a
+kill goes on where it stood when the batch runs again there.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .core.batch import (
     write_output,
 )
 from .core.cancel import CancelToken
+from .core.checkpoints import CheckpointStore
 from .core.errors import Cancelled, StyleStudioError
 
 if TYPE_CHECKING:
@@ -135,6 +138,7 @@ class InProcess:
                 cancel=self._cancel,
                 progress=lambda record: reports.put((job, _progress_json(job, record))),
                 app_version=__version__,
+                checkpoints=CheckpointStore(),
             )
             reports.put((job, rendered))
         except Cancelled:
@@ -181,7 +185,13 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
         if _worker_queue is not None:
             _worker_queue.put((job, _progress_json(job, record)))
 
-    return render_job(inputs, _weights(inputs.job.settings.weights), progress=report, app_version=__version__)
+    return render_job(
+        inputs,
+        _weights(inputs.job.settings.weights),
+        progress=report,
+        app_version=__version__,
+        checkpoints=CheckpointStore(),
+    )
 
 
 class ProcessPool:
@@ -280,7 +290,8 @@ def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: s
 
     torch.set_num_threads(threads)
     weights = _weights_from_bytes(inputs.job.settings.weights, weights_data, weights_digest)
-    return render_job(inputs, weights, app_version=__version__)
+    # Checkpoints in the node's own cache: a job Ray starts again on the same node goes on from there.
+    return render_job(inputs, weights, app_version=__version__, checkpoints=CheckpointStore())
 
 
 class RayCluster:

@@ -34,6 +34,7 @@ from .weights import identity as weights_identity
 
 if TYPE_CHECKING:
     from .cancel import CancelToken
+    from .checkpoints import Checkpoint, CheckpointStore
     from .engine import NetworkWeights
     from .progress import Progress
 
@@ -143,12 +144,16 @@ def render_job(
     cancel: CancelToken | None = None,
     progress: Callable[[Progress], None] | None = None,
     app_version: str = "",
+    checkpoints: CheckpointStore | None = None,
 ) -> RenderedJob:
-    """Render one job in this process.
+    """Render one job in this process, going on from its checkpoint in ``checkpoints`` when a killed batch left one.
+
+    The checkpoint is named after the job key (the same job in any batch)
+    and removed once the job is rendered.
 
     Raises:
         StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
-        Cancelled: ``cancel`` was set (nothing is returned).
+        Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
     """
     from .engine import StyleTransfer
     from .errors import Cancelled
@@ -157,7 +162,19 @@ def render_job(
     started = time.perf_counter()
     job = inputs.job
     content, styles = inputs.pictures()
-    transfer = StyleTransfer(content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf)
+    key = inputs.key or job_key(job.settings, content, styles)
+    run_id = f"batch-{key}"
+    resume = _unfinished(checkpoints, run_id)
+    try:
+        transfer = StyleTransfer(content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
+                                 checkpoints=checkpoints, run_id=run_id, resume=resume,
+                                 input_names=(job.content.name, *(p.name for p in job.styles)))  # fmt: skip
+    except StyleStudioError:
+        if resume is None or checkpoints is None:
+            raise
+        checkpoints.discard(run_id)  # it cannot be gone on from (damaged): the job starts again
+        transfer = StyleTransfer(content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
+                                 checkpoints=checkpoints, run_id=run_id)  # fmt: skip
     last = None
     for record in transfer.run():
         last = record
@@ -171,10 +188,21 @@ def render_job(
         app_version=app_version,
         content=job.content.name,
         styles=[p.name for p in job.styles],
-        **{JOB_KEY: inputs.key or job_key(job.settings, content, styles)},
+        **{JOB_KEY: key},
     )
     pixels = np.asarray(transfer.result, dtype=np.uint8)
+    if checkpoints is not None:
+        checkpoints.discard(run_id)
     return RenderedJob(job.id, pixels, metadata, time.perf_counter() - started, last.compute)
+
+
+def _unfinished(checkpoints: CheckpointStore | None, run_id: str) -> Checkpoint | None:
+    if checkpoints is None:
+        return None
+    try:
+        return checkpoints.load(run_id, read_state=False)
+    except StyleStudioError:
+        return None  # damaged or from a newer version: the job starts again (and a new save replaces it)
 
 
 def write_output(job: BatchJob, rendered: RenderedJob, software: str) -> None:

@@ -95,6 +95,16 @@ def cache_folder() -> Path:
     return Path(platformdirs.user_cache_dir("style-studio", appauthor=False))
 
 
+def data_folder() -> Path:
+    """The user's data folder for Style Studio: the queue, kept results (``STYLE_STUDIO_DATA`` overrides it)."""
+    override = os.environ.get("STYLE_STUDIO_DATA")
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("style-studio", appauthor=False))
+
+
 _DIGESTS_FILE = "file-digests.json"
 _digests: dict[str, tuple[int, int, str]] = {}
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any, Final
 
 from . import settings as settings_mod
 from .errors import SettingsError
-from .files import set_aside, write_atomically
+from .files import data_folder, set_aside, write_atomically
 from .locks import Busy, held
 from .settings import Settings
 
@@ -34,13 +33,8 @@ BUSY: Final = "the render queue is open in another Style Studio window: queue pi
 
 
 def default_folder() -> Path:
-    """Where the queue lives: ``STYLE_STUDIO_DATA``, or the user's data folder."""
-    override = os.environ.get("STYLE_STUDIO_DATA")
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("style-studio", appauthor=False))
+    """Where the queue lives: the user's data folder (``STYLE_STUDIO_DATA`` overrides it)."""
+    return data_folder()
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""This session's results as a strip of thumbnails: view, compare, restore settings."""
+"""Results as a strip of thumbnails (kept across restarts until exported or removed): view, compare, restore."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -27,6 +28,8 @@ class HistoryEntry:
     """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
     regions: Regions | None = field(default=None, repr=False, compare=False)
     """The regions it was painted with (embedded in exports)."""
+    kept: Path | None = field(default=None, repr=False, compare=False)
+    """Its copy among the kept results, until it is exported or removed (``core.kept``)."""
 
     def summary(self) -> str:
         s = self.settings
@@ -45,6 +48,7 @@ class HistoryStrip(QListWidget):
     compareRequested = Signal(object)
     restoreRequested = Signal(object)
     exportRequested = Signal(object)
+    removeRequested = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,7 +60,9 @@ class HistoryStrip(QListWidget):
         self.setFixedHeight(124)
         self.setSpacing(4)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.setToolTip("Results of this session: click to view, right-click to compare or restore settings")
+        self.setToolTip(
+            "Results kept until exported or removed: click to view, right-click to compare, restore settings or remove"
+        )
         self.customContextMenuRequested.connect(self._menu)
         self.currentItemChanged.connect(self._current_changed)
         # A click on the selected entry shows it again (after a new photo replaced it in the view).
@@ -80,6 +86,19 @@ class HistoryStrip(QListWidget):
         self.blockSignals(False)
         self.scrollToItem(item)
 
+    def remove(self, entry: HistoryEntry) -> None:
+        """Take an entry out of the strip (the others keep their numbers)."""
+        index = next((n for n, e in enumerate(self.entries) if e is entry), None)
+        if index is None:
+            return
+        del self.entries[index]
+        self.blockSignals(True)
+        self.takeItem(index)
+        for row in range(index, self.count()):
+            item = self.item(row)
+            item.setData(Qt.ItemDataRole.UserRole, row)
+        self.blockSignals(False)
+
     def entry(self, item: QListWidgetItem | None) -> HistoryEntry | None:
         if item is None:
             return None
@@ -101,6 +120,7 @@ class HistoryStrip(QListWidget):
             ("Compare with the current result", self.compareRequested),
             ("Restore its settings", self.restoreRequested),
             ("Export…", self.exportRequested),
+            ("Remove from history", self.removeRequested),
         ):
             action = QAction(text, menu)
             action.triggered.connect(lambda _=False, s=signal: s.emit(entry))

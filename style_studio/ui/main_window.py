@@ -46,6 +46,7 @@ from .documents import Documents, pictures_folder
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
+from .kept_history import KeptHistory
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 from .queue_panel import QueueController, QueuePanel, images_in
@@ -95,7 +96,10 @@ class MainWindow(QMainWindow):
         self.regions = RegionEditor(self)
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
+        self._exporting: HistoryEntry | None = None
         self._build_ui()
+        self.kept = KeptHistory(self.history, parent=self)
+        self.kept.restore()
         self.commands = WindowActions(self)
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
@@ -234,9 +238,10 @@ class MainWindow(QMainWindow):
             lambda e: self.apply_settings(e.settings, "Settings restored from the history")
         )
         self.history.exportRequested.connect(lambda e: self.export_dialog(entry=e))
+        self.history.removeRequested.connect(self.kept.remove)
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
-        self.documents.exportFinished.connect(lambda *_: self._update_state())
+        self.documents.exportFinished.connect(self._exported)
         self._connect_regions()
         self.queue.message.connect(self.show_info)
         self.queue.error.connect(self.show_error)
@@ -603,7 +608,10 @@ class MainWindow(QMainWindow):
                 deep=outcome.deep,
                 regions=outcome.regions,
             )
-            self.history.add(entry)
+            if self.queue.closing:
+                self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
+            else:
+                entry = self.kept.add(entry)
             self._show(entry)
         if outcome.error:
             self.show_error(outcome.error)
@@ -686,8 +694,16 @@ class MainWindow(QMainWindow):
         chosen_dpi = self.controls.print_dpi.value()
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
         started = self.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
+        if started:
+            self._exporting = entry
         self._update_state()
         return started
+
+    def _exported(self, _path: str, error: str) -> None:
+        entry, self._exporting = self._exporting, None
+        if entry is not None and not error:
+            self.kept.let_go(entry)  # exported: the kept copy is no longer needed
+        self._update_state()
 
     # -- the render queue ------------------------------------------------------------------------
 
@@ -935,6 +951,7 @@ class MainWindow(QMainWindow):
         self.queue.wait()
         self.queue.queue.close()
         self.documents.wait()
+        self.kept.wait()
         self._persist()
         self.store.save_geometry(self.saveGeometry(), self.saveState())
         self.store.sync()

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
@@ -443,3 +444,31 @@ def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window
     controls.tile.setValue(512)
     settings = window.current_settings()
     assert (settings.scales, settings.finer_iterations, settings.tile) == (1, 1.0, 512)
+
+
+def test_a_result_outlives_the_window_until_it_is_exported_or_removed(qtbot, make_window, tmp_path):
+    first = make_window()
+    with qtbot.waitSignal(first.controller.finished, timeout=60_000):
+        first.start()
+    made = first.history.entries[0]
+    first.close()
+
+    second = make_window(settings=None)  # after a close (or a crash): the result is still there
+    (kept,) = second.history.entries
+    assert kept.settings == made.settings and kept.stop_reason == made.stop_reason
+    assert np.array_equal(np.asarray(kept.result), np.asarray(made.result))
+    with qtbot.waitSignal(second.documents.exportFinished, timeout=30_000):
+        second.export_to(tmp_path / "exported.png", entry=kept)
+    second.close()
+    assert make_window(settings=None).history.entries == []  # exported: let go
+
+
+def test_a_result_removed_from_the_history_is_let_go(qtbot, make_window):
+    first = make_window()
+    with qtbot.waitSignal(first.controller.finished, timeout=60_000):
+        first.start()
+    first.kept.wait()
+    first.history.removeRequested.emit(first.history.entries[0])
+    assert first.history.entries == [] and first.history.count() == 0
+    first.close()
+    assert make_window(settings=None).history.entries == []

@@ -1,0 +1,106 @@
+"""The history's results kept on disk (``core.kept``): written in the background, restored at start."""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject
+
+from .. import __version__
+from ..core import settings as settings_mod
+from ..core.cancel import CancelToken
+from ..core.errors import SettingsError
+from ..core.kept import KeptResult, KeptResults
+from ..core.regions import RegionError, from_document
+from .history import HistoryEntry, HistoryStrip
+from .jobs import Job, JobOutcome, Report
+
+log = logging.getLogger(__name__)
+
+
+class KeptHistory(QObject):
+    """Keeps each finished result until it is exported or removed, so that closing the window or a crash loses none.
+
+    Args:
+        history: the strip it fills at start and keeps in step.
+        kept: where results are kept (``KeptResults()``: the user's data folder).
+    """
+
+    def __init__(self, history: HistoryStrip, kept: KeptResults | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.history = history
+        self.kept = kept or KeptResults()
+        self._writing: list[Job] = []
+
+    def restore(self) -> None:
+        """Put the kept results back in the history (at start), oldest first."""
+        for result in self.kept.load():
+            entry = _entry(result)
+            if entry is not None:
+                self.history.add(entry)
+
+    def add(self, entry: HistoryEntry) -> HistoryEntry:
+        """Add a finished result to the history and keep it on disk (written in the background)."""
+        path = self.kept.new_path()
+        entry = HistoryEntry(
+            entry.result, entry.settings, entry.weights_label, entry.stop_reason, entry.created,
+            entry.deep, entry.regions, kept=path,
+        )  # fmt: skip
+        self.history.add(entry)
+        document = settings_mod.dumps(
+            entry.settings,
+            app_version=__version__,
+            weights_label=entry.weights_label,
+            stop_reason=entry.stop_reason,
+            created=entry.created,
+            **({"regions": entry.regions.to_json()} if entry.regions else {}),
+        )
+        picture = entry.result
+
+        def write(report: Report, cancel: CancelToken) -> None:
+            self.kept.keep(picture, document, path)
+
+        job = Job(write, "style-studio-keep-result", failure=f"the result could not be kept in {path.parent}")
+        job.finished.connect(lambda outcome: self._written(job, outcome))
+        self._writing.append(job)
+        job.start()
+        return entry
+
+    def _written(self, job: Job, outcome: JobOutcome) -> None:
+        self._writing.remove(job)
+        if outcome.error:
+            log.warning("%s", outcome.error)
+
+    def let_go(self, entry: HistoryEntry) -> None:
+        """The entry was exported: its kept copy is no longer needed (it stays in this session's history)."""
+        if entry.kept is not None:
+            self.kept.let_go(entry.kept)
+
+    def remove(self, entry: HistoryEntry) -> None:
+        """The user removed the entry from the history: it goes, with its kept copy."""
+        self.let_go(entry)
+        self.history.remove(entry)
+
+    def wait(self) -> None:
+        """Let the results being written finish (closing the window)."""
+        for job in list(self._writing):
+            job.wait()
+
+
+def _entry(result: KeptResult) -> HistoryEntry | None:
+    try:
+        settings = settings_mod.loads(result.document, source=result.path.name)
+        regions = from_document(result.document, result.path.name)
+    except (SettingsError, RegionError) as exc:
+        log.warning("a kept result's settings cannot be read: %s", exc)
+        return None
+    created = result.field("created")
+    return HistoryEntry(
+        result.picture,
+        settings,
+        str(result.field("weights_label", "")),
+        str(result.field("stop_reason", "finished")),
+        float(created) if isinstance(created, int | float) else result.path.stat().st_mtime,
+        regions=regions,
+        kept=result.path,
+    )
