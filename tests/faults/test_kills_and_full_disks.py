@@ -1,4 +1,4 @@
-"""Checkpoints survive the faults that happen: a kill in the middle of a save, a full disk."""
+"""Files survive the faults that happen: a kill in the middle of a checkpoint, queue or output write; a full disk."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import textwrap
 from PIL import Image
 
 from style_studio.core.checkpoints import CheckpointStore
+from style_studio.core.render_queue import RenderQueue
 from tests.conftest import SAMPLES
 
 # Saves step 5, then saves step 5 again (as a Stop in the middle of a tiled
@@ -86,3 +87,63 @@ def test_a_full_disk_during_checkpoints_is_said_once_and_the_render_still_finish
     with Image.open(out) as picture:
         assert picture.size == (96, 64)
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".part")]
+
+
+# Writes a queue with one job, then adds a second and is killed with SIGKILL half-way through writing the file.
+_QUEUE_WRITE_DIES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from style_studio.core import render_queue
+    from style_studio.core.render_queue import QueueItem, RenderQueue
+    from style_studio.core.settings import Settings
+
+    queue = RenderQueue(Path(sys.argv[1]))
+    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("a-out.png"), id="first")])
+    real = render_queue.write_atomically
+    def dying(path, write):
+        def half(out):
+            out.write(b'{"format": "style-studio-queue", "items": [')
+            out.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(path, half)
+    render_queue.write_atomically = dying
+    queue.add([QueueItem(Path("b.png"), (Path("s.jpg"),), Settings(size=64), Path("b-out.png"), id="second")])
+    """
+)
+
+
+def test_a_kill_while_the_queue_is_written_leaves_the_queue_as_it_was(tmp_path):
+    died = subprocess.run([sys.executable, "-c", _QUEUE_WRITE_DIES, str(tmp_path)], capture_output=True, timeout=120)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    queue = RenderQueue(tmp_path)
+    assert [item.id for item in queue] == ["first"] and queue.notices == []
+
+
+# Exports a picture, then exports over it and is killed half-way through the second write.
+_EXPORT_DIES = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from PIL import Image
+    from style_studio.core import imageio
+
+    path = Path(sys.argv[1])
+    imageio.save_image(Image.new("RGB", (64, 48), (200, 30, 30)), path, None)
+    real_save = Image.Image.save
+    def dying_save(self, out, *args, **kwargs):
+        out.write(b"\\x89PNG half a picture")
+        out.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    Image.Image.save = dying_save
+    imageio.save_image(Image.new("RGB", (64, 48), (30, 30, 200)), path, None)
+    """
+)
+
+
+def test_a_kill_while_an_output_is_written_leaves_the_old_picture_whole(tmp_path):
+    path = tmp_path / "result.png"
+    died = subprocess.run([sys.executable, "-c", _EXPORT_DIES, str(path)], capture_output=True, timeout=120)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    with Image.open(path) as picture:
+        assert picture.size == (64, 48) and picture.convert("RGB").getpixel((0, 0)) == (200, 30, 30)
