@@ -29,6 +29,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_code_resources_and_licences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
@@ -45,6 +46,7 @@ def test_the_wheel_carries_the_code_resources_and_licences(wheel):
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
 
 
+@pytest.mark.slow
 def test_the_wheel_declares_the_entry_point_and_pinned_torch(wheel):
     archive = zipfile.ZipFile(wheel)
     dist = f"style_studio-{__version__}.dist-info"
@@ -53,6 +55,7 @@ def test_the_wheel_declares_the_entry_point_and_pinned_torch(wheel):
     assert "Requires-Dist: torch==2.14.1" in metadata and "Requires-Dist: torchvision==0.29.1" in metadata
 
 
+@pytest.mark.slow
 def test_the_unpacked_wheel_runs_and_finds_its_own_resources(wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (

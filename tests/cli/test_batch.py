@@ -22,6 +22,9 @@ from style_studio.core.imageio import read_metadata
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 
+# Real Ray instances, worker processes and batches killed mid-job.
+pytestmark = pytest.mark.slow
+
 PHOTOS = [str(SAMPLES / "content" / "chelsea.png"), str(SAMPLES / "content" / "coffee.png")]
 STYLES = [str(SAMPLES / "style" / "starry_night.jpg"), str(SAMPLES / "style" / "the_scream.jpg")]
 FAST = ["--size", "48", "--iterations", "4", "--scales", "1", "--weights", "untrained"]

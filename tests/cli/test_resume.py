@@ -16,6 +16,9 @@ from style_studio.core.imageio import read_metadata
 from style_studio.core.settings import loads
 from tests.conftest import SAMPLES
 
+# Command-line renders in subprocesses, killed and resumed.
+pytestmark = pytest.mark.slow
+
 CONTENT = SAMPLES / "content" / "chelsea.png"
 STYLE = SAMPLES / "style" / "starry_night.jpg"
 

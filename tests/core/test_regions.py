@@ -50,6 +50,7 @@ def halves(width: int, height: int, first: Region, second: Region | None = None,
     return Regions((first, second), np.stack([left, 255 - left]), feather)
 
 
+@pytest.mark.slow
 def test_an_all_ones_mask_gives_exactly_the_unguided_loss_and_gradient(untrained, pictures):
     content, styles = pictures
     settings = dataclasses.replace(SETTINGS, style_blend=(0.7, 0.3))
@@ -102,6 +103,7 @@ def test_guided_gram_matrices_and_their_gradient_are_the_formulas():
     torch.testing.assert_close(ours, features.grad)
 
 
+@pytest.mark.slow
 def test_tiled_guided_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictures):
     content, styles = pictures
     regions = halves(*SIZE, Region("left", RED, blend=(1.0, 0.0)), Region("right", GREEN, blend=(0.0, 1.0), strength=2))
@@ -141,6 +143,7 @@ def test_a_kept_region_stays_the_photo_while_the_rest_is_stylised(tiny, pictures
     assert records[-1].stop_reason == "finished"
 
 
+@pytest.mark.slow
 def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
     content, _ = pictures
     # Two styles far apart: a red and a blue picture with texture.

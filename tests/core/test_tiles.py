@@ -72,6 +72,7 @@ def gradient_of(objective, image, hook=None, scale=None):
     ],
     ids=["max-pool-rgb", "avg-pool-preserve-colours"],
 )
+@pytest.mark.slow
 def test_tiled_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictures, settings):
     untiled, tiled, inputs = both(untrained, pictures, settings)
     with untiled, tiled:
@@ -184,6 +185,7 @@ def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pi
     assert small.tile is None
 
 
+@pytest.mark.slow
 def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_forward_passes(untrained, pictures):
     content, styles = pictures
     network = network_for(untrained, FP32)

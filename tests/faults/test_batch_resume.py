@@ -8,8 +8,13 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from style_studio.core.checkpoints import CheckpointStore
 from tests.conftest import SAMPLES
+
+# A batch in a subprocess, killed and run again.
+pytestmark = pytest.mark.slow
 
 PHOTO = str(SAMPLES / "content" / "chelsea.png")
 STYLE = str(SAMPLES / "style" / "starry_night.jpg")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from PIL import Image
 
 from style_studio.core.checkpoints import CheckpointStore
@@ -43,6 +44,7 @@ _SAVE_TWICE_AND_DIE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_kill_while_the_same_step_is_saved_again_leaves_the_first_save_usable(tmp_path):
     root = tmp_path / "checkpoints"
     died = subprocess.run([sys.executable, "-c", _SAVE_TWICE_AND_DIE, str(root)], capture_output=True, timeout=120)
@@ -69,6 +71,7 @@ def _limit_file_size(limit):
     return apply
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_checkpoints_is_said_once_and_the_render_still_finishes(tmp_path):
     content, style = _small_inputs(tmp_path / "in")
     out = tmp_path / "out.png"

@@ -15,6 +15,9 @@ from style_studio.core.render_queue import RenderQueue
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 
+# Two real processes at once.
+pytestmark = pytest.mark.slow
+
 PHOTO = str(SAMPLES / "content" / "chelsea.png")
 STYLE = str(SAMPLES / "style" / "starry_night.jpg")
 SLOW = ["--size", "64", "--iterations", "400", "--scales", "1", "--weights", "untrained", "--progress", "json"]

@@ -49,6 +49,7 @@ def finish(qtbot, window, timeout=60_000):
     return blocker.args[0]
 
 
+@pytest.mark.slow
 def test_fifty_start_stop_cycles(qtbot, window):
     """Stops in the first iteration, mid-scale and at a scale change; no thread, hook or memory left behind."""
     window.controls.set_settings(dataclasses.replace(FAST, size=128, scales=2, iterations=4))
