@@ -452,8 +452,9 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _run_jobs(args: argparse.Namespace, jobs: Sequence[BatchJob], stdout: IO[str], stderr: IO[str]) -> int:
     """A checked batch's jobs, its output folder held by this process."""
-    from .batch import BatchProgress, InProcess, ProcessPool, RayCluster, Runner, print_summary, run_batch
+    from .batch import BatchProgress, InProcess, ProcessPool, Runner, print_summary, run_batch
     from .core import weights
+    from .ray_cluster import RayCluster
 
     for choice in sorted({job.settings.weights for job in jobs}):
         loaded = weights.load_weights(choice, download=True)  # every problem before anything runs

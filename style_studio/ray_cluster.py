@@ -1,0 +1,177 @@
+"""``style-studio batch --ray``: each job a Ray task on a cluster; the weights file travels through the object store."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .batch import Report, _taken, _weights
+from .core.batch import JobInputs, RenderedJob, render_job
+from .core.checkpoints import CheckpointStore
+from .core.errors import StyleStudioError
+
+if TYPE_CHECKING:
+    from .core.engine import NetworkWeights
+
+RAY_INSTALL_HINT = "rendering on Ray needs the cluster extra: pip install 'style-studio[cluster]'"
+
+#: Weights that came through Ray's object store, by their file's SHA-256 (a worker keeps the last two).
+_shipped: dict[str, NetworkWeights] = {}
+
+
+def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> NetworkWeights:
+    """Weights a worker got through Ray's object store: the file's bytes, read through a temporary file removed at once.
+
+    ``digest`` is the file's SHA-256 (worked out by the submitter): two files
+    that share their first layers and their size are still two files.
+    """
+    if data is None:
+        return _weights(choice)
+    if digest not in _shipped:
+        from .core.weights import LoadedWeights, describe, read_state_dict
+
+        with tempfile.TemporaryDirectory(prefix="style-studio-weights-") as folder:
+            path = Path(folder) / "weights.pth"
+            path.write_bytes(data)
+            state = read_state_dict(path)
+        while len(_shipped) >= 2:
+            del _shipped[next(iter(_shipped))]
+        _shipped[digest] = LoadedWeights(choice, describe(choice), state)
+    return _shipped[digest]
+
+
+# -- a Ray cluster ---------------------------------------------------------------------------------
+
+
+def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: str, threads: int) -> RenderedJob:
+    """A Ray task: render one job on whichever node Ray chose (the weights file's bytes travel with it)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    weights = _weights_from_bytes(inputs.job.settings.weights, weights_data, weights_digest)
+    # Checkpoints in the node's own cache: a job Ray starts again on the same node goes on from there.
+    return render_job(inputs, weights, app_version=__version__, checkpoints=CheckpointStore())
+
+
+class RayCluster:
+    """Each job a Ray task on an existing cluster (``address`` "auto" or host:port), one GPU each where there are GPUs.
+
+    The inputs and the weights file travel through Ray's object store.
+    """
+
+    def __init__(self, address: str) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise StyleStudioError(RAY_INSTALL_HINT) from None
+        self._ray = ray
+        self.address = address
+        self._refs: list[Any] = []
+        #: How many jobs the batch has (a few jobs on a large cluster get more CPUs each).
+        self.jobs_hint = 1
+
+    def connect(self) -> str:
+        """Join the cluster; a description of it ("3 nodes, 24 CPUs, 2 GPUs")."""
+        ray = self._ray
+        try:
+            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise StyleStudioError(
+                f"cannot reach a Ray cluster at {self.address} ({exc}); start one with `ray start --head`"
+            ) from None
+        resources = ray.cluster_resources()
+        nodes = len([n for n in ray.nodes() if n.get("Alive")])
+        return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
+
+    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+        ray = self._ray
+        work = iter(work)
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        total = int(resources.get("CPU", 1))
+        cpus = 1 if gpus else max(1, total // max(1, min(self.jobs_hint, total)))
+        slots = gpus if gpus else max(1, total // cpus)
+        task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=0)(_ray_render)
+        # Each weights file once into the object store, when a job first needs it; the ImageNet
+        # file too (workers may be offline).
+        shipped: dict[str, tuple[Any, str]] = {}
+        jobs: dict[Any, str] = {}
+
+        def submit(inputs: JobInputs) -> None:
+            choice = inputs.job.settings.weights
+            if choice not in shipped:
+                shipped[choice] = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
+            jobs[task.remote(inputs, *shipped[choice], cpus)] = inputs.job.id
+
+        # Every slot busy and as many jobs queued behind them: the rest of the inputs are not read yet.
+        for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+            submit(inputs)
+        while jobs:
+            self._refs = list(jobs)
+            done, _ = ray.wait(list(jobs), num_returns=1, timeout=0.5)
+            for ref in done:
+                yield jobs.pop(ref), self._result_of(ref)
+            for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+                submit(inputs)
+        self._refs = []
+
+    def _result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
+        ray = self._ray
+        try:
+            result: RenderedJob = ray.get(ref)
+            return result
+        except ray.exceptions.TaskCancelledError:
+            return StyleStudioError("cancelled")
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.as_instanceof_cause() if hasattr(exc, "as_instanceof_cause") else exc
+            if isinstance(cause, StyleStudioError):
+                return StyleStudioError(str(cause).splitlines()[-1] if str(cause) else "failed")
+            return StyleStudioError(f"the task failed on its worker: {_last_line(exc)}")
+        except ray.exceptions.RayError as exc:
+            return StyleStudioError(f"Ray could not run the task: {_last_line(exc)}")
+
+    def cancel(self) -> None:
+        for ref in self._refs:
+            try:
+                self._ray.cancel(ref, force=True)
+            except Exception:  # a task that already ended cannot be cancelled
+                continue
+
+    def close(self) -> None:
+        self._ray.shutdown()
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[-1] if lines else exc.__class__.__name__
+
+
+def _weights_digest(choice: str) -> str:
+    """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
+    from .core.files import file_digest
+    from .core.weights import IMAGENET, UNTRAINED, imagenet_cache_path
+
+    if choice == UNTRAINED:
+        return UNTRAINED
+    try:
+        return file_digest(imagenet_cache_path() if choice == IMAGENET else Path(choice).expanduser())
+    except OSError as exc:
+        raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None
+
+
+def _weights_bytes(choice: str) -> bytes | None:
+    """The bytes of a weights choice's file (None: untrained, made from a seed on the worker)."""
+    from .core.weights import IMAGENET, UNTRAINED, imagenet_cache_path
+
+    if choice == UNTRAINED:
+        return None
+    path = imagenet_cache_path() if choice == IMAGENET else os.path.expanduser(choice)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None
