@@ -40,6 +40,10 @@ class WindowActions(QObject):
         self.paint.setCheckable(True)
         self.eraser = self._make("Eraser", "E", "Take region paint away")
         self.eraser.setCheckable(True)
+        self.show_regions = self._make(
+            "Show regions", "R", "Draw the painted regions over the picture (always shown while painting)"
+        )
+        self.show_regions.setCheckable(True)
         self.add_region = self._make("Add region", "Ctrl+Shift+N", "A new region to paint")
         self.load_mask = self._make("Load region mask…", tip="A colour-coded or greyscale mask picture")
         self.brush_smaller = self._make("Smaller brush", "[")
@@ -79,7 +83,7 @@ class WindowActions(QObject):
                       self.load_preset, self.save_preset, None, self.quit],
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
-                         self.brush_larger],
+                         self.brush_larger, None, self.show_regions],
             "&Run": [self.start, self.stop, None, self.add_to_queue, self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
                       *(dock.toggleViewAction() for dock in docks)],

@@ -269,6 +269,7 @@ class MainWindow(QMainWindow):
         editor.painting.connect(self._show_regions)
         editor.changed.connect(self._regions_changed)
         a.style_map.toggled.connect(lambda _: self._style_map_changed())
+        a.show_regions.toggled.connect(lambda _: self._show_regions())
         panel.map_layer.activated.connect(lambda _: self._style_map_changed())
         self.controls.changed.connect(self._show_map_layers)
         self.controls.liveChanged.connect(self._show_map_layers)
@@ -855,7 +856,8 @@ class MainWindow(QMainWindow):
             self.show_info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
 
     def _show_regions(self) -> None:
-        shown = self.view.painting() or (self.regions_dock.isVisible() and bool(self.regions.regions))
+        # While painting, and on the user's toggle (R): a result or the history is seen clean otherwise.
+        shown = self.view.painting() or (self.commands.show_regions.isChecked() and bool(self.regions.regions))
         self.view.set_overlay("regions", self.regions.overlay() if shown else None)
 
     def _regions_changed(self) -> None:

@@ -161,3 +161,19 @@ def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, win
     assert shown is not None and not shown.isNull()
     window.commands.style_map.trigger()
     assert window.view.overlay("style map") is None and window.controller.style_map_layer is None
+
+
+def test_the_regions_overlay_shows_while_painting_and_on_its_toggle_only(qtbot, window):
+    window.show()
+    qtbot.waitExposed(window)
+    window.add_region()
+    drag(qtbot, window.view, QPointF(0.2, 0.5), QPointF(0.8, 0.5))
+    assert window.view.overlay("regions") is not None  # painting: shown
+    window.commands.paint.trigger()  # done painting, the panel still open
+    assert not window.view.painting() and window.regions_dock.isVisible()
+    assert window.view.overlay("regions") is None  # the picture is seen clean
+    assert window.commands.show_regions.shortcut() == QKeySequence("R")
+    window.commands.show_regions.trigger()
+    assert window.view.overlay("regions") is not None
+    window.commands.show_regions.trigger()
+    assert window.view.overlay("regions") is None
