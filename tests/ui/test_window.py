@@ -472,3 +472,21 @@ def test_a_result_removed_from_the_history_is_let_go(qtbot, make_window):
     assert first.history.entries == [] and first.history.count() == 0
     first.close()
     assert make_window(settings=None).history.entries == []
+
+
+def test_the_progress_text_fits_its_bar_with_the_side_panels_open(qtbot, window):
+    window.resize(1360, 860)
+    window.regions_dock.show()
+    window.show()
+    qtbot.waitExposed(window)
+    window.controls.set_settings(dataclasses.replace(FAST, size=128, iterations=400))
+    seen = []
+    window.controller.progressed.connect(lambda record: seen.append(record))
+    window.start()
+    qtbot.waitUntil(lambda: any(r.step >= 12 for r in seen), timeout=30_000)
+    bar = window.run_bar.progress
+    text = bar.text()
+    assert "iteration" in text
+    assert bar.fontMetrics().horizontalAdvance(text) < bar.contentsRect().width()  # one line, not cut
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000):
+        window.stop()
