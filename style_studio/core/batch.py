@@ -12,6 +12,7 @@ submitting process writes every output (``write_output``), atomically.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -165,16 +166,17 @@ def render_job(
     key = inputs.key or job_key(job.settings, content, styles)
     run_id = f"batch-{key}"
     resume = _unfinished(checkpoints, run_id)
+    transfer_from = functools.partial(
+        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
+        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
+    )  # fmt: skip
     try:
-        transfer = StyleTransfer(content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
-                                 checkpoints=checkpoints, run_id=run_id, resume=resume,
-                                 input_names=(job.content.name, *(p.name for p in job.styles)))  # fmt: skip
+        transfer = transfer_from(resume=resume)
     except StyleStudioError:
         if resume is None or checkpoints is None:
             raise
         checkpoints.discard(run_id)  # it cannot be gone on from (damaged): the job starts again
-        transfer = StyleTransfer(content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
-                                 checkpoints=checkpoints, run_id=run_id)  # fmt: skip
+        transfer = transfer_from(resume=None)
     last = None
     for record in transfer.run():
         last = record
