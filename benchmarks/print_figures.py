@@ -1,4 +1,4 @@
-"""The README's figures for a finished print render (``print_render.sh``): times, peak memory, pictures.
+"""The figures (docs/performance.md) for a finished print render (``print_render.sh``): times, peak memory, pictures.
 
 Reads a render folder made by ``benchmarks/print_render.sh`` and prints:
 

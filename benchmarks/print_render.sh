@@ -16,7 +16,7 @@
 #
 # FOLDER gets the picture, the checkpoints (cache/), each segment's time and
 # peak memory (segments.log) and the progress records (progress.jsonl).
-# benchmarks/print_figures.py FOLDER reads them for the README (times, peak,
+# benchmarks/print_figures.py FOLDER reads them for docs/performance.md (times, peak,
 # and with --pictures the whole picture and a 100 % crop where tiles meet).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
