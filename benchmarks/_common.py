@@ -43,7 +43,7 @@ def images(size: int, content_path: Path = CONTENT):
 
 
 def weights(choice: str | None = None):
-    from style_studio.core.weights import load_weights
+    from style_studio.core.network.weights import load_weights
 
     if choice is None:
         choice = str(PROXY) if PROXY.exists() else "untrained"

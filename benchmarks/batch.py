@@ -37,7 +37,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from style_studio.batch import InProcess, ProcessPool, run_batch
-    from style_studio.core.batch import jobs_from_arguments
+    from style_studio.core.jobs.batch import jobs_from_arguments
     from style_studio.core.settings import DEFAULTS
     from style_studio.ray_cluster import RayCluster
 

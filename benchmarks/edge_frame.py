@@ -1,4 +1,4 @@
-"""How much brighter a stylised picture is along its edges than inside: the frame of style docs/performance.md describes.
+"""How much brighter a stylised picture is along its edges than inside: the edge frame in docs/performance.md.
 
 For each picture, the share of pixels brighter than a threshold (mean of R, G
 and B above 200 of 255) in each of the rows and columns nearest each edge,

@@ -80,7 +80,7 @@ def iterations_of(run):
 
 def cold_start(size: int, loaded) -> str:
 
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
 
     content, style = images(size)
     start = time.perf_counter()
@@ -93,9 +93,9 @@ def cold_start(size: int, loaded) -> str:
 def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, tile: int = 0) -> str:
     import torch
 
-    from style_studio.core.engine import StyleTransfer
-    from style_studio.core.imageio import fit_size
-    from style_studio.core.memory import estimate_bytes, tiled_bytes
+    from style_studio.core.io.imageio import fit_size
+    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core.run.memory import estimate_bytes, tiled_bytes
 
     content, style = images(size)
     settings = settings_for(size, precision, optimizer, iterations + 10, loaded, tile)
@@ -129,7 +129,7 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, til
 
 
 def final_loss(size: int, precision: str, iterations: int, loaded, tile: int = 0) -> str:
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
 
     content, style = images(size)
     results = {}
@@ -146,7 +146,7 @@ def final_loss(size: int, precision: str, iterations: int, loaded, tile: int = 0
 def classic(loaded) -> str:
     """Wall time of a whole default run: 500 L-BFGS iterations at 512 px, set-up included."""
 
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
 
     content, style = images(512)
     start = time.perf_counter()

@@ -30,7 +30,7 @@ def child(size: int, iterations: int) -> None:
 
     from _common import images, weights
 
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights()

@@ -4,7 +4,7 @@ Each size runs in a fresh process (peak resident memory, ru_maxrss, only
 grows), with 5 iterations of the default settings: the peak is reached in
 the first backward pass. Reported: the whole process's peak, the part the
 run added over what was loaded before it (torch, the weights file, the
-images), and ``core.memory``'s estimate of that part, which must cover it.
+images), and ``core.run.memory``'s estimate of that part, which must cover it.
 
     python benchmarks/memory.py                 # 512 and 1024 px
     python benchmarks/memory.py --sizes 2048
@@ -25,9 +25,9 @@ CHILD = r"""
 import dataclasses, json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
-from style_studio.core.engine import StyleTransfer
-from style_studio.core.imageio import fit_size
-from style_studio.core.memory import estimate_bytes
+from style_studio.core.run.engine import StyleTransfer
+from style_studio.core.io.imageio import fit_size
+from style_studio.core.run.memory import estimate_bytes
 from style_studio.core.settings import DEFAULTS
 size, precision = int(sys.argv[2]), sys.argv[3]
 loaded = weights()

@@ -28,8 +28,8 @@ TARGET = 1.10
 def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float]:
     import torch
 
-    from style_studio.core.engine import StyleTransfer, network_for
-    from style_studio.core.features import TruncatedNetwork
+    from style_studio.core.network.vgg import TruncatedNetwork
+    from style_studio.core.run.engine import StyleTransfer, network_for
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)
@@ -72,8 +72,8 @@ def measure_regions(size: int, pairs: int, loaded) -> tuple[float, float]:
     """Median seconds per iteration without and with two painted regions, interleaved one for one."""
     import numpy as np
 
-    from style_studio.core.engine import StyleTransfer
-    from style_studio.core.regions import Region, Regions
+    from style_studio.core.objective.regions import Region, Regions
+    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)

@@ -41,7 +41,7 @@ def emulated_fp16():
     """fp16's numbers on the CPU's fp32 kernels (``Compute.fp16_emulated``)."""
     import torch
 
-    from style_studio.core.device import Compute
+    from style_studio.core.network.device import Compute
 
     return Compute(torch.device("cpu"), "fp16", channels_last=True, fp16_emulated=True)
 
@@ -60,7 +60,7 @@ def compare(
 ) -> list[object]:
     from PIL import Image
 
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(choice)
@@ -126,13 +126,13 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
     """
     import torch
 
-    from style_studio.core.device import Compute
-    from style_studio.core.engine import network_for
-    from style_studio.core.imageio import fit_size
-    from style_studio.core.objective import Objective, ScaleInputs
+    from style_studio.core.io.imageio import fit_size
+    from style_studio.core.network.device import Compute
+    from style_studio.core.objective.loss_scale import LossScale
+    from style_studio.core.objective.objective import Objective, ScaleInputs
+    from style_studio.core.objective.tiles import TiledObjective
+    from style_studio.core.run.engine import network_for
     from style_studio.core.settings import DEFAULTS
-    from style_studio.core.steps import LossScale
-    from style_studio.core.tiles import TiledObjective
 
     loaded = weights(choice)
     content, style = images(size, content_path)
@@ -190,11 +190,11 @@ def main() -> None:
     if args.emulate_fp16 and args.against != "fp16":
         parser.error("--emulate-fp16 needs --against fp16")
     if args.loss_scale_start is not None:
-        from style_studio.core import steps
+        from style_studio.core.objective import loss_scale
 
-        steps.LOSS_SCALE_START = args.loss_scale_start
+        loss_scale.LOSS_SCALE_START = args.loss_scale_start
         if args.loss_scale_start == 1:
-            steps.LOSS_SCALE_GROWTH = 10**9
+            loss_scale.LOSS_SCALE_GROWTH = 10**9
     if args.first_gradient:
         choice = str(PROXY) if PROXY.exists() and args.weights != "untrained" else "untrained"
         rows = first_gradients(choice, args.size, args.tile, args.content)

@@ -16,7 +16,7 @@ With ``--pictures DIR`` it also writes the whole picture scaled down
 centred where four tiles' cores meet, the place a seam would show; with
 several ``--tile`` sizes, between the places where each layout's tiles meet,
 which the crop must then hold all of. The tile layout is the render's own:
-``core.tiles.split`` on the default layers' reach.
+``core.objective.tiles.split`` on the default layers' reach.
 
     python benchmarks/print_figures.py /work/print-4096 --tile 1024 --tile 2048 --pictures packaging/screenshots
 """
@@ -97,10 +97,10 @@ def read_progress(path: Path) -> tuple[dict[int, Scale], float, bool]:
 
 def junction(width: int, height: int, tile: int) -> tuple[int, int]:
     """The point nearest the picture's centre where four tiles' cores meet, in the render's tile layout."""
-    from style_studio.core.features import TruncatedNetwork
+    from style_studio.core.network.vgg import TruncatedNetwork
+    from style_studio.core.network.weights import load_weights
+    from style_studio.core.objective.tiles import Reach, split
     from style_studio.core.settings import DEFAULTS
-    from style_studio.core.tiles import Reach, split
-    from style_studio.core.weights import load_weights
 
     layers = set(DEFAULTS.content_layers) | set(DEFAULTS.active_style_layers)
     network = load_weights("untrained").build_network()

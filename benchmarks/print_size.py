@@ -32,8 +32,8 @@ CHILD = r"""
 import dataclasses, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
-from style_studio.core import memory
-from style_studio.core.engine import StyleTransfer
+from style_studio.core.run import memory
+from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import DEFAULTS
 case = json.loads(sys.argv[2])
 if case.get("history"):
@@ -131,13 +131,13 @@ RATIO_CHILD = r"""
 import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
-from style_studio.core.device import resolve
-from style_studio.core.engine import network_for
-from style_studio.core.imageio import fit_size
-from style_studio.core.objective import Objective, ScaleInputs
+from style_studio.core.network.device import resolve
+from style_studio.core.run.engine import network_for
+from style_studio.core.io.imageio import fit_size
+from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.settings import DEFAULTS
-from style_studio.core.steps import LossScale
-from style_studio.core.tiles import TiledObjective
+from style_studio.core.objective.loss_scale import LossScale
+from style_studio.core.objective.tiles import TiledObjective
 size, tile, repeats = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 loaded = weights()
 content, style = images(size)
@@ -145,7 +145,7 @@ compute = resolve("cpu", sys.argv[5])
 settings = DEFAULTS
 network = network_for(loaded, compute)
 inputs = ScaleInputs.prepare(content, (style,), fit_size(*content.size, size), settings, compute.device)
-from style_studio.core import memory
+from style_studio.core.run import memory
 untiled = Objective(network, inputs, settings, compute)
 tiled = TiledObjective(network, inputs, settings, compute, tile)
 width, height = inputs.size

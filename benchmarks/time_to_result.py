@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--weights", default=None)
     args = parser.parse_args()
 
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(args.weights)

@@ -77,7 +77,6 @@ def make_window(settings_dir: str):
     from style_studio.ui.store import Store
 
     create_application()
-    from style_studio.core import engine  # noqa: F401 - the app loads torch right after showing the window
 
     store = Store(QSettings(str(Path(settings_dir) / "bench.ini"), QSettings.Format.IniFormat))
     window = MainWindow(store)
@@ -136,7 +135,7 @@ def preview_cost(window, weights: str) -> tuple[float, float, float]:
     from style_studio.core.settings import DEFAULTS
 
     settings = dataclasses.replace(DEFAULTS, size=256, iterations=80, weights=weights)
-    from style_studio.core import engine
+    from style_studio.core.run import engine
 
     real = engine.StyleTransfer
     rates: dict[bool, list[float]] = {True: [], False: []}

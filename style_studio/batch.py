@@ -22,24 +22,24 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from . import __version__
-from .core.batch import (
+from .core import (
     BatchJob,
+    Cancelled,
+    CancelToken,
+    CheckpointStore,
     JobInputs,
     JobOutcome,
     RenderedJob,
+    StyleStudioError,
     already_done,
     remove_partial_files,
     render_job,
     summary_rows,
     write_output,
 )
-from .core.cancel import CancelToken
-from .core.checkpoints import CheckpointStore
-from .core.errors import Cancelled, StyleStudioError
 
 if TYPE_CHECKING:
-    from .core.engine import NetworkWeights
-    from .core.progress import Progress
+    from .core import NetworkWeights, Progress
 
 
 #: A runner's report: (job id, a Progress record as JSON) while it renders, or
@@ -62,7 +62,7 @@ class Runner(Protocol):
 
 @functools.lru_cache(maxsize=2)
 def _weights(choice: str) -> NetworkWeights:
-    from .core.weights import load_weights
+    from .core import load_weights
 
     return load_weights(choice, download=True)
 

@@ -20,22 +20,25 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 from . import __version__
+from .core import (
+    CANCELLED,
+    FORMATS,
+    CancelToken,
+    Progress,
+    Regions,
+    RegionSpec,
+    StyleStudioError,
+    folder_lock,
+    held,
+    regions_from_mask,
+)
 from .core import settings as settings_mod
-from .core.cancel import CancelToken
-from .core.errors import StyleStudioError
-from .core.imageio import FORMATS
-from .core.locks import folder_lock, held
-from .core.progress import CANCELLED, Progress
-from .core.regions import Regions, RegionSpec, regions_from_mask
 
 if TYPE_CHECKING:
     from PIL import Image
     from tqdm import tqdm
 
-    from .core.batch import BatchJob
-    from .core.checkpoints import CheckpointStore
-    from .core.settings import Settings
-    from .core.weights import LoadedWeights
+    from .core import BatchJob, CheckpointStore, LoadedWeights, Settings
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -316,8 +319,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if loaded.untrained:
         stderr.write(f"style-studio: using {loaded.label}\n")
 
-    from .core.checkpoints import CheckpointStore
-    from .core.locks import Busy
+    from .core import Busy, CheckpointStore
 
     store = CheckpointStore()
     run_id = _run_id(output)
@@ -343,8 +345,7 @@ def _render_run(
     stderr: IO[str],
 ) -> int:
     """The run itself, its checkpoint held by this process: resume or replace it, render, write, discard it."""
-    from .core import imageio
-    from .core.engine import StyleTransfer
+    from .core import StyleTransfer, imageio
 
     output = Path(args.output)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
@@ -417,7 +418,7 @@ def _render_run(
 
 def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
-    from .core.batch import check_jobs, jobs_from_arguments, jobs_from_file
+    from .core import check_jobs, jobs_from_arguments, jobs_from_file
 
     base = settings_mod.DEFAULTS
     if args.preset:

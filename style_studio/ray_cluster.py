@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .batch import Report, _taken, _weights
-from .core.batch import JobInputs, RenderedJob, render_job
-from .core.checkpoints import CheckpointStore
-from .core.errors import StyleStudioError
+from .core import CheckpointStore, JobInputs, RenderedJob, StyleStudioError, render_job
 
 if TYPE_CHECKING:
-    from .core.engine import NetworkWeights
+    from .core import NetworkWeights
 
 RAY_INSTALL_HINT = "rendering on Ray needs the cluster extra: pip install 'style-studio[cluster]'"
 
@@ -32,7 +30,7 @@ def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> Network
     if data is None:
         return _weights(choice)
     if digest not in _shipped:
-        from .core.weights import LoadedWeights, describe, read_state_dict
+        from .core import LoadedWeights, describe, read_state_dict
 
         with tempfile.TemporaryDirectory(prefix="style-studio-weights-") as folder:
             path = Path(folder) / "weights.pth"
@@ -152,8 +150,7 @@ def _last_line(exc: BaseException) -> str:
 
 def _weights_digest(choice: str) -> str:
     """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
-    from .core.files import file_digest
-    from .core.weights import IMAGENET, UNTRAINED, imagenet_cache_path
+    from .core import IMAGENET, UNTRAINED, file_digest, imagenet_cache_path
 
     if choice == UNTRAINED:
         return UNTRAINED
@@ -165,7 +162,7 @@ def _weights_digest(choice: str) -> str:
 
 def _weights_bytes(choice: str) -> bytes | None:
     """The bytes of a weights choice's file (None: untrained, made from a seed on the worker)."""
-    from .core.weights import IMAGENET, UNTRAINED, imagenet_cache_path
+    from .core import IMAGENET, UNTRAINED, imagenet_cache_path
 
     if choice == UNTRAINED:
         return None

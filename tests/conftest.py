@@ -29,7 +29,7 @@ def _isolated_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def untrained():
-    from style_studio.core.weights import load_weights
+    from style_studio.core.network.weights import load_weights
 
     return load_weights("untrained")
 

@@ -34,7 +34,7 @@ def test_the_wheel_carries_the_code_resources_and_licences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
         "style_studio/cli.py",
-        "style_studio/core/engine.py",
+        "style_studio/core/run/engine.py",
         "style_studio/ui/main_window.py",
         "style_studio/resources/samples/SOURCES.md",
         "style_studio/resources/icons/style-studio.svg",

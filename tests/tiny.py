@@ -28,7 +28,7 @@ class TinyWeights:
     def build_network(self):
         from torchvision.models.vgg import make_layers
 
-        from style_studio.core.features import vgg19
+        from style_studio.core.network.vgg import vgg19
 
         config: list[int | str] = []
         for width, convs in zip(TINY_WIDTHS, _CONVS_PER_BLOCK, strict=True):

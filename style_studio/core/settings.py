@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .errors import SettingsError
-from .layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
+from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
 
 FORMAT: Final = "style-studio"
 FORMAT_VERSION: Final = 1

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 def _warm_up() -> None:
     """Import torch and the engine in the background so the first Start is quick."""
     try:
-        from ..core import engine  # noqa: F401 - imported for its side effect: loading torch
+        pass
     except Exception:  # reported again, with context, when a run starts
         log.exception("loading the compute engine failed")
 

@@ -23,10 +23,8 @@ from PySide6.QtWidgets import (
 )
 from superqt import QCollapsible
 
+from ..core import IMAGENET, LAYER_NAMES, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
-from ..core.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS
-from ..core.settings import Settings
-from ..core.weights import IMAGENET, UNTRAINED
 from .widgets import LayerSlider, LogSlider
 
 CHOOSE_FILE = "choose-file"

@@ -10,13 +10,20 @@ from PySide6.QtCore import QObject, QStandardPaths, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from .. import APP_NAME, __version__
+from ..core import (
+    FORMATS,
+    CancelToken,
+    ImageLoadError,
+    RegionError,
+    Regions,
+    Settings,
+    SettingsError,
+    from_document,
+    read_metadata,
+    save_image,
+    write_atomically,
+)
 from ..core import settings as settings_mod
-from ..core.cancel import CancelToken
-from ..core.errors import ImageLoadError, SettingsError
-from ..core.files import write_atomically
-from ..core.imageio import FORMATS, read_metadata, save_image
-from ..core.regions import RegionError, Regions, from_document
-from ..core.settings import Settings
 from ..resources import is_bundled
 from .jobs import Job, JobOutcome, Report
 

@@ -12,8 +12,7 @@ from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPixmap
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 
-from ..core.regions import Regions
-from ..core.settings import Settings
+from ..core import Regions, Settings
 from .qt_images import pil_to_qimage
 
 
@@ -29,7 +28,7 @@ class HistoryEntry:
     regions: Regions | None = field(default=None, repr=False, compare=False)
     """The regions it was painted with (embedded in exports)."""
     kept: Path | None = field(default=None, repr=False, compare=False)
-    """Its copy among the kept results, until it is exported or removed (``core.kept``)."""
+    """Its copy among the kept results, until it is exported or removed (``core.jobs.kept``)."""
 
     def summary(self) -> str:
         s = self.settings

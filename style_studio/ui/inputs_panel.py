@@ -10,9 +10,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from ..core.errors import ImageLoadError, StyleStudioError
-from ..core.imageio import check_image_fits
-from ..core.settings import Settings
+from ..core import ImageLoadError, Settings, StyleStudioError, check_image_fits
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .qt_images import InputImage, images_from_mime
 from .widgets import ImageDropZone, StyleRow

@@ -17,8 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
-from ..core.cancel import CancelToken
-from ..core.errors import Cancelled, StyleStudioError
+from ..core import Cancelled, CancelToken, StyleStudioError
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The history's results kept on disk (``core.kept``): written in the background, restored at start."""
+"""The history's results kept on disk (``core.jobs.kept``): written in the background, restored at start."""
 
 from __future__ import annotations
 
@@ -7,11 +7,8 @@ import logging
 from PySide6.QtCore import QObject
 
 from .. import __version__
+from ..core import CancelToken, KeptResult, KeptResults, RegionError, SettingsError, from_document
 from ..core import settings as settings_mod
-from ..core.cancel import CancelToken
-from ..core.errors import SettingsError
-from ..core.kept import KeptResult, KeptResults
-from ..core.regions import RegionError, from_document
 from .history import HistoryEntry, HistoryStrip
 from .jobs import Job, JobOutcome, Report
 

@@ -29,17 +29,30 @@ from PySide6.QtWidgets import (
 )
 
 from .. import APP_NAME, __version__
-from ..core import memory
+from ..core import BUSY as QUEUE_BUSY
+from ..core import (
+    FINISHED,
+    IMAGENET,
+    UNTRAINED,
+    Checkpoint,
+    CheckpointStore,
+    ImageLoadError,
+    Progress,
+    RegionError,
+    Regions,
+    RenderQueue,
+    Settings,
+    SettingsError,
+    StyleStudioError,
+    describe,
+    fit_size,
+    is_imagenet_cached,
+    is_queue_run,
+    item_for,
+    memory,
+    regions_from_picture,
+)
 from ..core import settings as settings_mod
-from ..core.checkpoints import Checkpoint, CheckpointStore
-from ..core.errors import ImageLoadError, SettingsError, StyleStudioError
-from ..core.imageio import fit_size
-from ..core.progress import FINISHED, Progress
-from ..core.regions import RegionError, Regions, regions_from_picture
-from ..core.render_queue import BUSY as QUEUE_BUSY
-from ..core.render_queue import RenderQueue, is_queue_run, item_for
-from ..core.settings import Settings
-from ..core.weights import IMAGENET, UNTRAINED, describe, is_imagenet_cached
 from .actions import WindowActions
 from .controls import ControlsPanel
 from .documents import Documents, pictures_folder
@@ -731,7 +744,7 @@ class MainWindow(QMainWindow):
     def _as_file(self, item: InputImage) -> Path:
         if item.path is not None and item.path.is_file():
             return item.path
-        from ..core.checkpoints import image_hash
+        from ..core import image_hash
 
         folder = self.queue.queue.folder / "inputs"
         folder.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,7 @@ from PIL import Image
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QUrl
 from PySide6.QtGui import QImage
 
-from ..core.errors import ImageLoadError
-from ..core.imageio import decode_image, load_image
+from ..core import ImageLoadError, decode_image, load_image
 
 
 def array_to_qimage(array: np.ndarray) -> QImage:

@@ -2,7 +2,7 @@
 
 Queued jobs run in the window's own run thread (``RunController``), one at a
 time, between the user's own runs: while one renders, Start asks the user to
-pause the queue first. The queue is ``core.render_queue.RenderQueue``, saved
+pause the queue first. The queue is ``core.jobs.render_queue.RenderQueue``, saved
 in the user's data folder after every change, so it survives a restart.
 """
 
@@ -18,14 +18,21 @@ from PySide6.QtGui import QIcon, QImageReader, QPixmap
 from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from .. import __version__
+from ..core import (
+    CANCELLED,
+    FINISHED,
+    CancelToken,
+    Checkpoint,
+    Progress,
+    QueueItem,
+    RegionError,
+    Regions,
+    RenderQueue,
+    StyleStudioError,
+    load_image,
+    save_image,
+)
 from ..core import settings as settings_mod
-from ..core.cancel import CancelToken
-from ..core.checkpoints import Checkpoint
-from ..core.errors import StyleStudioError
-from ..core.imageio import load_image, save_image
-from ..core.progress import CANCELLED, FINISHED, Progress
-from ..core.regions import RegionError, Regions
-from ..core.render_queue import QueueItem, RenderQueue
 from .jobs import Job, JobOutcome, Report
 from .runner import RenderJob, RunController, RunOutcome
 

@@ -28,16 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.regions import (
-    DEFAULT_FEATHER,
-    PALETTE,
-    Region,
-    Regions,
-    Stroke,
-    cleared,
-    filled,
-    parse_colour,
-)
+from ..core import DEFAULT_FEATHER, PALETTE, Region, Regions, Stroke, cleared, filled, parse_colour
 
 KEEP = "keep"
 #: The longest side of the regions' overlay, in pixels.

@@ -8,7 +8,7 @@ from collections import deque
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core.progress import CANCELLED, Progress
+from ..core import CANCELLED, Progress
 from .runner import RunOutcome
 
 #: Progress bar units per iteration.

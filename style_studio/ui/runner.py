@@ -25,18 +25,12 @@ from PIL import Image
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtGui import QImage
 
-from ..core.cancel import CancelToken
-from ..core.errors import Cancelled, StyleStudioError
-from ..core.progress import CANCELLED, Progress
-from ..core.regions import Regions
-from ..core.settings import Settings
-from ..core.weights import IMAGENET, UNTRAINED
+from ..core import CANCELLED, IMAGENET, UNTRAINED, Cancelled, CancelToken, Progress, Regions, Settings, StyleStudioError
 from .jobs import Job, JobOutcome, Report
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
-    from ..core.checkpoints import Checkpoint, CheckpointStore
-    from ..core.engine import NetworkWeights, StyleTransfer
+    from ..core import Checkpoint, CheckpointStore, NetworkWeights, StyleTransfer
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +82,7 @@ LoadWeights = Callable[[str], "NetworkWeights"]
 
 
 def _load_weights(choice: str) -> NetworkWeights:
-    from ..core.weights import load_weights
+    from ..core import load_weights
 
     return load_weights(choice)
 
@@ -196,7 +190,7 @@ class RenderSession:
 
     def __call__(self, report: Report, cancel: CancelToken) -> RunOutcome:
         _lower_this_threads_priority()
-        from ..core.engine import StyleTransfer
+        from ..core import StyleTransfer
 
         self._report = report
         job = self.job

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from ..core import SettingsError, is_layer
 from ..core import settings as settings_mod
-from ..core.errors import SettingsError
-from ..core.layers import is_layer
 
 log = logging.getLogger(__name__)
 

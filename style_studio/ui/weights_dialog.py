@@ -6,15 +6,14 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core.cancel import CancelToken
-from ..core.weights import IMAGENET, UNTRAINED
+from ..core import IMAGENET, UNTRAINED, CancelToken
 from .jobs import Job, JobOutcome, Report
 
 WEIGHTS_FILTER = "PyTorch weights (*.pth *.pt *.bin);;All files (*)"
 
 
 def _download(report: Report, cancel: CancelToken) -> None:
-    from ..core.weights import download_imagenet
+    from ..core import download_imagenet
 
     download_imagenet(progress=lambda got, total: report((got, total or 0)), cancelled=lambda: cancel.cancelled)
 

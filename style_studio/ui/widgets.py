@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 from superqt import QElidingLabel
 
-from ..core.errors import ImageLoadError
+from ..core import ImageLoadError
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 
 _STEPS = 1000

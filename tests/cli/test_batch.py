@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 
 from style_studio.core import settings as settings_mod
-from style_studio.core.batch import JOB_KEY
-from style_studio.core.imageio import read_metadata
+from style_studio.core.io.imageio import read_metadata
+from style_studio.core.jobs.batch import JOB_KEY
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 

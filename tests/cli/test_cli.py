@@ -13,7 +13,7 @@ from PIL import Image
 from style_studio import __version__
 from style_studio.cli import main
 from style_studio.core import settings as settings_mod
-from style_studio.core.imageio import read_metadata
+from style_studio.core.io.imageio import read_metadata
 from tests.conftest import SAMPLES
 
 CONTENT = str(SAMPLES / "content" / "chelsea.png")
@@ -76,7 +76,7 @@ def test_two_styles_with_blend_weights(tmp_path):
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     # No network: the imagenet case must fail fast with the three options.
-    monkeypatch.setattr("style_studio.core.weights.IMAGENET_URL", "file:///nonexistent/vgg19-dcbb9e9d.pth")
+    monkeypatch.setattr("style_studio.core.network.weights.IMAGENET_URL", "file:///nonexistent/vgg19-dcbb9e9d.pth")
     code, _, err = run_cli(*args)
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from style_studio.core.imageio import read_metadata
-from style_studio.core.regions import from_document
+from style_studio.core.io.imageio import read_metadata
+from style_studio.core.objective.regions import from_document
 from tests.cli.test_cli import CONTENT, STYLE, run_cli
 from tests.conftest import SAMPLES
 

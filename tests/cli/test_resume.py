@@ -11,8 +11,8 @@ import sys
 import pytest
 from PIL import Image
 
-from style_studio.core.checkpoints import CheckpointStore
-from style_studio.core.imageio import read_metadata
+from style_studio.core.io.imageio import read_metadata
+from style_studio.core.run.checkpoints import CheckpointStore
 from style_studio.core.settings import loads
 from tests.conftest import SAMPLES
 

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from style_studio.core import settings as settings_mod
-from style_studio.core.cancel import CancelToken
-from style_studio.core.checkpoints import MAX_AGE, CheckpointStore, image_hash
-from style_studio.core.engine import StyleTransfer
 from style_studio.core.errors import StyleStudioError
 from style_studio.core.progress import CANCELLED, FINISHED
+from style_studio.core.run.cancel import CancelToken
+from style_studio.core.run.checkpoints import MAX_AGE, CheckpointStore, image_hash
+from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import Settings
 
 SETTINGS = Settings(size=128, iterations=6, scales=2, weights="untrained", device="cpu")
@@ -202,7 +202,7 @@ def test_another_weights_file_at_the_same_path_is_refused_on_resume(tiny, conten
 
 
 def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style_image, tmp_path):
-    from style_studio.core.batch import job_key
+    from style_studio.core.jobs.batch import job_key
 
     weights = tmp_path / "vgg19-finetuned.pth"
     weights.write_bytes(b"first")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from style_studio.core import device
-from style_studio.core.device import resolve_precision
+from style_studio.core.network import device
+from style_studio.core.network.device import resolve_precision
 
 
 @pytest.mark.parametrize(
@@ -62,8 +62,8 @@ def test_a_cuda_run_sets_its_flags_and_puts_them_back(precision, tf32, determini
     # cudnn.benchmark was switched on globally and never restored, which also made
     # results vary from run to run; and "fp32" ran TF32 convolutions on Ampere and
     # later. The flags are plain globals: no GPU is needed to see them set and restored.
-    from style_studio.core.device import Compute
-    from style_studio.core.engine import _device_flags
+    from style_studio.core.network.device import Compute
+    from style_studio.core.run.engine import _device_flags
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
     saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)

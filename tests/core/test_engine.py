@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from style_studio.core import color
-from style_studio.core.cancel import CancelToken
-from style_studio.core.device import Compute, resolve
-from style_studio.core.engine import StyleTransfer, network_for, scale_sizes
 from style_studio.core.errors import StyleStudioError
+from style_studio.core.io.tensors import pil_to_tensor
+from style_studio.core.network.device import Compute, resolve
+from style_studio.core.objective import color
 from style_studio.core.progress import CANCELLED, FINISHED, Progress
+from style_studio.core.run.cancel import CancelToken
+from style_studio.core.run.engine import StyleTransfer, network_for, scale_sizes
 from style_studio.core.settings import Settings
-from style_studio.core.tensors import pil_to_tensor
 
 SMALL = Settings(size=64, iterations=20, weights="untrained")
 
@@ -387,8 +387,8 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, tin
 def test_lbfgs_remembers_the_step_the_clamp_let_the_image_take():
     # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
     # shortened a step, remembering the proposed one made later steps overshoot.
-    from style_studio.core.engine import _record_projected_step
-    from style_studio.core.lbfgs import LBFGS
+    from style_studio.core.run.engine import _record_projected_step
+    from style_studio.core.run.lbfgs import LBFGS
 
     image = torch.tensor([0.5, 0.9, 0.1], requires_grad=True)
     optimizer = LBFGS([image], lr=1.0)
@@ -440,8 +440,8 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
     import gc
     import weakref
 
-    from style_studio.core import engine
-    from style_studio.core.objective import Objective
+    from style_studio.core.objective.objective import Objective
+    from style_studio.core.run import engine
 
     held = {}
     original = Objective.evaluate
@@ -474,7 +474,7 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
 
 
 def test_an_error_that_is_not_out_of_memory_reaches_the_caller_as_it_is(tiny, content_image, style_image, monkeypatch):
-    from style_studio.core.objective import Objective
+    from style_studio.core.objective.objective import Objective
 
     def broken(self, image):
         raise RuntimeError("a bug")
@@ -523,7 +523,7 @@ EMULATED_FP16 = dataclasses.replace(REAL_FP16, fp16_emulated=True)
 
 def unscaled_gradient(weights, content_image, style_image, settings: Settings, compute=None) -> torch.Tensor:
     """The image gradient of the first iteration's loss, without fp16's loss scale."""
-    from style_studio.core.objective import Objective, ScaleInputs
+    from style_studio.core.objective.objective import Objective, ScaleInputs
 
     transfer = StyleTransfer(content_image, [style_image], settings, weights, compute=compute)
     inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")
@@ -574,7 +574,7 @@ def test_an_emulated_fp16_run_scales_its_loss_and_follows_fp32(tiny, content_ima
 
 def test_emulating_fp16_leaves_the_weights_it_was_built_from_alone(tiny):
     # Loaded weights share their tensors with the state dict that fp32 runs in the same process use.
-    from style_studio.core.features import store_as_fp16
+    from style_studio.core.network.vgg import store_as_fp16
 
     network = tiny.build_network()
     originals = {name: (p, p.detach().clone()) for name, p in network.named_parameters()}
@@ -591,9 +591,9 @@ def test_emulating_fp16_leaves_the_weights_it_was_built_from_alone(tiny):
 def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishes(
     tiny, content_image, style_image, monkeypatch
 ):
-    from style_studio.core import steps
+    from style_studio.core.objective import loss_scale
 
-    monkeypatch.setattr(steps, "LOSS_SCALE_START", 2.0**40)  # the scaled gradient overflows at once
+    monkeypatch.setattr(loss_scale, "LOSS_SCALE_START", 2.0**40)  # the scaled gradient overflows at once
     settings = dataclasses.replace(SMALL, iterations=30, precision="fp16")
     records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
     overflowed = [r for r in records if not r.done and r.grad_norm is not None and not math.isfinite(r.grad_norm)]

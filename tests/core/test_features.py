@@ -7,10 +7,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from style_studio.core.features import TruncatedNetwork, capture, vgg19
-from style_studio.core.layers import MIRRORED_BORDER
-from style_studio.core.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
-from style_studio.core.weights import build_features
+from style_studio.core.network.layers import MIRRORED_BORDER
+from style_studio.core.network.vgg import TruncatedNetwork, vgg19
+from style_studio.core.network.weights import build_features
+from style_studio.core.objective.capture import capture
+from style_studio.core.objective.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
 
 
 def hooks_on(module: nn.Module) -> int:
@@ -210,7 +211,7 @@ def test_no_hook_is_left_after_the_block_or_an_exception(vgg):
 def test_the_mirror_is_torchs_reflection_pad_forward_and_backward(border):
     # Built from slices and flips: CUDA's reflection-pad backward adds with atomics,
     # in an order that changes from run to run; these do not.
-    from style_studio.core.features import mirror
+    from style_studio.core.network.vgg import mirror
 
     x = torch.randn(2, 3, 7, 9, requires_grad=True)
     y = x.detach().clone().requires_grad_(True)

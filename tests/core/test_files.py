@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from style_studio.core import files
-from style_studio.core.files import file_digest, write_atomically
+from style_studio.core.io import files
+from style_studio.core.io.files import file_digest, write_atomically
 
 
 def write(text):

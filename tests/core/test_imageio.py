@@ -13,7 +13,7 @@ from PIL import Image
 
 from style_studio.core import settings as settings_mod
 from style_studio.core.errors import ImageLoadError, ImageSaveError
-from style_studio.core.imageio import decode_image, load_image, read_metadata, save_image
+from style_studio.core.io.imageio import decode_image, load_image, read_metadata, save_image
 
 
 def png_bytes(image: Image.Image, **options) -> bytes:

@@ -4,7 +4,7 @@ import pytest
 from torch import nn
 from torchvision.models.vgg import cfgs, make_layers
 
-from style_studio.core.layers import LAYER_NAMES, channels, layer_index
+from style_studio.core.network.layers import LAYER_NAMES, channels, layer_index
 
 
 def test_names_follow_torchvision_vgg19_module_order():

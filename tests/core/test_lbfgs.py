@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from style_studio.core.lbfgs import LBFGS
+from style_studio.core.run.lbfgs import LBFGS
 
 
 class DeviceReads(TorchDispatchMode):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from style_studio.core import memory
-from style_studio.core.device import free_device_memory
 from style_studio.core.errors import ResourceError
+from style_studio.core.network.device import free_device_memory
+from style_studio.core.run import memory
 
 GB = 2**30
 

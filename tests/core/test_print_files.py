@@ -11,8 +11,8 @@ import pytest
 import tifffile
 from PIL import Image, ImageCms
 
-from style_studio.core import imageio
 from style_studio.core.errors import ImageSaveError
+from style_studio.core.io import imageio
 
 #: Adobe RGB (1998), as an ICC profile (ghostscript's a98.icc, "No copyright, use freely").
 ADOBE_RGB = (Path(__file__).parents[1] / "data" / "adobe-rgb-1998.icc").read_bytes()

@@ -9,14 +9,14 @@ import pytest
 import torch
 from PIL import Image
 
-from style_studio.core.cancel import CancelToken
-from style_studio.core.device import resolve
-from style_studio.core.engine import StyleTransfer, _GradientNorm, _KeepPhoto, network_for
-from style_studio.core.guided import LayerMask, ScaleRegions, guided_gram_tap
-from style_studio.core.objective import Objective, ScaleInputs
-from style_studio.core.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
+from style_studio.core.network.device import resolve
+from style_studio.core.objective.guided import LayerMask, ScaleRegions, guided_gram_tap
+from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
+from style_studio.core.objective.tiles import TiledObjective
+from style_studio.core.run.cancel import CancelToken
+from style_studio.core.run.engine import StyleTransfer, _GradientNorm, _KeepPhoto, network_for
 from style_studio.core.settings import Settings
-from style_studio.core.tiles import TiledObjective
 from tests.conftest import SAMPLES
 from tests.core.test_tiles import gradient_of, relative
 
@@ -79,7 +79,7 @@ def reference_guided_gram(features: torch.Tensor, mask: torch.Tensor) -> torch.T
 
 
 def test_guided_gram_matrices_and_their_gradient_are_the_formulas():
-    from style_studio.core.losses import gram
+    from style_studio.core.objective.losses import gram
 
     torch.manual_seed(0)
     features = torch.randn(1, 6, 9, 7).contiguous(memory_format=torch.channels_last).requires_grad_(True)
@@ -159,7 +159,7 @@ def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
     network = network_for(untrained, FP32)
     inputs = ScaleInputs.prepare(content, two, transfer.sizes[-1], settings, FP32.device, regions)
     with Objective(network, inputs, settings, FP32) as objective:
-        from style_studio.core.tensors import pil_to_tensor
+        from style_studio.core.io.tensors import pil_to_tensor
 
         objective._forward(pil_to_tensor(transfer.result))
         for layer in objective.style_layers:
@@ -296,7 +296,7 @@ def test_the_keep_mask_and_groups_follow_the_painted_areas():
 
 
 def test_a_soft_stroke_stays_soft_and_the_coverages_never_add_up_past_full():
-    from style_studio.core.regions import Stroke, cleared, filled
+    from style_studio.core.objective.regions import Stroke, cleared, filled
 
     masks = np.zeros((2, 40, 60), np.uint8)
     masks[1, :, 30:] = 255
@@ -364,8 +364,8 @@ def test_a_run_sends_a_style_map_with_its_previews_only_when_asked(tiny, picture
 
 
 def test_a_stopped_run_keeps_its_regions_and_resuming_with_others_is_refused(tiny, pictures, tmp_path):
-    from style_studio.core.checkpoints import CheckpointStore
     from style_studio.core.errors import StyleStudioError
+    from style_studio.core.run.checkpoints import CheckpointStore
 
     content, styles = pictures
     regions = halves(64, 43, Region("keep", WHITE, keep=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from style_studio.core.render_queue import QueueItem, RenderQueue, item_for
+from style_studio.core.jobs.render_queue import QueueItem, RenderQueue, item_for
 from style_studio.core.settings import Settings
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from style_studio.core.errors import StyleStudioError
-from style_studio.core.steps import DIVERGENCE_FACTOR, MAX_BLOWUPS, STEP_BACKOFF, STEP_RECOVERY, StepControl
+from style_studio.core.run.steps import DIVERGENCE_FACTOR, MAX_BLOWUPS, STEP_BACKOFF, STEP_RECOVERY, StepControl
 
 
 def drive(control: StepControl, losses: list[float], image: torch.Tensor) -> list:
@@ -102,7 +102,7 @@ def test_an_overflowed_gradient_undoes_the_step_but_its_loss_still_counts(image)
 
 
 def test_the_loss_scale_halves_on_overflow_and_doubles_after_good_iterations():
-    from style_studio.core.steps import LOSS_SCALE_GROWTH, LOSS_SCALE_START, LossScale
+    from style_studio.core.objective.loss_scale import LOSS_SCALE_GROWTH, LOSS_SCALE_START, LossScale
 
     scale = LossScale(enabled=True)
     assert scale.value == LOSS_SCALE_START
@@ -122,7 +122,7 @@ def test_the_loss_scale_halves_on_overflow_and_doubles_after_good_iterations():
 
 
 def test_the_scaled_backward_leaves_the_losss_own_gradient():
-    from style_studio.core.steps import LossScale
+    from style_studio.core.objective.loss_scale import LossScale
 
     for enabled in (True, False):
         x = torch.tensor([1.0, 2.0], requires_grad=True)

@@ -9,12 +9,12 @@ import pytest
 import torch
 from PIL import Image
 
-from style_studio.core.device import resolve
-from style_studio.core.engine import network_for
-from style_studio.core.objective import Objective, ScaleInputs
+from style_studio.core.network.device import resolve
+from style_studio.core.objective.loss_scale import LossScale
+from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.tiles import Reach, TiledObjective, split, tiles_for
+from style_studio.core.run.engine import network_for
 from style_studio.core.settings import Settings
-from style_studio.core.steps import LossScale
-from style_studio.core.tiles import Reach, TiledObjective, split, tiles_for
 from tests.conftest import SAMPLES
 
 FP32 = resolve("cpu", "fp32")
@@ -115,7 +115,7 @@ def test_the_image_hooks_see_the_whole_gradient_once(tiny, pictures):
 
 def test_cores_cover_the_picture_once_and_crops_start_on_the_pools_grid(untrained):
     network = network_for(untrained, FP32)
-    from style_studio.core.features import TruncatedNetwork
+    from style_studio.core.network.vgg import TruncatedNetwork
 
     reach = Reach.of(TruncatedNetwork(network, ["relu5_1"]))
     assert reach.alignment == 16
@@ -153,7 +153,7 @@ def test_fp16s_loss_scale_keeps_a_tiled_gradient_from_underflowing(tiny, picture
 
 
 def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.engine import StyleTransfer
 
     content, styles = pictures
     settings = dataclasses.replace(BLEND, size=300, iterations=6, scales=1, weights="untrained")
@@ -171,8 +171,8 @@ def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
 
 
 def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pictures, monkeypatch):
-    from style_studio.core import memory
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run import memory
+    from style_studio.core.run.engine import StyleTransfer
 
     content, styles = pictures
     monkeypatch.setattr(memory, "available_bytes", lambda *args: 6 * 2**30)
@@ -213,7 +213,7 @@ def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_fo
 
 
 def test_spare_memory_keeps_more_tiles_but_never_more_than_doubles_the_tiled_footprint():
-    from style_studio.core import memory
+    from style_studio.core.run import memory
 
     gib = 2**30
     assert memory.kept_tiles(2048, 1365, 1024, "fp32", None) == 1

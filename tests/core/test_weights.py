@@ -12,7 +12,7 @@ import torch
 from torchvision.models import vgg19
 
 from style_studio.core.errors import Cancelled, WeightsError
-from style_studio.core.weights import (
+from style_studio.core.network.weights import (
     IMAGENET_URL,
     build_features,
     download_imagenet,
@@ -229,7 +229,7 @@ def test_the_cache_path_without_torch_loaded_is_torchs(monkeypatch, env):
 
     import torch.hub
 
-    from style_studio.core import weights as w
+    from style_studio.core.network import weights as w
 
     for key in ("TORCH_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(key, raising=False)

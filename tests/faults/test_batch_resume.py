@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from style_studio.core.checkpoints import CheckpointStore
+from style_studio.core.run.checkpoints import CheckpointStore
 from tests.conftest import SAMPLES
 
 # A batch in a subprocess, killed and run again.

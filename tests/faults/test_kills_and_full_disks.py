@@ -13,8 +13,8 @@ import textwrap
 import pytest
 from PIL import Image
 
-from style_studio.core.checkpoints import CheckpointStore
-from style_studio.core.render_queue import RenderQueue
+from style_studio.core.jobs.render_queue import RenderQueue
+from style_studio.core.run.checkpoints import CheckpointStore
 from tests.conftest import SAMPLES
 
 # Saves step 5, then saves step 5 again (as a Stop in the middle of a tiled
@@ -24,7 +24,7 @@ _SAVE_TWICE_AND_DIE = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     import torch
-    from style_studio.core.checkpoints import Checkpoint, CheckpointStore, Position
+    from style_studio.core.run.checkpoints import Checkpoint, CheckpointStore, Position
     from style_studio.core.settings import Settings
 
     store = CheckpointStore(Path(sys.argv[1]))
@@ -97,8 +97,8 @@ _QUEUE_WRITE_DIES = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from style_studio.core import render_queue
-    from style_studio.core.render_queue import QueueItem, RenderQueue
+    from style_studio.core.jobs import render_queue
+    from style_studio.core.jobs.render_queue import QueueItem, RenderQueue
     from style_studio.core.settings import Settings
 
     queue = RenderQueue(Path(sys.argv[1]))
@@ -129,7 +129,7 @@ _EXPORT_DIES = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     from PIL import Image
-    from style_studio.core import imageio
+    from style_studio.core.io import imageio
 
     path = Path(sys.argv[1])
     imageio.save_image(Image.new("RGB", (64, 48), (200, 30, 30)), path, None)

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from style_studio.core.checkpoints import CheckpointStore
-from style_studio.core.render_queue import RenderQueue
+from style_studio.core.jobs.render_queue import RenderQueue
+from style_studio.core.run.checkpoints import CheckpointStore
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 
@@ -84,7 +84,7 @@ _HOLD_THE_QUEUE = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from style_studio.core.render_queue import RenderQueue
+    from style_studio.core.jobs.render_queue import RenderQueue
     queue = RenderQueue(Path(sys.argv[1]))
     print("open", flush=True)
     time.sleep(120)

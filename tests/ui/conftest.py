@@ -36,7 +36,7 @@ def store(tmp_path):
 @pytest.fixture(scope="session")
 def tiny_when_untrained(tiny):
     """The window's weights: the tiny test encoder for "untrained", the real loader for anything else."""
-    from style_studio.core.weights import UNTRAINED, load_weights
+    from style_studio.core.network.weights import UNTRAINED, load_weights
 
     return lambda choice: tiny if choice == UNTRAINED else load_weights(choice)
 

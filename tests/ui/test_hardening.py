@@ -14,11 +14,11 @@ from PIL import Image
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
-from style_studio.core import memory
 from style_studio.core import settings as settings_mod
-from style_studio.core.device import resolve
-from style_studio.core.engine import network_for
-from style_studio.core.imageio import save_image
+from style_studio.core.io.imageio import save_image
+from style_studio.core.network.device import resolve
+from style_studio.core.run import memory
+from style_studio.core.run.engine import network_for
 from tests.ui.conftest import FAST
 
 
@@ -144,7 +144,7 @@ def test_a_run_that_will_not_fit_in_memory_is_refused_with_what_to_change(qtbot,
 
 
 def test_out_of_gpu_memory_mid_run_is_caught_and_the_picture_kept(qtbot, window, monkeypatch):
-    from style_studio.core.objective import Objective
+    from style_studio.core.objective.objective import Objective
 
     calls = {"n": 0}
     original = Objective.evaluate

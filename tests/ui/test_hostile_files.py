@@ -16,7 +16,7 @@ from PySide6.QtGui import QDropEvent
 
 from style_studio.cli import main
 from style_studio.core.errors import ImageLoadError
-from style_studio.core.imageio import load_image
+from style_studio.core.io.imageio import load_image
 from tests.conftest import SAMPLES
 from tests.hostile import CASES, THIN
 

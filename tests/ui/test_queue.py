@@ -8,10 +8,10 @@ import shutil
 from PIL import Image
 
 from style_studio.core import settings as settings_mod
-from style_studio.core.checkpoints import CheckpointStore
-from style_studio.core.imageio import read_metadata
-from style_studio.core.regions import from_document
-from style_studio.core.render_queue import RenderQueue
+from style_studio.core.io.imageio import read_metadata
+from style_studio.core.jobs.render_queue import RenderQueue
+from style_studio.core.objective.regions import from_document
+from style_studio.core.run.checkpoints import CheckpointStore
 from tests.conftest import SAMPLES
 from tests.ui.conftest import FAST
 

@@ -7,8 +7,8 @@ from PIL import Image
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QKeySequence
 
-from style_studio.core.imageio import read_metadata
-from style_studio.core.regions import from_document
+from style_studio.core.io.imageio import read_metadata
+from style_studio.core.objective.regions import from_document
 from style_studio.ui.regions_panel import KEEP
 from tests.conftest import SAMPLES
 from tests.ui.test_window import drop, files, run_to_end, start_long_run

@@ -6,7 +6,7 @@ import dataclasses
 
 from PySide6.QtCore import Qt
 
-from style_studio.core.checkpoints import CheckpointStore
+from style_studio.core.run.checkpoints import CheckpointStore
 from tests.ui.conftest import FAST
 
 LONG = dataclasses.replace(FAST, size=64, iterations=40)
@@ -77,8 +77,8 @@ def test_a_run_that_finishes_or_is_stopped_leaves_nothing_to_resume(qtbot, make_
 
 def stopped_run(tiny, content, styles, settings):
     """A core run stopped after 3 iterations, its checkpoint in the user's store (as the CLI leaves one)."""
-    from style_studio.core.cancel import CancelToken
-    from style_studio.core.engine import StyleTransfer
+    from style_studio.core.run.cancel import CancelToken
+    from style_studio.core.run.engine import StyleTransfer
 
     token = CancelToken()
     names = ("chelsea.png", *(f"style-{n}.png" for n in range(1, len(styles) + 1)))

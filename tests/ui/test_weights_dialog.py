@@ -7,7 +7,7 @@ import hashlib
 
 from PySide6.QtCore import QTimer
 
-from style_studio.core import weights
+from style_studio.core.network import weights
 from style_studio.ui.weights_dialog import WeightsDialog
 from tests.ui.conftest import FAST
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication, QImage, QKeySequence
 
 from style_studio.core import settings as settings_mod
-from style_studio.core.imageio import read_metadata
+from style_studio.core.io.imageio import read_metadata
 from style_studio.ui.qt_images import pil_to_qimage
 from style_studio.ui.run_bar import STEP_RESOLUTION
 from tests.conftest import SAMPLES

@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from PIL import Image
 
-from . import settings as settings_mod
-from .errors import StyleStudioError
-from .files import cache_folder, set_aside, write_atomically
-from .locks import held, in_use_elsewhere
-from .regions import Regions
-from .settings import Settings
+from .. import settings as settings_mod
+from ..errors import StyleStudioError
+from ..io.files import cache_folder, set_aside, write_atomically
+from ..io.locks import held, in_use_elsewhere
+from ..objective.regions import Regions
+from ..settings import Settings
 
 if TYPE_CHECKING:
     from torch import Tensor

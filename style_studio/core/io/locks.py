@@ -17,7 +17,7 @@ from pathlib import Path
 
 import filelock
 
-from .errors import StyleStudioError
+from ..errors import StyleStudioError
 from .files import cache_folder
 
 log = logging.getLogger(__name__)

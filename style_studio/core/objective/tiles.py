@@ -32,13 +32,13 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 
-from .device import Compute
-from .errors import StyleStudioError
-from .features import FeatureNetwork, Sides, TruncatedNetwork, UnpaddedConv2d
+from ..errors import StyleStudioError
+from ..network.device import Compute
+from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork, UnpaddedConv2d
+from ..settings import Settings
+from .loss_scale import LossScale
 from .losses import total_variation
 from .objective import Objective, ScaleInputs, Terms, TileDone, vgg_input
-from .settings import Settings
-from .steps import LossScale
 
 T = TypeVar("T")
 

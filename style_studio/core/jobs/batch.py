@@ -26,18 +26,18 @@ import numpy as np
 import tomllib
 from PIL import Image
 
-from . import settings as settings_mod
-from .checkpoints import image_hash
-from .errors import SettingsError, StyleStudioError
-from .imageio import FORMATS, decode_image, read_metadata, save_image
-from .settings import Settings
-from .weights import identity as weights_identity
+from .. import settings as settings_mod
+from ..errors import SettingsError, StyleStudioError
+from ..io.imageio import FORMATS, decode_image, read_metadata, save_image
+from ..network.weights import identity as weights_identity
+from ..run.checkpoints import image_hash
+from ..settings import Settings
 
 if TYPE_CHECKING:
-    from .cancel import CancelToken
-    from .checkpoints import Checkpoint, CheckpointStore
-    from .engine import NetworkWeights
-    from .progress import Progress
+    from ..progress import Progress
+    from ..run.cancel import CancelToken
+    from ..run.checkpoints import Checkpoint, CheckpointStore
+    from ..run.engine import NetworkWeights
 
 #: The metadata entry that says which job made an output.
 JOB_KEY: Final = "job_key"
@@ -156,9 +156,9 @@ def render_job(
         StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
         Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
     """
-    from .engine import StyleTransfer
-    from .errors import Cancelled
-    from .progress import CANCELLED
+    from ..errors import Cancelled
+    from ..progress import CANCELLED
+    from ..run.engine import StyleTransfer
 
     started = time.perf_counter()
     job = inputs.job

@@ -37,23 +37,26 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
-from . import checkpoints, color, memory
+from ..errors import Cancelled, ResourceError, StyleStudioError
+from ..io.imageio import fit_size
+from ..io.tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
+from ..network.device import Compute, free_device_memory, resolve
+from ..network.layers import check_image_fits
+from ..network.vgg import FeatureNetwork, store_as_fp16
+from ..network.weights import identity as weights_identity
+from ..objective import color
+from ..objective.guided import ScaleRegions
+from ..objective.loss_scale import LossScale
+from ..objective.objective import Objective, ScaleInputs, Terms, TileDone
+from ..objective.regions import Regions
+from ..objective.tiles import TiledObjective
+from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, TimeLeft
+from ..settings import LIVE_FIELDS, Settings, scale_sides
+from . import checkpoints, memory
 from .cancel import CancelToken
 from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
-from .device import Compute, free_device_memory, resolve
-from .errors import Cancelled, ResourceError, StyleStudioError
-from .features import FeatureNetwork, store_as_fp16
-from .guided import ScaleRegions
-from .imageio import check_image_fits, fit_size
 from .lbfgs import LBFGS
-from .objective import Objective, ScaleInputs, Terms, TileDone
-from .progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, TimeLeft
-from .regions import Regions
-from .settings import LIVE_FIELDS, Settings, scale_sides
-from .steps import LossScale, StepControl
-from .tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
-from .tiles import TiledObjective
-from .weights import identity as weights_identity
+from .steps import StepControl
 
 log = logging.getLogger(__name__)
 

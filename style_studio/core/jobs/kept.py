@@ -18,9 +18,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from .errors import StyleStudioError
-from .files import data_folder, set_aside
-from .imageio import load_image, read_metadata, save_image
+from ..errors import StyleStudioError
+from ..io.files import data_folder, set_aside
+from ..io.imageio import load_image, read_metadata, save_image
 
 log = logging.getLogger(__name__)
 

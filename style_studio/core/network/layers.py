@@ -8,8 +8,14 @@ metadata) speaks in the names defined here: ``conv1_1`` ... ``conv5_4``,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Final
+
+from ..errors import StyleStudioError
+from ..io.imageio import fit_size
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 # Convolutions per block in VGG19 (torchvision's configuration "E").
 _CONVS_PER_BLOCK: Final = (2, 2, 4, 4, 4)
@@ -79,3 +85,18 @@ def min_input_side(names: Iterable[str]) -> int:
     """
     pools = sum(1 for name in LAYER_NAMES[: deepest(names)] if name.startswith("pool"))
     return max(MIRRORED_BORDER + 1, 1 << pools)
+
+
+def check_image_fits(image: Image.Image, longest: int, layers: Sequence[str], what: str) -> None:
+    """Raise a clear error when ``image`` scaled to ``longest`` is too thin for the network.
+
+    VGG halves the image at each pool; the deepest layer in use must still
+    see at least one pixel.
+    """
+    need = min_input_side(layers)
+    width, height = fit_size(image.width, image.height, longest)
+    if min(width, height) < need:
+        raise StyleStudioError(
+            f"{what} ({image.width}×{image.height}) would be {width}×{height} pixels at size {longest}; "
+            f"at least {need} pixels are needed on each side. Use a larger size or a less elongated image"
+        )

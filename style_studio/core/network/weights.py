@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from .errors import Cancelled, WeightsError
-from .files import file_digest
+from ..errors import Cancelled, WeightsError
+from ..io.files import file_digest
 
 if TYPE_CHECKING:  # torch is imported where it is used: the window shows before torch loads
     import torch
     from torch import nn
 
-    from .features import FeatureNetwork
+    from .vgg import FeatureNetwork
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class LoadedWeights:
 
     def build_network(self) -> FeatureNetwork:
         """The feature network these weights make, on the CPU in float32."""
-        from .features import vgg19
+        from .vgg import vgg19
 
         return vgg19(build_features(self))
 

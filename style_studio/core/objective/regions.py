@@ -41,8 +41,8 @@ from typing import Any, Final
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from .errors import ImageLoadError, StyleStudioError
-from .imageio import open_image
+from ..errors import ImageLoadError, StyleStudioError
+from ..io.imageio import open_image
 
 #: Default feather: the masks' blur, as a share of the picture's longest side.
 DEFAULT_FEATHER: Final = 0.01

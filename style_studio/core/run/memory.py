@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .errors import ResourceError
-from .imageio import fit_size
+from ..errors import ResourceError
+from ..io.imageio import fit_size
 
 #: Bytes per output pixel for a bf16 / fp16 run, and for an fp32 run. Measured
 #: on the CPU: 1.40 kB (bf16) and 1.97 kB (fp32) between 512 and 1024 px;

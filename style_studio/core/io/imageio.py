@@ -13,16 +13,14 @@ import io
 import logging
 import os
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO, Final
 
 import numpy as np
 from PIL import Image, ImageCms, ImageOps, PngImagePlugin, UnidentifiedImageError
 
-from .errors import ImageLoadError, ImageSaveError, StyleStudioError
+from ..errors import ImageLoadError, ImageSaveError
 from .files import write_atomically
-from .layers import min_input_side
 
 log = logging.getLogger(__name__)
 
@@ -393,18 +391,3 @@ def read_metadata(path: str | os.PathLike[str]) -> str | None:
     if isinstance(text, str) and f'"format": "{METADATA_KEY}"' in text:
         return text
     return None
-
-
-def check_image_fits(image: Image.Image, longest: int, layers: Sequence[str], what: str) -> None:
-    """Raise a clear error when ``image`` scaled to ``longest`` is too thin for the network.
-
-    VGG halves the image at each pool; the deepest layer in use must still
-    see at least one pixel.
-    """
-    need = min_input_side(layers)
-    width, height = fit_size(image.width, image.height, longest)
-    if min(width, height) < need:
-        raise StyleStudioError(
-            f"{what} ({image.width}×{image.height}) would be {width}×{height} pixels at size {longest}; "
-            f"at least {need} pixels are needed on each side. Use a larger size or a less elongated image"
-        )

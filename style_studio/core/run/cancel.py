@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from .errors import Cancelled
+from ..errors import Cancelled
 
 
 class CancelToken:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import StyleStudioError
+from ..errors import StyleStudioError
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

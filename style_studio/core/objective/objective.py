@@ -19,18 +19,19 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from ..errors import StyleStudioError
+from ..io.imageio import fit_size
+from ..io.tensors import resized_tensor
+from ..network.device import Compute
+from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork
+from ..progress import Losses
+from ..settings import Settings
 from . import color
-from .device import Compute
-from .errors import StyleStudioError
-from .features import Captured, FeatureNetwork, Sides, TruncatedNetwork, capture
+from .capture import Captured, capture
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
-from .imageio import fit_size
+from .loss_scale import LossScale
 from .losses import magnitude, total_variation, weighted_mse
-from .progress import Losses
 from .regions import Regions
-from .settings import Settings
-from .steps import LossScale
-from .tensors import resized_tensor
 
 
 def vgg_input(image: Tensor) -> Tensor:

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from . import settings as settings_mod
-from .errors import SettingsError
-from .files import data_folder, set_aside, write_atomically
-from .locks import Busy, held
-from .settings import Settings
+from .. import settings as settings_mod
+from ..errors import SettingsError
+from ..io.files import data_folder, set_aside, write_atomically
+from ..io.locks import Busy, held
+from ..settings import Settings
 
 log = logging.getLogger(__name__)
 

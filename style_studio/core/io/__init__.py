@@ -1,0 +1,1 @@
+"""Files: pictures in and out, atomic writes, locks between processes, picture tensors."""

@@ -1,0 +1,1 @@
+"""Jobs: batches, the render queue and the kept results."""
