@@ -27,6 +27,14 @@ def _isolated_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STYLE_STUDIO_DATA", str(tmp_path / "data"))
 
 
+@pytest.fixture
+def tiny_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Command lines and batches (subprocesses and Ray workers too) build the tiny test network for "untrained"."""
+    from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
+
+    monkeypatch.setenv(TEST_NETWORK_VARIABLE, "tiny")
+
+
 @pytest.fixture(scope="session")
 def untrained():
     from style_studio.core.network.weights import load_weights

@@ -19,6 +19,7 @@ from PIL import Image
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
 from style_studio.core.jobs.batch import JOB_KEY
+from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 
@@ -236,7 +237,8 @@ def ray_address(tmp_path_factory):
     if ray is None:
         pytest.skip("the ray command is not installed")
     port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Its workers build the tiny test network for "untrained", as this process does.
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", TEST_NETWORK_VARIABLE: "tiny"}
     temp = tmp_path_factory.mktemp("ray")
     start = [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
              "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip

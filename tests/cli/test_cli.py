@@ -14,6 +14,7 @@ from style_studio import __version__
 from style_studio.cli import main
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
+from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
 from tests.conftest import SAMPLES
 
 CONTENT = str(SAMPLES / "content" / "chelsea.png")
@@ -124,7 +125,8 @@ PINNED_METADATA = {
 }  # fmt: skip
 
 
-def test_progress_json_records_and_exported_metadata_keep_their_pinned_shape(tmp_path):
+def test_progress_json_records_and_exported_metadata_keep_their_pinned_shape(tmp_path, monkeypatch):
+    monkeypatch.delenv(TEST_NETWORK_VARIABLE)  # the label users see in their files
     target = tmp_path / "out.png"
     code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--seed", "3", "--progress", "json")
     assert code == 0, err

@@ -185,10 +185,9 @@ def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pi
     assert small.tile is None
 
 
-@pytest.mark.slow
-def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_forward_passes(untrained, pictures):
+def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_forward_passes(tiny, pictures):
     content, styles = pictures
-    network = network_for(untrained, FP32)
+    network = network_for(tiny, FP32)
     inputs = ScaleInputs.prepare(content, styles, SIZE, BLEND, FP32.device)
     one = TiledObjective(network, inputs, BLEND, FP32, 128, keep=1)
     three = TiledObjective(network, inputs, BLEND, FP32, 128, keep=3)

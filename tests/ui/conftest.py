@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import gc
+import weakref
 
 import pytest
 from PySide6.QtCore import QSettings, QThread
@@ -12,14 +12,26 @@ from style_studio.core import settings as settings_mod
 
 FAST = dataclasses.replace(settings_mod.DEFAULTS, size=48, iterations=6, weights="untrained")
 
+# Every QThread started from Python is noted here, so that the check below needs
+# no scan of every object in the process (that took 0.2 s a test once torch was loaded).
+_started_threads: weakref.WeakSet[QThread] = weakref.WeakSet()
+_start = QThread.start
+
+
+def _noted_start(thread: QThread, *args: object) -> None:
+    _started_threads.add(thread)
+    _start(thread, *args)
+
+
+QThread.start = _noted_start  # type: ignore[method-assign]
+
 
 @pytest.fixture(autouse=True)
 def _no_dangling_qthreads(qapp):
     """Fail any test that leaves a QThread running (after napari's _dangling_qthreads)."""
     yield
     qapp.processEvents()
-    # type(), not isinstance(): isinstance touches __class__, which some lazy modules warn about.
-    running = [t for t in gc.get_objects() if issubclass(type(t), QThread) and t.isRunning()]
+    running = [t for t in list(_started_threads) if t.isRunning()]
     for thread in running:
         thread.quit()
         thread.wait(5000)

@@ -52,7 +52,7 @@ def test_core_loader(tmp_path, name, make, error):
 
 
 @pytest.mark.parametrize(("name", "make", "error"), CASES, ids=IDS)
-def test_cli(tmp_path, name, make, error):
+def test_cli(tmp_path, name, make, error, tiny_network):
     path = make(tmp_path)
     out = tmp_path / "out.png"
     for args in ([str(path), STYLE], [STYLE, str(path)]):  # as content, then as style

@@ -19,6 +19,20 @@ if TYPE_CHECKING:
 
 # Convolutions per block in VGG19 (torchvision's configuration "E").
 _CONVS_PER_BLOCK: Final = (2, 2, 4, 4, 4)
+#: Channels of each block's convolutions in VGG19.
+BLOCK_WIDTHS: Final = (64, 128, 256, 512, 512)
+
+
+def vgg19_config(widths: Sequence[int] = BLOCK_WIDTHS) -> list[int | str]:
+    """VGG19's layout in torchvision's ``cfgs`` form (channels per convolution, "M" per pool).
+
+    ``widths``: channels of each of the five blocks; narrower ones make a network
+    with VGG19's layers and names at a fraction of its cost.
+    """
+    config: list[int | str] = []
+    for width, convs in zip(widths, _CONVS_PER_BLOCK, strict=True):
+        config += [width] * convs + ["M"]
+    return config
 
 
 def _build_names() -> tuple[str, ...]:

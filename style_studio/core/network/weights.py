@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..errors import Cancelled, WeightsError
 from ..io.files import file_digest
+from .layers import BLOCK_WIDTHS, vgg19_config
 
 if TYPE_CHECKING:  # torch is imported where it is used: the window shows before torch loads
     import torch
@@ -44,6 +45,14 @@ UNTRAINED: Final = "untrained"
 #: torchvision's ``VGG19_Weights.IMAGENET1K_V1.url`` (a test keeps them equal).
 IMAGENET_URL: Final[str] = "https://download.pytorch.org/models/vgg19-dcbb9e9d.pth"
 UNTRAINED_SEED: Final = 0
+
+#: Set to "tiny" (by the tests, never by the app), the untrained choice builds a
+#: network with VGG19's layers and names but 4 to 16 channels: command lines and
+#: batches in subprocesses then run in milliseconds. Its label says so.
+TEST_NETWORK_VARIABLE: Final = "STYLE_STUDIO_TEST_NETWORK"
+#: The test network's channels per block (VGG19 has 64, 128, 256, 512, 512).
+TINY_WIDTHS: Final = (4, 8, 8, 16, 16)
+TINY_LABEL: Final = "untrained tiny VGG19 (test network)"
 
 #: Called with (bytes received, total bytes or None) while downloading.
 DownloadProgress = Callable[[int, "int | None"], None]
@@ -60,12 +69,18 @@ def identity(choice: str) -> str:
     batch renders again. A file that cannot be read gives its path (loading
     it fails later, with its own message).
     """
+    if choice == UNTRAINED and _test_network():
+        return f"{UNTRAINED}-tiny"
     if choice in (IMAGENET, UNTRAINED):
         return choice
     try:
         return f"sha256:{file_digest(Path(choice))}"
     except OSError:
         return choice
+
+
+def _test_network() -> bool:
+    return os.environ.get(TEST_NETWORK_VARIABLE) == "tiny"
 
 
 def describe(choice: str) -> str:
@@ -85,19 +100,25 @@ def options_hint() -> str:
     )
 
 
-def vgg19_features_module() -> nn.Sequential:
+def vgg19_features_module(widths: tuple[int, ...] = BLOCK_WIDTHS) -> nn.Sequential:
     """torchvision's VGG19 ``features`` with torchvision's own initialisation.
 
     Built from torchvision's configuration rather than ``vgg19()`` so the
-    103M-parameter classifier is never allocated.
+    103M-parameter classifier is never allocated. ``widths``: channels per
+    block; the test network's are so narrow that torchvision's fan-out
+    initialisation leaves its deep layers dead, so it keeps the variance of
+    the forward pass instead (He et al., fan-in).
     """
     from torch import nn
-    from torchvision.models.vgg import cfgs, make_layers
+    from torchvision.models.vgg import make_layers
 
-    features = make_layers(cfgs["E"], batch_norm=False)
+    features = make_layers(vgg19_config(widths), batch_norm=False)
     for m in features.modules():
         if isinstance(m, nn.Conv2d):
-            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            if widths == BLOCK_WIDTHS:
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            else:
+                nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
             if m.bias is not None:
                 nn.init.constant_(m.bias, 0)
     assert isinstance(features, nn.Sequential)
@@ -151,6 +172,8 @@ class LoadedWeights:
     choice: str
     label: str
     state: Mapping[str, torch.Tensor]
+    widths: tuple[int, ...] = BLOCK_WIDTHS
+    """Channels per block: VGG19's, or the test network's (untrained only)."""
 
     @property
     def untrained(self) -> bool:
@@ -174,7 +197,7 @@ def build_features(weights: LoadedWeights) -> nn.Sequential:
         # the same in every run and never disturb the caller's random state.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(UNTRAINED_SEED)
-            features = vgg19_features_module()
+            features = vgg19_features_module(weights.widths)
     else:
         with torch.device("meta"):
             features = make_layers(cfgs["E"], batch_norm=False)
@@ -203,6 +226,8 @@ def load_weights(
             or the download failed. The message names the file and the options.
     """
     if choice == UNTRAINED:
+        if _test_network():
+            return LoadedWeights(UNTRAINED, TINY_LABEL, {}, widths=TINY_WIDTHS)
         return LoadedWeights(UNTRAINED, describe(UNTRAINED), {})
     if choice == IMAGENET:
         path = imagenet_cache_path()
