@@ -36,10 +36,10 @@ def main() -> None:
     parser.add_argument("--weights", default="untrained")
     args = parser.parse_args()
 
-    from style_studio.batch import InProcess, ProcessPool, run_batch
+    from style_studio.cli.ray_cluster import RayCluster
+    from style_studio.cli.runners import InProcess, ProcessPool, run_batch
     from style_studio.core.jobs.batch import jobs_from_arguments
     from style_studio.core.settings import DEFAULTS
-    from style_studio.ray_cluster import RayCluster
 
     samples = ROOT / "resources" / "samples"
     photos = [samples / "content" / "chelsea.png", samples / "content" / "coffee.png"]

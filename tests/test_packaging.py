@@ -33,7 +33,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_carries_the_code_resources_and_licences(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in (
-        "style_studio/cli.py",
+        "style_studio/cli/__init__.py",
         "style_studio/core/run/engine.py",
         "style_studio/ui/main_window.py",
         "style_studio/resources/samples/SOURCES.md",

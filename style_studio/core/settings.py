@@ -52,51 +52,104 @@ def _default_style_layers() -> tuple[tuple[str, float], ...]:
 
 
 @dataclass(frozen=True)
+class About:
+    """What a setting is: the one description the command line's options, the jobs file and the help are made from.
+
+    Attributes:
+        help: what it does, in a phrase (the option's help text).
+        low, high: its range, where it has one (``_check`` enforces the same bounds).
+        choices: the values it takes, where they are few.
+        metavar: how the command line shows its value.
+        flag: the command line's option when not ``--name-with-dashes``; "" for none.
+        inverted: a true/false setting whose flag turns it off (``--nondeterministic``).
+    """
+
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    flag: str | None = None
+    inverted: bool = False
+
+
+def _about(help: str, **kwargs: Any) -> dict[str, About]:
+    return {"about": About(help, **kwargs)}
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything that decides the picture a run makes.
 
     Loss weights are relative: each loss term is normalised by its target's
     magnitude (see ``losses``), so the same weights balance the same way at
-    any size and with any weights file.
+    any size and with any weights file. Each field's ``About`` (``about(name)``)
+    says what it is, for the command line and the help.
     """
 
-    size: int = 512
-    """Longest side of the output, in pixels."""
-    iterations: int = 300
-    """Optimiser steps (one forward and backward pass each) at the first (coarsest) scale."""
-    scales: int = 0
-    """Coarse-to-fine scales; each coarser one halves the size. 1 = single scale;
-    0 = automatic: one up to SCREEN_SIDE, then one more per doubling."""
-    finer_iterations: float = 0.5
-    """Iterations at each finer scale, as a share of the previous scale's: the
-    composition settles at the coarse scales, the finer ones refine it."""
-    optimizer: str = "lbfgs"
-    init: str = "content"
-    content_layers: tuple[str, ...] = ("relu4_2",)
-    style_layers: tuple[tuple[str, float], ...] = field(default_factory=_default_style_layers)
-    """(layer, weight) pairs; a layer absent or at 0 is not computed."""
-    content_weight: float = 1.0
-    style_weight: float = 3.0
-    tv_weight: float = 0.1
-    style_blend: tuple[float, ...] = ()
-    """One weight per style image; empty = equal blend."""
-    style_scale: float = 1.0
-    """Style image size relative to the output size."""
-    preserve_colors: bool = False
-    pooling: str = "max"
-    """Max is VGG's own; average pooling (Gatys et al.) smooths the gradients."""
-    seed: int = 0
-    device: str = "auto"
-    precision: str = "auto"
-    weights: str = "imagenet"
-    step_size: float | None = None
-    """None = the optimiser's default (DEFAULT_STEP)."""
-    tile: int = 0
-    """Longest side of a tile's core, in pixels, for evaluating large pictures tile
-    by tile (exactly, in bounded memory); 0 = only when the picture would not fit."""
-    deterministic: bool = True
-    """The same seed and settings give the same picture on the same device, GPUs
-    included; False lets cuDNN choose its fastest, nondeterministic kernels."""
+    size: int = field(default=512, metadata=_about("longest side in pixels", low=MIN_SIZE, high=MAX_SIZE))
+    iterations: int = field(
+        default=300,
+        metadata=_about("optimiser steps at the first (coarsest) scale, one forward and backward pass each",
+                        low=1, high=100_000),
+    )  # fmt: skip
+    scales: int = field(
+        default=0,
+        metadata=_about(f"coarse-to-fine scales, each coarser one half the size; 0: one up to {SCREEN_SIDE} px, "
+                        "then one more per doubling", low=0, high=MAX_SCALES),
+    )  # fmt: skip
+    # The composition settles at the coarse scales, the finer ones refine it.
+    finer_iterations: float = field(
+        default=0.5,
+        metadata=_about("iterations at each finer scale, as a share of the previous scale's", low=0.05, high=1,
+                        metavar="SHARE"),
+    )  # fmt: skip
+    optimizer: str = field(default="lbfgs", metadata=_about("the optimiser", choices=OPTIMIZERS))
+    init: str = field(default="content", metadata=_about("the picture the run starts from", choices=INITS))
+    content_layers: tuple[str, ...] = field(
+        default=("relu4_2",), metadata=_about("the layers whose activations keep the photo's content", metavar="L1,L2")
+    )
+    style_layers: tuple[tuple[str, float], ...] = field(
+        default_factory=_default_style_layers,
+        metadata=_about("style layers with weights, e.g. relu1_1:1,relu2_1:0.5 (a layer absent or at 0 is not "
+                        "computed)", metavar="L:W,..."),
+    )  # fmt: skip
+    content_weight: float = field(default=1.0, metadata=_about("weight of the content term", low=0))
+    style_weight: float = field(default=3.0, metadata=_about("weight of the style terms", low=0))
+    tv_weight: float = field(default=0.1, metadata=_about("weight of the smoothing (total variation) term", low=0))
+    style_blend: tuple[float, ...] = field(
+        default=(), metadata=_about("blend weight of each style picture (default: equal)", metavar="W1,W2")
+    )
+    style_scale: float = field(
+        default=1.0, metadata=_about("style picture size relative to the output", low=0.1, high=4)
+    )
+    preserve_colors: bool = field(default=False, metadata=_about("keep the photo's colours"))
+    # Max is VGG's own; average pooling (Gatys et al.) smooths the gradients.
+    pooling: str = field(default="max", metadata=_about("the network's pooling", choices=POOLINGS))
+    seed: int = field(default=0, metadata=_about("the random seed: the same seed, the same picture", low=0))
+    device: str = field(default="auto", metadata=_about("auto, cpu, cuda, cuda:N or mps", metavar="DEVICE"))
+    precision: str = field(
+        default="auto",
+        metadata=_about("the arithmetic's precision (auto: bf16 or fp16 where fast)", choices=PRECISIONS),
+    )
+    weights: str = field(
+        default="imagenet",
+        metadata=_about("VGG19 weights: imagenet (downloaded once), untrained, or a .pth file",
+                        metavar="imagenet|untrained|PATH"),
+    )  # fmt: skip
+    step_size: float | None = field(
+        default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0)
+    )
+    tile: int = field(
+        default=0,
+        metadata=_about("evaluate in tiles whose core is at most N px on a side: the same result in bounded memory "
+                        "(0: only when the picture would not fit)", low=0, high=MAX_SIZE, metavar="N"),
+    )  # fmt: skip
+    deterministic: bool = field(
+        default=True,
+        metadata=_about("let a GPU pick faster kernels whose results vary slightly from run to run",
+                        flag="--nondeterministic", inverted=True),
+    )  # fmt: skip
 
     @property
     def style_layer_weights(self) -> dict[str, float]:
@@ -165,6 +218,13 @@ def scale_sides(size: int, scales: int) -> list[int]:
 
 #: The defaults, in one place.
 DEFAULTS: Final = Settings()
+
+
+def about(name: str) -> About:
+    """The description of the setting ``name``."""
+    described: About = next(f for f in dataclasses.fields(Settings) if f.name == name).metadata["about"]
+    return described
+
 
 #: Loss-weight fields a running optimisation picks up at its next iteration.
 LIVE_FIELDS: Final = ("content_weight", "style_weight", "tv_weight", "style_layers", "style_blend")
@@ -262,6 +322,12 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _range(name: str) -> tuple[float, float]:
+    described = about(name)
+    assert described.low is not None and described.high is not None
+    return described.low, described.high
+
+
 def _check(d: Mapping[str, Any]) -> list[str]:
     """Every problem with a settings dict (as ``to_dict`` makes it)."""
     problems: list[str] = []
@@ -274,18 +340,22 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         _is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
         f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {_shown(d['size'])}",
     )
-    need(
-        _is_int(d["iterations"]) and 1 <= d["iterations"] <= 100_000,
-        f"iterations must be a whole number from 1 to 100000, got {_shown(d['iterations'])}",
-    )
+    for key in ("iterations",):
+        low, high = _range(key)
+        need(
+            _is_int(d[key]) and low <= d[key] <= high,
+            f"{key} must be a whole number from {low:g} to {high:g}, got {_shown(d[key])}",
+        )
     need(
         _is_int(d["scales"]) and 0 <= d["scales"] <= MAX_SCALES,
         f"scales must be a whole number from 1 to {MAX_SCALES}, or 0 for automatic, got {_shown(d['scales'])}",
     )
-    need(
-        _is_number(d["finer_iterations"]) and 0.05 <= d["finer_iterations"] <= 1,
-        f"finer_iterations must be a number from 0.05 to 1, got {_shown(d['finer_iterations'])}",
-    )
+    for key in ("finer_iterations", "style_scale"):
+        low, high = _range(key)
+        need(
+            _is_number(d[key]) and low <= d[key] <= high,
+            f"{key} must be a number from {low:g} to {high:g}, got {_shown(d[key])}",
+        )
     need(
         _is_int(d["tile"]) and (d["tile"] == 0 or MIN_TILE <= d["tile"] <= MAX_SIZE),
         f"tile must be 0 (automatic) or a whole number of pixels from {MIN_TILE} to {MAX_SIZE}, "
@@ -312,10 +382,6 @@ def _check(d: Mapping[str, Any]) -> list[str]:
     need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {_shown(d['seed'])}")
     for key in ("content_weight", "style_weight", "tv_weight"):
         need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {_shown(d[key])}")
-    need(
-        _is_number(d["style_scale"]) and 0.1 <= d["style_scale"] <= 4,
-        f"style_scale must be a number from 0.1 to 4, got {_shown(d['style_scale'])}",
-    )
     need(
         d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
         f"step_size must be a number > 0 or null, got {_shown(d['step_size'])}",

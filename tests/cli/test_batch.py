@@ -295,7 +295,7 @@ def test_stopping_a_ray_batch_keeps_finished_pictures_and_no_half_written_file(t
 
 
 def test_worker_processes_take_the_gpus_in_turn_where_there_are_several():
-    from style_studio.batch import gpu_share
+    from style_studio.cli.runners import gpu_share
 
     assert gpu_share(2, 0) is None and gpu_share(4, 1) is None  # one device (or none): every worker shares it
     assert gpu_share(3, 2) == [0, 1, 0]

@@ -169,3 +169,53 @@ def test_16_bits_in_a_jpeg_is_refused_before_the_run(tmp_path):
     code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST, "--bit-depth", "16")
     assert code == 2 and "16-bit pictures can be saved as .png or .tif, not .jpg" in err
     assert list(tmp_path.iterdir()) == []
+
+
+# A value other than the default for each setting, as the command line types it.
+NOT_DEFAULT = {
+    "size": ("300", 300), "iterations": ("7", 7), "scales": ("2", 2), "finer_iterations": ("0.25", 0.25),
+    "optimizer": ("adam", "adam"), "init": ("noise", "noise"), "content_layers": ("relu3_2", ("relu3_2",)),
+    "style_layers": ("relu1_1:2,relu3_1:0.5", (("relu1_1", 2.0), ("relu3_1", 0.5))),
+    "content_weight": ("2", 2.0), "style_weight": ("5000", 5000.0), "tv_weight": ("0", 0.0),
+    "style_blend": ("2", (2.0,)), "style_scale": ("0.5", 0.5), "preserve_colors": (None, True),
+    "pooling": ("avg", "avg"), "seed": ("9", 9), "device": ("cpu", "cpu"), "precision": ("fp32", "fp32"),
+    "weights": ("untrained", "untrained"), "step_size": ("0.5", 0.5), "tile": ("256", 256),
+    "deterministic": (None, False),
+}  # fmt: skip
+
+
+def test_every_setting_is_an_option_made_from_its_own_description():
+    import dataclasses
+
+    from style_studio.cli.parser import build_parser, settings_from_args
+
+    fields = [f.name for f in dataclasses.fields(settings_mod.Settings)]
+    assert sorted(NOT_DEFAULT) == sorted(fields), "a setting was added: give it a value here"
+    parser = build_parser()
+    for name in fields:
+        about = settings_mod.about(name)
+        flag = about.flag or "--" + name.replace("_", "-")
+        typed, wanted = NOT_DEFAULT[name]
+        args = parser.parse_args(["render", CONTENT, STYLE, "-o", "x.png", flag, *([typed] if typed else [])])
+        settings = settings_from_args(args)
+        assert getattr(settings, name) == wanted, name
+        changed = {f for f in fields if getattr(settings, f) != getattr(settings_mod.DEFAULTS, f)}
+        assert changed == {name}, f"{flag} changed {changed}"
+
+
+def command_help(command: str, capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_the_help_says_each_settings_range_and_default(capsys):
+    render_help = command_help("render", capsys)
+    assert "--size SIZE longest side in pixels; 32 to 8192 (default 512)" in render_help
+    assert "--nondeterministic" in render_help and "--style-blend W1,W2" in render_help
+
+
+def test_batch_takes_every_setting_but_the_blend_of_several_styles(capsys):
+    batch_help = command_help("batch", capsys)
+    assert "--style-blend" not in batch_help
+    assert "--tile N" in batch_help and "--weights imagenet|untrained|PATH" in batch_help

@@ -7,8 +7,8 @@ import tempfile
 
 import torch
 
-from style_studio import ray_cluster
-from style_studio.batch import InProcess, run_batch
+from style_studio.cli import ray_cluster
+from style_studio.cli.runners import InProcess, run_batch
 from style_studio.core.jobs.batch import JobInputs, jobs_from_arguments
 from style_studio.core.network.weights import expected_feature_shapes
 from style_studio.core.settings import Settings

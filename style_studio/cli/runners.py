@@ -1,4 +1,4 @@
-"""``style-studio batch``: many jobs, in this process or in a pool of processes (on Ray: ``ray_cluster``).
+"""The batch runners: many jobs, in this process or in a pool of processes (on Ray: ``ray_cluster``).
 
 Whichever runs the jobs (a ``Runner``), this process reads the inputs, skips
 the jobs whose outputs are already there, and writes every result, atomically:
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from . import __version__
-from .core import (
+from .. import __version__
+from ..core import (
     BatchJob,
     Cancelled,
     CancelToken,
@@ -39,7 +39,7 @@ from .core import (
 )
 
 if TYPE_CHECKING:
-    from .core import NetworkWeights, Progress
+    from ..core import NetworkWeights, Progress
 
 
 #: A runner's report: (job id, a Progress record as JSON) while it renders, or
@@ -62,7 +62,7 @@ class Runner(Protocol):
 
 @functools.lru_cache(maxsize=2)
 def _weights(choice: str) -> NetworkWeights:
-    from .core import load_weights
+    from ..core import load_weights
 
     return load_weights(choice, download=True)
 

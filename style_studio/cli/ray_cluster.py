@@ -8,12 +8,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
-from .batch import Report, _taken, _weights
-from .core import CheckpointStore, JobInputs, RenderedJob, StyleStudioError, render_job
+from .. import __version__
+from ..core import CheckpointStore, JobInputs, RenderedJob, StyleStudioError, render_job
+from .runners import Report, _taken, _weights
 
 if TYPE_CHECKING:
-    from .core import NetworkWeights
+    from ..core import NetworkWeights
 
 RAY_INSTALL_HINT = "rendering on Ray needs the cluster extra: pip install 'style-studio[cluster]'"
 
@@ -30,7 +30,7 @@ def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> Network
     if data is None:
         return _weights(choice)
     if digest not in _shipped:
-        from .core import LoadedWeights, describe, read_state_dict
+        from ..core import LoadedWeights, describe, read_state_dict
 
         with tempfile.TemporaryDirectory(prefix="style-studio-weights-") as folder:
             path = Path(folder) / "weights.pth"
@@ -150,7 +150,7 @@ def _last_line(exc: BaseException) -> str:
 
 def _weights_digest(choice: str) -> str:
     """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
-    from .core import IMAGENET, UNTRAINED, file_digest, imagenet_cache_path
+    from ..core import IMAGENET, UNTRAINED, file_digest, imagenet_cache_path
 
     if choice == UNTRAINED:
         return UNTRAINED
@@ -162,7 +162,7 @@ def _weights_digest(choice: str) -> str:
 
 def _weights_bytes(choice: str) -> bytes | None:
     """The bytes of a weights choice's file (None: untrained, made from a seed on the worker)."""
-    from .core import IMAGENET, UNTRAINED, imagenet_cache_path
+    from ..core import IMAGENET, UNTRAINED, imagenet_cache_path
 
     if choice == UNTRAINED:
         return None

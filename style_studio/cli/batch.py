@@ -1,0 +1,91 @@
+"""``style-studio batch``: many pictures, in this process, a pool of processes or on Ray."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from ..core import folder_lock, held
+from ..core import settings as settings_mod
+from .parser import UsageError, settings_from_args
+from .render import EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from ..core import BatchJob
+
+
+def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
+    from ..core import check_jobs, jobs_from_arguments, jobs_from_file
+
+    base = settings_mod.DEFAULTS
+    if args.preset:
+        try:
+            base = settings_mod.loads(Path(args.preset).read_bytes(), source=Path(args.preset).name)
+        except OSError as exc:
+            raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
+    settings = settings_from_args(args, base)
+    outdir = Path(args.output)
+    if args.jobs:
+        if args.photos or args.batch_styles:
+            raise UsageError("give photos with --style, or --jobs, not both")
+        jobs = jobs_from_file(Path(args.jobs), outdir, settings)
+    else:
+        if not args.photos or not args.batch_styles:
+            raise UsageError("give one or more photos and --style with one or more style images (or --jobs FILE)")
+        jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
+                                   settings, f".{args.format}")  # fmt: skip
+    check_jobs(jobs, outdir)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be 1 or more, got {args.workers}")
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{outdir}: the output folder cannot be made ({exc.strerror or exc})") from None
+    if not os.access(outdir, os.W_OK):
+        raise UsageError(f"{outdir}: the output folder is not writable")
+    busy = f"{outdir} is the output folder of another style-studio batch; wait for it, or choose another -o"
+    with held(folder_lock(outdir, "batch"), busy):
+        return _run_jobs(args, jobs, stdout, stderr)
+
+
+def _run_jobs(args: argparse.Namespace, jobs: Sequence[BatchJob], stdout: IO[str], stderr: IO[str]) -> int:
+    """A checked batch's jobs, its output folder held by this process."""
+    from ..core import weights
+    from .ray_cluster import RayCluster
+    from .runners import BatchProgress, InProcess, ProcessPool, Runner, print_summary, run_batch
+
+    for choice in sorted({job.settings.weights for job in jobs}):
+        loaded = weights.load_weights(choice, download=True)  # every problem before anything runs
+        if loaded.untrained:
+            stderr.write(f"style-studio: using {loaded.label}\n")
+    mode = args.progress or ("bar" if stderr.isatty() else "none")
+    runner: Runner
+    if args.ray:
+        cluster = RayCluster(args.ray)
+        cluster.jobs_hint = len(jobs)
+        stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
+        runner = cluster
+    elif args.workers > 1:
+        runner = ProcessPool(args.workers)
+    else:
+        runner = InProcess()
+    progress = BatchProgress(mode, len(jobs), stdout, stderr)
+    try:
+        result = run_batch(jobs, runner, progress)
+    finally:
+        progress.close()
+        if isinstance(runner, RayCluster):
+            runner.close()
+    if mode == "json":
+        stdout.write(json.dumps({"summary": [o.to_json() for o in result.ordered()]}) + "\n")
+    else:
+        print_summary(result, stderr)
+    if result.interrupted:
+        stderr.write("style-studio: stopped; finished pictures are kept. Run the same command to do the rest\n")
+        return EXIT_INTERRUPTED
+    return 1 if result.failed else 0

@@ -1,0 +1,204 @@
+"""The command line's grammar: ``gui``, ``render``, ``batch``, and the settings options made from ``Settings``.
+
+Each setting's option comes from its own description (``settings.About``):
+its name, help, range or choices and default, so a new setting appears here,
+in presets and in jobs files from one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any, NoReturn
+
+from .. import __version__
+from ..core import settings as settings_mod
+
+#: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
+NOT_FOR_BATCH = ("style_blend",)
+PROGRESS_MODES = ("bar", "json", "none")
+
+
+class UsageError(Exception):
+    """Bad command-line input; its message is the one line printed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="style-studio", description="Neural style transfer: a desktop app, and a headless renderer for scripts."
+    )
+    parser.add_argument("--version", action="version", version=f"style-studio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    gui = sub.add_parser("gui", help="open the window (the default)")
+    gui.add_argument("content", nargs="?", help="content image to open")
+    gui.add_argument("styles", nargs="*", help="style images to open")
+    _add_render(sub)
+    _add_batch(sub)
+    return parser
+
+
+def _add_render(sub: Any) -> None:
+    r = sub.add_parser(
+        "render",
+        help="stylise an image without opening a window",
+        description="Stylise CONTENT with one or more STYLE images and write OUT.",
+    )
+    r.add_argument("content", metavar="CONTENT", help="the photo to stylise")
+    r.add_argument("styles", metavar="STYLE", nargs="+", help="one or more style images")
+    r.add_argument(
+        "-o", "--output", metavar="OUT", required=True,
+        help="output file: .png, .jpg, .webp or .tif (settings are embedded)",
+    )  # fmt: skip
+    r.add_argument(
+        "--regions",
+        metavar="MASK",
+        help="a mask picture of where each style goes: colour-coded (one colour per region, black or any "
+        "other colour unpainted), or greyscale for one region; say what each colour gets with --region",
+    )
+    r.add_argument(
+        "--region",
+        metavar="COLOUR=STYLE[:STRENGTH]",
+        action="append",
+        default=[],
+        help="what a colour of --regions gets: a style's number (from 1) and a strength, or 'keep' to keep "
+        "the photo there, e.g. --region red=1 --region '#00ff00=2:0.5' --region white=keep (repeatable)",
+    )
+    r.add_argument(
+        "--bit-depth", type=int, choices=(8, 16), default=8,
+        help="bits per channel of the output: 16 keeps the finest gradations, for print (.png and .tif)",
+    )  # fmt: skip
+    r.add_argument(
+        "--dpi", type=float, default=None,
+        help="print resolution recorded in the output (default: the photo's own, else 72)",
+    )  # fmt: skip
+    add_settings_options(r)
+    r.add_argument(
+        "--progress", choices=PROGRESS_MODES, default=None,
+        help="bar (default on a terminal), json (one object per iteration on stdout), none",
+    )  # fmt: skip
+    r.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the unfinished run of the same OUT (after a crash, a kill or Ctrl+C) "
+        "where its last checkpoint stood; refused if the inputs or settings changed",
+    )
+    r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+
+
+def _add_batch(sub: Any) -> None:
+    b = sub.add_parser(
+        "batch",
+        help="render many pictures: every photo with every style, or the jobs of a jobs file",
+        description="Render every PHOTO with every --style image (or the jobs of --jobs) into OUTDIR. Outputs "
+        "already made with the same settings and pictures are skipped: run the same command again to finish "
+        "an interrupted batch.",
+    )
+    b.add_argument("photos", metavar="PHOTO", nargs="*", help="photos to stylise")
+    b.add_argument(
+        "--style", dest="batch_styles", metavar="STYLE", nargs="+", action="extend", default=[],
+        help="style images: each photo is rendered with each of them",
+    )  # fmt: skip
+    b.add_argument("--jobs", metavar="FILE", help="a TOML or JSON jobs file (see the README) instead of photos")
+    b.add_argument("-o", "--output", metavar="OUTDIR", required=True, help="the folder outputs go to (made if missing)")
+    b.add_argument("--format", choices=("png", "jpg", "webp", "tif"), default="png", help="of the outputs named here")
+    b.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
+    b.add_argument("--workers", type=int, default=1, help="jobs at once on this machine, each in its own process")
+    b.add_argument(
+        "--ray", metavar="auto|ADDRESS",
+        help="run each job as a task on a Ray cluster (auto: the one `ray start` joined this machine to)",
+    )  # fmt: skip
+    b.add_argument("--progress", choices=PROGRESS_MODES, default=None)
+    add_settings_options(b, leave_out=NOT_FOR_BATCH)
+
+
+def add_settings_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] = ()) -> None:
+    """One option per setting, from its ``About``; each defaults to None, so only those typed are used."""
+    for field in dataclasses.fields(settings_mod.Settings):
+        about = settings_mod.about(field.name)
+        if field.name in leave_out or about.flag == "":
+            continue
+        flag = about.flag or "--" + field.name.replace("_", "-")
+        default = getattr(settings_mod.DEFAULTS, field.name)
+        kwargs: dict[str, Any] = {"dest": field.name, "default": None, "help": _help(about, field.name, default)}
+        if field.type == "bool":
+            kwargs.update(action="store_const", const=not about.inverted)
+        else:
+            kwargs.update(metavar=about.metavar)
+            if about.choices:
+                kwargs.update(choices=about.choices, metavar=None)
+            elif field.type == "int":
+                kwargs.update(type=int)
+            elif field.type in ("float", "float | None"):
+                kwargs.update(type=float)
+        parser.add_argument(flag, **kwargs)
+
+
+def _help(about: settings_mod.About, name: str, default: object) -> str:
+    text = about.help
+    if about.low is not None and about.high is not None and not about.choices:
+        text += f"; {about.low:g} to {about.high:g}"
+    if isinstance(default, bool) or default is None or default == ():
+        return text
+    shown = _as_typed(name, default)
+    return f"{text} (default {shown})"
+
+
+def _as_typed(name: str, value: object) -> str:
+    """A setting's value as it is typed on the command line."""
+    if name == "style_layers":
+        return ",".join(f"{n}:{w:g}" for n, w in value)  # type: ignore[attr-defined]
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _parse_style_layers(text: str) -> dict[str, float]:
+    layers: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, weight = item.partition(":")
+        try:
+            layers[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise UsageError(f"--style-layers: {weight!r} is not a number (in {item!r})") from None
+    return layers
+
+
+def _parse_floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"{option}: expected numbers separated by commas, got {text!r}") from None
+
+
+def settings_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings the options give, as ``settings.to_dict`` names them; options not typed are left out."""
+    data: dict[str, Any] = {}
+    for field in dataclasses.fields(settings_mod.Settings):
+        value = getattr(args, field.name, None)
+        if value is None:
+            continue
+        if field.name == "content_layers":
+            value = [n.strip() for n in value.split(",") if n.strip()]
+        elif field.name == "style_layers":
+            value = _parse_style_layers(value)
+        elif field.name == "style_blend":
+            value = _parse_floats(value, "--style-blend")
+        data[field.name] = value
+    return data
+
+
+def settings_from_args(
+    args: argparse.Namespace, base: settings_mod.Settings = settings_mod.DEFAULTS
+) -> settings_mod.Settings:
+    """The Settings a command line asks for, over ``base`` (validated)."""
+    settings = settings_mod.from_dict(settings_data(args), base=base)
+    styles = getattr(args, "styles", None)
+    if styles is not None and settings.style_blend and len(settings.style_blend) != len(styles):
+        raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for {len(styles)} style images")
+    return settings
