@@ -96,6 +96,9 @@ if TYPE_CHECKING:
     from .run.checkpoints import image_hash as image_hash
     from .run.engine import NetworkWeights as NetworkWeights
     from .run.engine import StyleTransfer as StyleTransfer
+    from .run.plan import RunPlan as RunPlan
+    from .run.plan import Target as Target
+    from .run.plan import plan_run as plan_run
     from .settings import Settings as Settings
 
 #: public name -> the module (relative to this package) that defines it
@@ -150,6 +153,9 @@ _NAMES: dict[str, str] = {
     "CheckpointStore": "run.checkpoints",
     "image_hash": "run.checkpoints",
     "NetworkWeights": "run.engine",
+    "RunPlan": "run.plan",
+    "Target": "run.plan",
+    "plan_run": "run.plan",
     "StyleTransfer": "run.engine",
     "BatchJob": "jobs.batch",
     "JobInputs": "jobs.batch",

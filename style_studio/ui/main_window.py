@@ -41,6 +41,7 @@ from ..core import (
     RegionError,
     Regions,
     RenderQueue,
+    RunPlan,
     Settings,
     SettingsError,
     StyleStudioError,
@@ -49,7 +50,6 @@ from ..core import (
     is_imagenet_cached,
     is_queue_run,
     item_for,
-    memory,
     regions_from_picture,
 )
 from ..core import settings as settings_mod
@@ -64,7 +64,8 @@ from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 from .queue_panel import QueueController, QueuePanel, images_in
 from .regions_panel import RegionEditor, RegionsPanel, style_map_image
-from .run_bar import RunBar, ago, duration
+from .run_bar import RunBar, ago
+from .run_plan import RunPlanner
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
 from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
@@ -101,6 +102,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.checkpoints = checkpoints if checkpoints is not None else CheckpointStore()
         self.controller = RunController(self, weights=weights, checkpoints=self.checkpoints)
+        self.planner = RunPlanner(self.store)
+        self._running_plan: RunPlan | None = None
         self.documents = Documents(self)
         self.shown: HistoryEntry | None = None  # the result in the picture area, which Export writes
         self._running_weights: tuple[str, str] | None = None  # (choice, label) of the run in progress
@@ -241,6 +244,7 @@ class MainWindow(QMainWindow):
         self.controls.savePresetRequested.connect(self.save_preset_dialog)
         self.controls.loadPresetRequested.connect(self.load_preset_dialog)
         self.controls.showAllLayersToggled.connect(self.store.save_show_all_layers)
+        self.controller.planned.connect(self._on_planned)
         self.controller.progressed.connect(self._on_progress)
         self.controller.preview.connect(self._on_preview)
         self.controller.finished.connect(self._on_finished)
@@ -360,41 +364,28 @@ class MainWindow(QMainWindow):
         self._update_needs()
         self._save_timer.start()
 
-    def _run_needs(self, settings: Settings) -> memory.Needs | None:
+    def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
+        """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
         content = self.inputs.content
         if content is None:
             return None
-        schedule = settings.schedule()
-        style_side = settings.style_side(schedule[-1][0])
-        styles = [fit_size(*r.item.image.size, style_side) for r in self.inputs.style_rows]
-        speed = self.store.speed()
-        on_cpu = settings.device == "cpu" or (
-            settings.device == "auto" and speed is not None and speed[1].startswith("cpu")
-        )
-        available = memory.available_bytes("cpu") if on_cpu else None
-        return memory.needs(
-            content.image.size, schedule, styles, settings.precision, available, settings.optimizer, settings.tile
-        )
+        styles = [r.item.image.size for r in self.inputs.style_rows]
+        return self.planner.plan(settings or self.current_settings(), content.image.size, styles)
 
     def _update_needs(self) -> None:
         """Before Start: the memory the run will need, tiled or not, and how long it will take."""
         label = self.controls.needs
-        needs = self._run_needs(self.current_settings())
-        if needs is None:
-            label.setText("")
-            return
-        if needs.refusal is not None:
-            label.setText(f"Too large for this computer: {needs.refusal}")
-            label.setStyleSheet("color: #8a1c12;")
-            return
-        text = f"Needs about {needs.bytes / 2**30:.1f} GB"
-        if needs.tile is not None:
-            text += f", in tiles of {needs.tile} px"
-        speed = self.store.speed()
-        if speed is not None:
-            text += f" · about {duration(needs.work * speed[0])} on {speed[1]}"
-        label.setText(text)
-        label.setStyleSheet("")
+        plan = self.announced_plan()
+        label.setText("" if plan is None else self.planner.describe(plan))
+        label.setStyleSheet("color: #8a1c12;" if plan is not None and plan.refusal else "")
+
+    def _on_planned(self, plan: RunPlan) -> None:
+        """The run that started planned this: later announcements plan for its device and precision."""
+        self._running_plan = plan
+        settings = self.controller.job_settings()
+        if settings is not None:
+            self.planner.learn(settings, plan)
+            self._update_needs()
 
     def _live_changed(self) -> None:
         if self.controller.running and self.queue.current is None:  # a queued job keeps its own settings
@@ -635,13 +626,12 @@ class MainWindow(QMainWindow):
 
     def _measure_speed(self, outcome: RunOutcome) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
-        last = outcome.last
-        if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0:
+        last, plan = outcome.last, self._running_plan
+        self._running_plan = None
+        if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
             return
-        needs = self._run_needs(outcome.settings)
-        if needs is not None and needs.work > 0:
-            self.store.save_speed(last.elapsed / needs.work, last.compute)
-            self._update_needs()
+        self.store.save_speed(last.elapsed / plan.work, last.compute)
+        self._update_needs()
 
     @property
     def result(self) -> Image.Image | None:

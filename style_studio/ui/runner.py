@@ -25,7 +25,18 @@ from PIL import Image
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtGui import QImage
 
-from ..core import CANCELLED, IMAGENET, UNTRAINED, Cancelled, CancelToken, Progress, Regions, Settings, StyleStudioError
+from ..core import (
+    CANCELLED,
+    IMAGENET,
+    UNTRAINED,
+    Cancelled,
+    CancelToken,
+    Progress,
+    Regions,
+    RunPlan,
+    Settings,
+    StyleStudioError,
+)
 from .jobs import Job, JobOutcome, Report
 from .qt_images import array_to_qimage
 
@@ -216,6 +227,7 @@ class RenderSession:
                 regions=job.regions,
             )
             self.run_id = transfer.run_id
+            report(transfer.plan)
             with self._lock:
                 self._transfer = transfer
                 pending, self._pending_settings = self._pending_settings, None
@@ -287,6 +299,7 @@ class RunController(QObject):
     """
 
     started = Signal(object)  # RenderJob
+    planned = Signal(object)  # RunPlan: what the run that started will do
     progressed = Signal(object)  # Progress
     preview = Signal(QImage)
     finished = Signal(object)  # RunOutcome
@@ -333,6 +346,10 @@ class RunController(QObject):
         self.started.emit(render)
         self.busy_changed.emit(True)
 
+    def job_settings(self) -> Settings | None:
+        """The settings the run under way started with; None when none runs."""
+        return self._session.job.settings if self._session is not None else None
+
     def stop(self) -> None:
         if self._job is not None:
             self._stopping = True
@@ -369,6 +386,8 @@ class RunController(QObject):
                 self.preview.emit(image)
         elif isinstance(value, Progress):
             self.progressed.emit(value)
+        elif isinstance(value, RunPlan):
+            self.planned.emit(value)
 
     @Slot(object)
     def _on_finished(self, outcome: JobOutcome) -> None:

@@ -15,7 +15,8 @@ from style_studio.core.network.device import Compute, resolve
 from style_studio.core.objective import color
 from style_studio.core.progress import CANCELLED, FINISHED, Progress
 from style_studio.core.run.cancel import CancelToken
-from style_studio.core.run.engine import StyleTransfer, network_for, scale_sizes
+from style_studio.core.run.engine import StyleTransfer, network_for
+from style_studio.core.run.plan import scale_sizes
 from style_studio.core.settings import Settings
 
 SMALL = Settings(size=64, iterations=20, weights="untrained")

@@ -84,15 +84,21 @@ def test_the_suggested_size_fits_once_the_optimiser_is_counted():
     memory.check_fits((4000, 3000), suggested, [(suggested, suggested * 3 // 4)], "fp32", available, "computer")
 
 
-def test_what_a_run_needs_is_shown_before_it_starts_tiles_and_refusal_included():
-    schedule = [(1024, 300), (2048, 150), (4096, 75)]
-    needs = memory.needs((4000, 3000), schedule, [(4096, 3072)], "auto", 8 * GB)
-    assert needs.refusal is None and needs.tile in memory.TILE_SIDES
-    assert needs.bytes <= 8 * GB * memory.HEADROOM
+def test_a_run_plan_has_its_tiles_memory_work_and_refusal_before_it_starts():
+    from style_studio.core.run.plan import Target, plan_run
+    from style_studio.core.settings import Settings
+
+    print_size = Settings(size=4096)  # 1024 -> 2048 -> 4096 px, 300 + 150 + 75 iterations
+    plan = plan_run(print_size, (4000, 3000), [(4096, 3072)], Target("cpu", "fp32", 8 * GB))
+    assert plan.refusal is None and plan.tile in memory.TILE_SIDES
+    assert plan.sizes == [(1024, 768), (2048, 1536), (4096, 3072)] and plan.iterations == [300, 150, 75]
+    assert plan.bytes <= 8 * GB * memory.HEADROOM
     # Megapixel-iterations: 300 at 0.79 MP, 150 at 3.1 MP, 75 at 12.6 MP (tiled scales cost more).
     untiled_work = (300 * 1024 * 768 + 150 * 2048 * 1536 + 75 * 4096 * 3072) / 1e6
-    assert untiled_work < needs.work <= untiled_work * memory.TILED_TIME_FACTOR
-    small = memory.needs((4000, 3000), [(512, 300)], [(512, 384)], "fp32", 8 * GB)
+    assert untiled_work < plan.work <= untiled_work * memory.TILED_TIME_FACTOR
+    small = plan_run(Settings(size=512, scales=1), (4000, 3000), [(512, 384)], Target("cpu", "fp32", 8 * GB))
     assert small.tile is None and small.work == pytest.approx(300 * 512 * 384 / 1e6)
-    refused = memory.needs((4000, 3000), schedule, [(4096, 3072)], "fp32", GB)
+    refused = plan_run(print_size, (4000, 3000), [(4096, 3072)], Target("cpu", "fp32", GB))
     assert refused.refusal is not None and "use a size of" in refused.refusal
+    with pytest.raises(ResourceError, match="use a size of"):
+        refused.check()

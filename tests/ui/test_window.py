@@ -490,3 +490,37 @@ def test_the_progress_text_fits_its_bar_with_the_side_panels_open(qtbot, window)
     assert bar.fontMetrics().horizontalAdvance(text) < bar.contentsRect().width()  # one line, not cut
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
         window.stop()
+
+
+# -- the plan announced before Start ------------------------------------------------------
+
+
+def run_plan_of(qtbot, window):
+    """Run to the end; the plan the run itself followed."""
+    plans = []
+    window.controller.planned.connect(plans.append)
+    run_to_end(qtbot, window)
+    assert len(plans) == 1
+    return plans[0]
+
+
+def test_the_plan_the_window_announces_is_the_plan_the_run_follows(qtbot, window):
+    # Three scales, the last tiled: every part of the plan has something to say.
+    settings = dataclasses.replace(FAST, size=320, scales=3, tile=128, device="cpu", precision="fp32")
+    window.controls.set_settings(settings)
+    announced = window.announced_plan()
+    assert "in tiles of 128 px" in window.controls.needs.text()
+    ran = run_plan_of(qtbot, window)
+    assert ran.scales == announced.scales
+    assert (ran.target.device_type, ran.target.precision) == ("cpu", "fp32") == (
+        announced.target.device_type, announced.target.precision
+    )  # fmt: skip
+    assert [s.tile for s in ran.scales] == [None, 128, 128] and len(ran.sizes) == 3
+
+
+def test_after_a_run_the_window_plans_for_the_precision_auto_chose(qtbot, window):
+    window.controls.set_settings(dataclasses.replace(FAST, precision="auto"))
+    assert window.announced_plan().target.precision == "fp32"  # before any run: the most memory it can need
+    ran = run_plan_of(qtbot, window)
+    assert window.announced_plan().target.precision == ran.target.precision  # bf16 on a CPU that has it
+    assert window.announced_plan().scales == ran.scales

@@ -51,11 +51,12 @@ from ..objective.objective import Objective, ScaleInputs, Terms, TileDone
 from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
 from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, TimeLeft
-from ..settings import LIVE_FIELDS, Settings, scale_sides
+from ..settings import LIVE_FIELDS, Settings
 from . import checkpoints, memory
 from .cancel import CancelToken
 from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
 from .lbfgs import LBFGS
+from .plan import Target, plan_run
 from .steps import StepControl
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,10 @@ class NetworkWeights(Hashable, Protocol):
     def build_network(self) -> FeatureNetwork: ...
 
 
-def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[tuple[int, int]]:
-    """(width, height) of each scale, coarse to fine (``settings.scale_sides``); the last is the requested size."""
-    return [fit_size(*content_size, side) for side in scale_sides(size, scales)]
+def target_of(compute: Compute) -> Target:
+    """What the run plan needs to know of a device: its kind, precision and free memory."""
+    device = compute.device
+    return Target(device.type, compute.precision, memory.available_bytes(device.type, free_device_memory(device)))
 
 
 def network_for(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
@@ -257,15 +259,18 @@ class StyleTransfer:
         self.preview_interval = preview_interval
         self.preview_max_side = preview_max_side
         self.compute = compute or resolve(settings.device, settings.precision)
-        self.sizes = scale_sizes(self.content_image.size, settings.size, settings.scale_count())
-        self.iterations = settings.iterations_per_scale(len(self.sizes))
         layers = list(settings.content_layers) + list(settings.active_style_layers)
         if layers:
             check_image_fits(self.content_image, settings.size, layers, "the content image")
             for number, style in enumerate(self.style_images, start=1):
                 check_image_fits(style, settings.style_side(), layers, f"style image {number}")
-        self._tiles = self._plan_memory()
-        self.tile = self._tiles[-1]
+        # Refused here, before anything is allocated, when the largest scale will not fit even in tiles.
+        self.plan = plan_run(
+            settings, self.content_image.size, [s.size for s in self.style_images], target_of(self.compute)
+        ).check()
+        self.sizes = self.plan.sizes
+        self.iterations = self.plan.iterations
+        self.tile = self.plan.tile
         self._pending: Settings | None = None
         self._lock = threading.Lock()
         self._control: StepControl | None = None
@@ -299,36 +304,9 @@ class StyleTransfer:
         if checkpoint.image.shape[-2:] != (height, width):
             raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
 
-    def _plan_memory(self) -> list[int | None]:
-        """The tile core each scale is evaluated in (None: untiled), coarse to fine.
-
-        A scale is tiled when asked (``settings.tile``) or when it would not
-        fit whole. Refuses, before anything is allocated, a run whose largest
-        scale will not fit in memory even in tiles.
-        """
-        device = self.compute.device
-        available = memory.available_bytes(device.type, free_device_memory(device))
-        plan = []
-        for size in self.sizes:
-            longest = self.settings.style_side(max(size))
-            plan.append(
-                memory.plan_tiles(
-                    self.content_image.size,
-                    max(size),
-                    [fit_size(s.width, s.height, longest) for s in self.style_images],
-                    self.compute.precision,
-                    available,
-                    "computer" if device.type == "cpu" else "GPU",
-                    self.settings.optimizer,
-                    tile=self.settings.tile,
-                    workspace=memory.CUDNN_WORKSPACE_BYTES if device.type == "cuda" else 0,
-                )
-            )
-        return plan
-
     def tiles_at(self, size: tuple[int, int]) -> int | None:
         """The tile core a scale of ``size`` is evaluated in; None when it is evaluated whole."""
-        return self._tiles[self.sizes.index(size)] if size in self.sizes else self.tile
+        return self.plan.scales[self.sizes.index(size)].tile if size in self.sizes else self.tile
 
     def _objective(self, network: FeatureNetwork, inputs: ScaleInputs, settings: Settings) -> Objective:
         tile = self.tiles_at(inputs.size)
@@ -793,7 +771,7 @@ class StyleTransfer:
 
     def _iteration_work(self, index: int) -> float:
         """An iteration's work at scale ``index``, for the ETA, as the window's expected time counts it."""
-        return memory.iteration_work(*self.sizes[index], self._tiles[index])
+        return self.plan.scales[index].iteration_work
 
     def _scale_work(self, index: int) -> float:
         return self.iterations[index] * self._iteration_work(index)
@@ -836,4 +814,4 @@ class StyleTransfer:
         return tensor_to_uint8(image)
 
 
-__all__ = ["NetworkWeights", "StyleTransfer", "network_for", "scale_sizes"]
+__all__ = ["NetworkWeights", "StyleTransfer", "network_for", "target_of"]

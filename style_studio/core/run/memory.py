@@ -13,7 +13,6 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -239,50 +238,3 @@ TILED_TIME_FACTOR: Final = 1.8
 def iteration_work(width: int, height: int, tile: int | None) -> float:
     """An iteration's work in megapixels, a tiled one's (``tile`` not None) at its extra cost."""
     return width * height / 1e6 * (TILED_TIME_FACTOR if tile is not None else 1.0)
-
-
-@dataclass(frozen=True)
-class Needs:
-    """What a run will need, worked out before it starts (for the window to show).
-
-    Attributes:
-        bytes: its peak memory, tiled or not.
-        tile: the tile core it will be evaluated in at its largest scale (None: untiled).
-        work: megapixel-iterations over its schedule, tiles' extra cost included:
-            times seconds per megapixel-iteration, that is its duration.
-        refusal: why it will not start (it does not fit), or None.
-    """
-
-    bytes: int
-    tile: int | None
-    work: float
-    refusal: str | None = None
-
-
-def needs(
-    content_size: tuple[int, int],
-    schedule: Sequence[tuple[int, int]],
-    style_sizes: Sequence[tuple[int, int]],
-    precision: str,
-    available: int | None,
-    optimizer: str = "lbfgs",
-    tile: int = 0,
-) -> Needs:
-    """What a run with ``schedule`` ((longest side, iterations) per scale) needs, as the engine will plan it.
-
-    ``precision`` "auto" is counted as fp32, the most a device can pick.
-    """
-    precision = "fp32" if precision == "auto" else precision
-    need, work, chosen, refusal = 0, 0.0, None, None
-    for side, iterations in schedule:
-        width, height = fit_size(*content_size, side)
-        try:
-            chosen = plan_tiles(content_size, side, style_sizes, precision, available, "computer", optimizer, tile=tile)
-        except ResourceError as exc:
-            chosen, refusal = (tile or TILE_SIDES[-1]), str(exc)
-        if chosen is None:
-            need = max(need, estimate_bytes(width, height, style_sizes, precision, optimizer))
-        else:
-            need = max(need, tiled_bytes(width, height, chosen, precision, optimizer))
-        work += iterations * iteration_work(width, height, chosen)
-    return Needs(need, chosen, work, refusal)
