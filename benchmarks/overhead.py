@@ -29,7 +29,8 @@ def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float
     import torch
 
     from style_studio.core.network.vgg import TruncatedNetwork
-    from style_studio.core.run.engine import StyleTransfer, network_for
+    from style_studio.core.run.compute import network_for
+    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)

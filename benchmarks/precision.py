@@ -131,7 +131,7 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
     from style_studio.core.objective.loss_scale import LossScale
     from style_studio.core.objective.objective import Objective, ScaleInputs
     from style_studio.core.objective.tiles import TiledObjective
-    from style_studio.core.run.engine import network_for
+    from style_studio.core.run.compute import network_for
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(choice)

@@ -132,7 +132,7 @@ import json, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
 from style_studio.core.network.device import resolve
-from style_studio.core.run.engine import network_for
+from style_studio.core.run.compute import network_for
 from style_studio.core.io.imageio import fit_size
 from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.settings import DEFAULTS

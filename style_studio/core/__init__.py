@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     from .run.checkpoints import Checkpoint as Checkpoint
     from .run.checkpoints import CheckpointStore as CheckpointStore
     from .run.checkpoints import image_hash as image_hash
-    from .run.engine import NetworkWeights as NetworkWeights
+    from .run.compute import NetworkWeights as NetworkWeights
     from .run.engine import StyleTransfer as StyleTransfer
     from .run.plan import RunPlan as RunPlan
     from .run.plan import Target as Target
@@ -152,7 +152,7 @@ _NAMES: dict[str, str] = {
     "Checkpoint": "run.checkpoints",
     "CheckpointStore": "run.checkpoints",
     "image_hash": "run.checkpoints",
-    "NetworkWeights": "run.engine",
+    "NetworkWeights": "run.compute",
     "RunPlan": "run.plan",
     "Target": "run.plan",
     "plan_run": "run.plan",

@@ -63,14 +63,14 @@ def test_a_cuda_run_sets_its_flags_and_puts_them_back(precision, tf32, determini
     # results vary from run to run; and "fp32" ran TF32 convolutions on Ampere and
     # later. The flags are plain globals: no GPU is needed to see them set and restored.
     from style_studio.core.network.device import Compute
-    from style_studio.core.run.engine import _device_flags
+    from style_studio.core.run.compute import device_flags
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
     saved = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
     cudnn.allow_tf32 = matmul.allow_tf32 = True
     before = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
     try:
-        with _device_flags(Compute(torch.device("cuda"), precision, channels_last=True), deterministic):
+        with device_flags(Compute(torch.device("cuda"), precision, channels_last=True), deterministic):
             assert cudnn.benchmark != deterministic and cudnn.deterministic == deterministic
             assert torch.are_deterministic_algorithms_enabled() == deterministic
             assert cudnn.allow_tf32 == tf32 and matmul.allow_tf32 == tf32

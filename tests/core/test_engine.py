@@ -15,7 +15,8 @@ from style_studio.core.network.device import Compute, resolve
 from style_studio.core.objective import color
 from style_studio.core.progress import CANCELLED, FINISHED, Progress
 from style_studio.core.run.cancel import CancelToken
-from style_studio.core.run.engine import StyleTransfer, network_for
+from style_studio.core.run.compute import network_for
+from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.run.plan import scale_sizes
 from style_studio.core.settings import Settings
 
@@ -388,7 +389,7 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, tin
 def test_lbfgs_remembers_the_step_the_clamp_let_the_image_take():
     # L-BFGS learns curvature from the steps it took; where the clamp to [0, 1]
     # shortened a step, remembering the proposed one made later steps overshoot.
-    from style_studio.core.run.engine import _record_projected_step
+    from style_studio.core.run.image_hooks import record_projected_step
     from style_studio.core.run.lbfgs import LBFGS
 
     image = torch.tensor([0.5, 0.9, 0.1], requires_grad=True)
@@ -405,7 +406,7 @@ def test_lbfgs_remembers_the_step_the_clamp_let_the_image_take():
     optimizer.step(closure)
     with torch.no_grad():
         image.clamp_(0, 1)
-    _record_projected_step(optimizer, image, before)
+    record_projected_step(optimizer, image, before)
     state = optimizer.state[image]
     torch.testing.assert_close(state["d"] * state["t"], image.detach() - before)
     assert image[1] == 1 and image[2] == 0
@@ -462,7 +463,7 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
         alive_when_emptied.append([name for name in ("image", "objective") if held[name]() is not None])
 
     monkeypatch.setattr(Objective, "evaluate", exhausted)
-    monkeypatch.setattr(engine, "_empty_device_cache", empty)
+    monkeypatch.setattr(engine, "empty_device_cache", empty)
     transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
     records = []
     with pytest.raises(StyleStudioError, match="ran out of memory at 64×43 pixels.*lower the size"):

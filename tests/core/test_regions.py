@@ -15,7 +15,9 @@ from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.cancel import CancelToken
-from style_studio.core.run.engine import StyleTransfer, _GradientNorm, _KeepPhoto, network_for
+from style_studio.core.run.compute import network_for
+from style_studio.core.run.engine import StyleTransfer
+from style_studio.core.run.image_hooks import GradientNorm, KeepPhoto
 from style_studio.core.settings import Settings
 from tests.conftest import SAMPLES
 from tests.core.test_tiles import gradient_of, relative
@@ -183,13 +185,13 @@ def test_no_hook_is_left_on_the_image_however_the_run_ends(tiny, pictures, monke
     settings = dataclasses.replace(SETTINGS, size=64, iterations=4, scales=1)
     transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, cancel=CancelToken())
     images = []
-    real = _KeepPhoto.__init__
+    real = KeepPhoto.__init__
 
     def spy(self, image, keep):
         images.append(image)
         real(self, image, keep)
 
-    monkeypatch.setattr(_KeepPhoto, "__init__", spy)
+    monkeypatch.setattr(KeepPhoto, "__init__", spy)
     if ending == "failed":
         calls = []
 
@@ -214,8 +216,8 @@ def test_the_gradient_norm_is_that_of_the_gradient_with_the_kept_pixels_left_out
     image = torch.rand(1, 3, 8, 8, requires_grad=True)
     keep = torch.zeros(1, 1, 8, 8)
     keep[..., :4] = 1
-    keep_photo = _KeepPhoto(image, keep)
-    norm = _GradientNorm(image)
+    keep_photo = KeepPhoto(image, keep)
+    norm = GradientNorm(image)
     (image * torch.arange(64.0).view(1, 1, 8, 8)).sum().backward()
     assert image.grad is not None
     assert torch.all(image.grad[..., :4] == 0)

@@ -18,7 +18,7 @@ from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import save_image
 from style_studio.core.network.device import resolve
 from style_studio.core.run import memory
-from style_studio.core.run.engine import network_for
+from style_studio.core.run.compute import network_for
 from tests.ui.conftest import FAST
 
 

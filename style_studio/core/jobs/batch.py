@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..progress import Progress
     from ..run.cancel import CancelToken
     from ..run.checkpoints import Checkpoint, CheckpointStore
-    from ..run.engine import NetworkWeights
+    from ..run.compute import NetworkWeights
 
 #: The metadata entry that says which job made an output.
 JOB_KEY: Final = "job_key"

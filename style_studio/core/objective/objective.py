@@ -39,6 +39,20 @@ def vgg_input(image: Tensor) -> Tensor:
     return image.expand(-1, 3, -1, -1) if image.shape[1] == 1 else image
 
 
+def initial_image(settings: Settings, inputs: ScaleInputs, style: Image.Image) -> Tensor:
+    """The picture a run starts from at its first scale (``settings.init``), in ``inputs.content``'s format."""
+    width, height = inputs.size
+    device = inputs.content.device
+    if settings.init == "noise":
+        generator = torch.Generator().manual_seed(settings.seed)
+        channels = inputs.content.shape[1]
+        return torch.rand(1, channels, height, width, generator=generator).to(device)
+    if settings.init == "style":
+        start = resized_tensor(style, (width, height)).to(device)
+        return color.luminance(start).clamp(0, 1) if settings.preserve_colors else start
+    return inputs.content.clone()
+
+
 @dataclass(frozen=True)
 class ScaleInputs:
     """The pictures at one scale, on the compute device.

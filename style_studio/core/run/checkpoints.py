@@ -182,6 +182,27 @@ class Checkpoint:
         problems += [f"{key} was {ours[key]!r}, now {theirs[key]!r}" for key in ours if ours[key] != theirs[key]]
         return problems
 
+    def check_resumable(
+        self,
+        settings: Settings,
+        content_hash: str,
+        style_hashes: Sequence[str],
+        regions: Regions | None,
+        weights: str | None,
+        schedule: Sequence[tuple[tuple[int, int], int]],
+    ) -> None:
+        """Raise StyleStudioError saying why a run of these inputs and ``schedule`` ((width, height), iterations per
+        scale) cannot go on from this checkpoint; nothing when it can."""
+        changed = self.changes(settings, content_hash, style_hashes, regions, weights)
+        if changed:
+            raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
+        position = self.position
+        if position.scale >= len(schedule) or position.iteration > schedule[position.scale][1]:
+            raise StyleStudioError("the unfinished run cannot be resumed: it stopped past the end of its schedule")
+        width, height = schedule[position.scale][0]
+        if self.image.shape[-2:] != (height, width):
+            raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
+
     def inputs(self) -> tuple[Image.Image, list[Image.Image]]:
         """The content and style images the run saw, from the checkpoint's folder."""
         if self.folder is None:

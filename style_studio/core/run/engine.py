@@ -19,17 +19,15 @@ across steps, so its iterations cost the same as Adam's).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import gc
 import logging
 import math
-import threading
 import time
 import uuid
-from collections.abc import Generator, Hashable, Iterator, Sequence
-from typing import Final, Protocol
+from collections.abc import Generator, Iterator, Sequence
+from typing import Final
 
 import numpy as np
 import torch
@@ -38,25 +36,27 @@ from PIL import Image
 from torch import Tensor
 
 from ..errors import Cancelled, ResourceError, StyleStudioError
-from ..io.imageio import fit_size
-from ..io.tensors import resized_tensor, tensor_to_pil, tensor_to_uint8
+from ..io.tensors import resized_tensor, tensor_to_pil
 from ..network.device import Compute, free_device_memory, resolve
 from ..network.layers import check_image_fits
-from ..network.vgg import FeatureNetwork, store_as_fp16
+from ..network.vgg import FeatureNetwork
 from ..network.weights import identity as weights_identity
-from ..objective import color
 from ..objective.guided import ScaleRegions
 from ..objective.loss_scale import LossScale
-from ..objective.objective import Objective, ScaleInputs, Terms, TileDone
+from ..objective.objective import Objective, ScaleInputs, Terms, TileDone, initial_image
 from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
-from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, TimeLeft
-from ..settings import LIVE_FIELDS, Settings
-from . import checkpoints, memory
+from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
+from ..settings import Settings
+from . import checkpoints, memory, previews
 from .cancel import CancelToken
 from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
-from .lbfgs import LBFGS
-from .plan import Target, plan_run
+from .compute import NetworkWeights, device_flags, empty_device_cache, is_out_of_memory, network_for, target_of
+from .image_hooks import GradientNorm, KeepPhoto, record_projected_step, returning
+from .lbfgs import LBFGS, new_optimizer
+from .live import LiveChanges
+from .plan import plan_run
+from .records import RunRecords
 from .steps import StepControl
 
 log = logging.getLogger(__name__)
@@ -67,139 +67,6 @@ log = logging.getLogger(__name__)
 #: of a dragged slider, keep the history: a restart begins with a tiny step,
 #: and the picture would stand still for as long as the drag lasts.
 RESTART_RATIO: Final = 2.0
-
-
-class NetworkWeights(Hashable, Protocol):
-    """What a run needs of its weights: a name for the user, and the network they make."""
-
-    @property
-    def label(self) -> str: ...
-
-    def build_network(self) -> FeatureNetwork: ...
-
-
-def target_of(compute: Compute) -> Target:
-    """What the run plan needs to know of a device: its kind, precision and free memory."""
-    device = compute.device
-    return Target(device.type, compute.precision, memory.available_bytes(device.type, free_device_memory(device)))
-
-
-def network_for(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
-    """The network ``weights`` make, on the compute device and in its dtype, shared between runs.
-
-    Under mixed precision the weights are stored in the autocast dtype: autocast
-    would otherwise cast every parameter on every forward pass.
-    """
-    dtype = compute.autocast_dtype or torch.float32
-    return _network_on(weights, str(compute.device), compute.memory_format, dtype, compute.fp16_emulated)
-
-
-@functools.lru_cache(maxsize=2)
-def _network_on(
-    weights: NetworkWeights, device: str, memory_format: torch.memory_format, dtype: torch.dtype, fp16_emulated: bool
-) -> FeatureNetwork:
-    network = weights.build_network().to(device=device, dtype=dtype).to(memory_format=memory_format)
-    return store_as_fp16(network) if fp16_emulated else network
-
-
-@contextlib.contextmanager
-def _device_flags(compute: Compute, deterministic: bool) -> Iterator[None]:
-    """CUDA's global flags for the run, put back as they were afterwards.
-
-    Deterministic runs use deterministic kernels only (the same seed gives the
-    same picture); otherwise cuDNN times its kernels and keeps the fastest, as
-    the size stays fixed for hundreds of iterations. "fp32" computes in
-    float32, not in the TF32 that Ampere and later GPUs otherwise use.
-    """
-    if compute.device.type != "cuda":
-        yield
-        return
-    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
-    before = (cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32)
-    algorithms = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-    cudnn.benchmark, cudnn.deterministic = not deterministic, deterministic
-    if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    if compute.precision == "fp32":
-        cudnn.allow_tf32 = matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32, matmul.allow_tf32 = before
-        torch.use_deterministic_algorithms(algorithms[0], warn_only=algorithms[1])
-
-
-def _is_out_of_memory(error: BaseException) -> bool:
-    """CUDA raises ``torch.OutOfMemoryError``; Apple's MPS a plain ``RuntimeError`` that says so."""
-    return isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower()
-
-
-def _empty_device_cache(device: torch.device) -> None:
-    """Return the memory PyTorch's allocator keeps cached to the device."""
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    elif device.type == "mps":
-        torch.mps.empty_cache()
-
-
-class _KeepPhoto:
-    """A hook on the optimised image that scales its gradient by 1 - the keep mask: kept pixels do not move.
-
-    Registered before ``_GradientNorm`` (PyTorch runs a tensor's hooks in the
-    order they were registered), so the norm the run reports is that of the
-    gradient the optimiser gets, kept pixels left out.
-    """
-
-    def __init__(self, image: Tensor, keep: Tensor | None) -> None:
-        self.moving: Tensor | None = None
-        self.take(keep)
-        self._handle = image.register_hook(self._scale)
-
-    def take(self, keep: Tensor | None) -> None:
-        """A new keep mask (1, 1, H, W), or None: every pixel moves."""
-        self.moving = None if keep is None else (1 - keep).clamp_(0, 1)
-
-    def _scale(self, grad: Tensor) -> Tensor | None:
-        if self.moving is None:
-            return None
-        return grad * self.moving.to(grad.dtype)
-
-    def remove(self) -> None:
-        self._handle.remove()
-
-
-class _GradientNorm:
-    """A hook on the optimised image that keeps its gradient's L2 norm (a device scalar).
-
-    It sees the gradient of the loss as autograd delivers it, after ``_KeepPhoto``, before the optimiser.
-    """
-
-    def __init__(self, image: Tensor) -> None:
-        self.value = image.new_zeros(())
-        self._handle = image.register_hook(self._record)
-
-    def _record(self, grad: Tensor) -> None:
-        self.value = grad.detach().norm()
-
-    def remove(self) -> None:
-        self._handle.remove()
-
-
-def _returning(value: Tensor) -> Tensor:
-    return value
-
-
-def _record_projected_step(optimizer: LBFGS, image: Tensor, before: Tensor) -> None:
-    """Make L-BFGS remember the step the image took, not the one it proposed.
-
-    L-BFGS learns curvature from (step, change of gradient) pairs and takes the
-    step to be its direction times its length (``d * t`` in its state). Where
-    the clamp to [0, 1] cut the step short, that pair is wrong and the next
-    steps overshoot; recording the direction actually taken keeps it true.
-    """
-    state = optimizer.state[image]
-    if "d" in state and "t" in state:
-        state["d"] = (image.detach() - before).flatten().div_(state["t"])
 
 
 class StyleTransfer:
@@ -247,8 +114,6 @@ class StyleTransfer:
         if regions:
             regions.check(len(styles))
         self.regions = regions or None
-        self._pending_regions: Regions | None = None
-        self._style_map_layer: str | None = None
         self._style_map: Tensor | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
@@ -271,8 +136,7 @@ class StyleTransfer:
         self.sizes = self.plan.sizes
         self.iterations = self.plan.iterations
         self.tile = self.plan.tile
-        self._pending: Settings | None = None
-        self._lock = threading.Lock()
+        self.live = LiveChanges(self.settings, len(self.style_images), self.content_image.size)
         self._control: StepControl | None = None
         self._optimizer_now: torch.optim.Optimizer | None = None  # the scale's, for its checkpoints
         self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
@@ -292,17 +156,9 @@ class StyleTransfer:
 
     def _check_resume(self, checkpoint: Checkpoint) -> None:
         content, styles = self._input_hashes()
-        changed = checkpoint.changes(
-            self.settings, content, styles, self.regions, weights_identity(self.settings.weights)
-        )
-        if changed:
-            raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
-        position = checkpoint.position
-        if position.scale >= len(self.sizes) or position.iteration > self.iterations[position.scale]:
-            raise StyleStudioError("the unfinished run cannot be resumed: it stopped past the end of its schedule")
-        width, height = self.sizes[position.scale]
-        if checkpoint.image.shape[-2:] != (height, width):
-            raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
+        weights = weights_identity(self.settings.weights)
+        schedule = list(zip(self.sizes, self.iterations, strict=True))
+        checkpoint.check_resumable(self.settings, content, styles, self.regions, weights, schedule)
 
     def tiles_at(self, size: tuple[int, int]) -> int | None:
         """The tile core a scale of ``size`` is evaluated in; None when it is evaluated whole."""
@@ -325,10 +181,7 @@ class StyleTransfer:
 
         Other fields of ``settings`` are ignored until the next run.
         """
-        settings.validate()
-        settings.blend_weights(len(self.style_images))
-        with self._lock:
-            self._pending = settings
+        self.live.change_settings(settings)
 
     def update_regions(self, regions: Regions | None) -> None:
         """Take new regions (painted during the run) at the next iteration; thread-safe.
@@ -336,29 +189,14 @@ class StyleTransfer:
         Raises:
             RegionError: the regions cannot be used (nothing is changed).
         """
-        if regions:
-            regions.check(len(self.style_images))
-        with self._lock:
-            self._pending_regions = regions or Regions.empty(*self.content_image.size)
+        self.live.paint(regions)
 
     def set_style_map(self, layer: str | None) -> None:
         """Send a style map of ``layer`` with each preview from the next iteration on; None: none (thread-safe).
 
         Not made while a scale is evaluated in tiles.
         """
-        self._style_map_layer = layer  # one reference, read once per iteration
-
-    def _take_pending_regions(self) -> Regions | None:
-        with self._lock:
-            pending, self._pending_regions = self._pending_regions, None
-        return pending
-
-    def _take_pending(self) -> Settings | None:
-        with self._lock:
-            pending, self._pending = self._pending, None
-        if pending is None:
-            return None
-        return dataclasses.replace(self.settings, **{k: getattr(pending, k) for k in LIVE_FIELDS})
+        self.live.style_map_layer = layer
 
     # -- result ---------------------------------------------------------------
 
@@ -383,12 +221,8 @@ class StyleTransfer:
         return rgb[0].permute(1, 2, 0).cpu().numpy()
 
     def _final_rgb(self, image: Tensor) -> Tensor:
-        width, height = self.sizes[-1]
-        if image.shape[-2:] != (height, width):
-            image = F.interpolate(image, size=(height, width), mode="bicubic", align_corners=False)
-        if self.settings.preserve_colors:
-            return color.with_chroma(image, self._chroma_source(image.device))
-        return image
+        chroma = self._chroma_source(image.device) if self.settings.preserve_colors else None
+        return previews.final_picture(image, self.sizes[-1], chroma)
 
     def _chroma_source(self, device: torch.device) -> Tensor:
         """The content image at the requested size, resized once: the chroma of every preview and result."""
@@ -431,30 +265,22 @@ class StyleTransfer:
             yield from self._run()
 
     def _run(self) -> Iterator[Progress]:
-        self._started = time.perf_counter()
-        self._work_done = 0.0
-        self._last_preview = -math.inf
-        self._last: Progress | None = None
-        self._result_losses: Losses | None = None
-        self._step = 0
+        # The run-time state, set up here: records and their counts, the checkpoints' pace, where the run stands.
+        position = self.resume.position if self.resume is not None else None
+        self._records = RunRecords(
+            self.plan, self.weights.label, self.compute.describe(), self.preview_interval, position
+        )
         self._last_checkpoint = time.perf_counter()
         self._checkpoint_interval = checkpoints.interval()
         self._checkpoint_failed = False
         self._position: tuple[int, int, Tensor] | None = None  # scale, iteration done, image
         device = self.compute.device
         image: Tensor | None = None
-        first_scale, done_before = 0, 0
-        if self.resume is not None:
-            position = self.resume.position
-            first_scale, done_before, self._step = position.scale, position.iteration, position.step
-            self._started -= position.elapsed
-            self._work_done = sum(self._scale_work(index) for index in range(first_scale))
-            self._work_done += done_before * self._iteration_work(first_scale)
-        self._time_left = TimeLeft(sum(self._scale_work(index) for index in range(len(self.sizes))))
+        first_scale = position.scale if position is not None else 0
         out_of_memory: str | None = None
         try:
             network = network_for(self.weights, self.compute)
-            with _device_flags(self.compute, self.settings.deterministic):
+            with device_flags(self.compute, self.settings.deterministic):
                 for index, size in enumerate(self.sizes):
                     if index < first_scale:
                         continue
@@ -463,7 +289,7 @@ class StyleTransfer:
                     if image is None and self.resume is not None:
                         image = self.resume.image.to(device)
                     elif image is None:
-                        image = self._initial_image(inputs)
+                        image = initial_image(self.settings, inputs, self.style_images[0])
                     else:
                         image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic", align_corners=False)
                         image.clamp_(0, 1)
@@ -477,7 +303,7 @@ class StyleTransfer:
             self._save_checkpoint()  # Ctrl+C on the command line: nothing lost
             raise
         except (torch.OutOfMemoryError, RuntimeError) as exc:
-            if not _is_out_of_memory(exc):
+            if not is_out_of_memory(exc):
                 raise
             out_of_memory = str(exc).splitlines()[0] if str(exc) else "out of memory"
         if out_of_memory is None:
@@ -486,7 +312,8 @@ class StyleTransfer:
         # optimiser's history and the graph: only then can their memory be freed.
         image = None
         self._keep_result_on_cpu()
-        where = f"{self._last.width}×{self._last.height}" if self._last else "the requested size"
+        last = self._records.last
+        where = f"{last.width}×{last.height}" if last else "the requested size"
         raise ResourceError(
             f"the {device} device ran out of memory at {where} pixels ({out_of_memory}); "
             "lower the size or the number of style images, or use the CPU"
@@ -505,7 +332,7 @@ class StyleTransfer:
             content_hash=content,
             style_hashes=styles,
             names=self.input_names,
-            position=Position(index, iteration, self._step, time.perf_counter() - self._started),
+            position=Position(index, iteration, self._records.step, self._records.elapsed),
             state={"image": image.detach().float().cpu(), "lowest": self._control.lowest.float().cpu()},
             best=self._control.best,
             regions=self.regions.to_json() if self.regions else None,
@@ -533,37 +360,15 @@ class StyleTransfer:
         self._position = None
         self._final_content = None
         gc.collect()
-        _empty_device_cache(self.compute.device)
+        empty_device_cache(self.compute.device)
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
         return ScaleInputs.prepare(
             self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
         )
 
-    def _initial_image(self, inputs: ScaleInputs) -> Tensor:
-        s = self.settings
-        channels = 1 if s.preserve_colors else 3
-        width, height = inputs.size
-        if s.init == "noise":
-            generator = torch.Generator().manual_seed(s.seed)
-            return torch.rand(1, channels, height, width, generator=generator).to(self.compute.device)
-        if s.init == "style":
-            start = resized_tensor(self.style_images[0], (width, height)).to(self.compute.device)
-            return color.luminance(start).clamp(0, 1) if s.preserve_colors else start
-        return inputs.content.clone()
-
     def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
-        """A new optimiser for ``image``; ``step_scale``: L-BFGS's curvature scale to begin from (a resume's)."""
-        optimizer: torch.optim.Optimizer
-        if self.settings.optimizer == "adam":
-            optimizer = torch.optim.Adam([image], lr=lr)
-        else:
-            # One evaluation per step, history kept across steps, nothing read back from the device.
-            history = memory.lbfgs_history(image[0, 0].numel(), image.shape[1])
-            optimizer = LBFGS([image], lr=lr, history_size=history)
-            if step_scale is not None:
-                optimizer.start_from(step_scale)
-        self._optimizer_now = optimizer
+        self._optimizer_now = optimizer = new_optimizer(self.settings.optimizer, image, lr, step_scale)
         return optimizer
 
     def _optimise(
@@ -580,7 +385,7 @@ class StyleTransfer:
         ``resumed``: the checkpoint this scale goes on from (its iterations
         done, its lowest-loss image).
         """
-        pending = self._take_pending()
+        pending = self.live.take_settings(self.settings)
         if pending is not None:
             self.settings = pending
         # The photo where the regions keep it: an upscaled coarse scale would blur it.
@@ -595,21 +400,21 @@ class StyleTransfer:
             if first > self.iterations[index]:
                 return control.lowest
         optimizer = self._optimizer(image, control.step_size, resumed.step_scale if resumed is not None else None)
-        keep_photo = _KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
-        gradient_norm = _GradientNorm(image)  # sees the scaled gradient
+        keep_photo = KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
+        gradient_norm = GradientNorm(image)  # sees the scaled gradient
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
         watching: tuple[Objective, str | None] | None = None
         try:
             for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
-                changed = self._take_pending()
+                changed = self.live.take_settings(self.settings)
                 if changed is not None:
                     objective, restart = self._apply(changed, objective, network, inputs)
                     control.new_objective()
                     if restart:
                         optimizer = self._optimizer(image, control.step_size)
-                painted = self._take_pending_regions()
+                painted = self.live.take_regions()
                 if painted is not None:
                     self.regions = painted or None
                     inputs, objective = self._repaint(inputs, objective, network, image, keep_photo)
@@ -617,7 +422,7 @@ class StyleTransfer:
                     optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
                 optimizer.zero_grad(set_to_none=False)
-                wanted = self._style_map_layer
+                wanted = self.live.style_map_layer
                 if watching != (objective, wanted):
                     objective.watch(wanted)
                     watching = (objective, wanted)
@@ -625,7 +430,7 @@ class StyleTransfer:
                 self._style_map = objective.style_map() if wanted is not None else None
                 if isinstance(optimizer, LBFGS):
                     # Its one evaluation per step is the one just made.
-                    optimizer.step(functools.partial(_returning, terms.total))
+                    optimizer.step(functools.partial(returning, terms.total))
                 else:
                     optimizer.step()
                 with torch.no_grad():
@@ -633,7 +438,7 @@ class StyleTransfer:
                     # gets. Left free, pixels drift outside [0, 1] and are clipped on export.
                     image.clamp_(0, 1)
                     if isinstance(optimizer, LBFGS):
-                        _record_projected_step(optimizer, image, control.step_origin)
+                        record_projected_step(optimizer, image, control.step_origin)
                 losses = terms.losses(scale.unscaled(gradient_norm.value))
                 finite = math.isfinite(losses.grad_norm)
                 verdict = control.judge(losses.total, image, iteration, gradient_finite=finite)
@@ -643,9 +448,8 @@ class StyleTransfer:
                 elif verdict.step_raised:
                     optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays
                 if verdict.improved:
-                    self._result_losses = losses
-                self._step += 1
-                self._work_done += self._iteration_work(index)
+                    self._records.result_losses = losses
+                self._records.iteration_done(index)
                 self._position = (index, iteration, image)
                 if time.perf_counter() - self._last_checkpoint >= self._checkpoint_interval:
                     self._save_checkpoint()
@@ -664,7 +468,7 @@ class StyleTransfer:
             objective.close()
 
     def _repaint(
-        self, inputs: ScaleInputs, objective: Objective, network: FeatureNetwork, image: Tensor, keep_photo: _KeepPhoto
+        self, inputs: ScaleInputs, objective: Objective, network: FeatureNetwork, image: Tensor, keep_photo: KeepPhoto
     ) -> tuple[ScaleInputs, Objective]:
         """Take ``self.regions`` into a running scale: new groups, keep mask, and the photo put back where kept."""
         regions = ScaleRegions.prepare(self.regions, inputs.size, self.compute.device)
@@ -705,8 +509,7 @@ class StyleTransfer:
                 terms: Terms = finished.value
                 return terms
             self.cancel_token.raise_if_cancelled()
-            losses = self._last.losses if self._last is not None else NO_LOSSES
-            yield self._progress(index, iteration, size, losses, part=(part.done, part.parts))
+            yield self._progress(index, iteration, size, self._records.last_losses(), part=(part.done, part.parts))
 
     # -- progress records ------------------------------------------------------------
 
@@ -722,96 +525,30 @@ class StyleTransfer:
         stop_reason: str | None = None,
         part: tuple[int, int] | None = None,
     ) -> Progress:
-        """The one place a ``Progress`` is made; ``stop_reason`` makes it the run's last.
-
-        ``part`` (done, parts) makes it a record from within an iteration.
-        """
-        now = time.perf_counter()
-        done = stop_reason is not None
-        preview = None
-        due = done or force_preview or now - self._last_preview >= self.preview_interval
-        style_map = None
+        """A record (``RunRecords.record``), with a preview and the style map when one is due."""
+        pictures = None
+        due = self._records.preview_due(force_preview or stop_reason is not None)
         if self._control is not None and due and part is None:
             preview = self._preview(self._control.lowest)
-            style_map = self._style_map_preview(preview.shape[:2])
-            self._last_preview = now
-        record = Progress(
-            scale=index + 1,
-            scales=len(self.sizes),
-            iteration=iteration,
-            iterations=self.iterations[index],
-            step=self._step,
-            steps=sum(self.iterations),
-            width=size[0],
-            height=size[1],
-            total_loss=losses.total,
-            content_loss=losses.content,
-            style_losses=losses.style,
-            tv_loss=losses.tv,
-            grad_norm=losses.grad_norm,
-            elapsed=now - self._started,
-            eta=0.0 if done else self._eta(now, index, part),
-            weights=self.weights.label,
-            compute=self.compute.describe(),
-            preview=preview,
-            style_map=style_map,
-            event=event,
-            done=done,
-            stop_reason=stop_reason,
-            part=part[0] if part is not None else 0,
-            parts=part[1] if part is not None else 0,
+            pictures = (preview, self._style_map_preview(preview.shape[:2]))
+        return self._records.record(
+            index, iteration, size, losses, pictures=pictures, event=event, stop_reason=stop_reason, part=part
         )
-        if not done and part is None:
-            self._last = record
-        return record
-
-    def _eta(self, now: float, index: int, part: tuple[int, int] | None) -> float | None:
-        work_done = self._work_done + (self._iteration_work(index) * part[0] / part[1] if part is not None else 0)
-        return self._time_left(now, index, work_done)
-
-    def _iteration_work(self, index: int) -> float:
-        """An iteration's work at scale ``index``, for the ETA, as the window's expected time counts it."""
-        return self.plan.scales[index].iteration_work
-
-    def _scale_work(self, index: int) -> float:
-        return self.iterations[index] * self._iteration_work(index)
 
     def _end(self, reason: str) -> Progress:
         """The last record: the result's losses (the lowest-loss image's), at the last position reached."""
-        last = self._last
+        last = self._records.last
         if last is None:
             return self._progress(0, 0, self.sizes[0], NO_LOSSES, stop_reason=reason)
-        losses = self._result_losses or last.losses
+        losses = self._records.result_losses or last.losses
         return self._progress(last.scale - 1, last.iteration, (last.width, last.height), losses, stop_reason=reason)
 
-    @torch.no_grad()
     def _style_map_preview(self, size: tuple[int, int]) -> np.ndarray | None:
-        """The last style map at the preview's (height, width), scaled to [0, 1] by its largest value."""
-        if self._style_map is None:
-            return None
-        values = F.interpolate(self._style_map[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
-        top = float(values.max())
-        if not math.isfinite(top) or top <= 0:
-            return np.zeros(size, np.float32)
-        result: np.ndarray = (values / top).clamp_(0, 1).cpu().numpy().astype(np.float32)
-        return result
+        return None if self._style_map is None else previews.style_map_picture(self._style_map, size)
 
-    @torch.no_grad()
     def _preview(self, image: Tensor) -> np.ndarray:
-        height, width = image.shape[-2:]
-        if max(width, height) > self.preview_max_side:
-            w, h = fit_size(width, height, self.preview_max_side)
-            image = F.interpolate(image, size=(h, w), mode="bilinear", antialias=True, align_corners=False)
-        if self.settings.preserve_colors:
-            content = F.interpolate(
-                self._chroma_source(image.device),
-                size=image.shape[-2:],
-                mode="bilinear",
-                antialias=True,
-                align_corners=False,
-            )
-            image = color.with_chroma(image, content)
-        return tensor_to_uint8(image)
+        chroma = self._chroma_source(image.device) if self.settings.preserve_colors else None
+        return previews.preview_picture(image, self.preview_max_side, chroma)
 
 
-__all__ = ["NetworkWeights", "StyleTransfer", "network_for", "target_of"]
+__all__ = ["StyleTransfer"]

@@ -142,3 +142,17 @@ class LBFGS(torch.optim.Optimizer):
             beta = y_i.dot(r) * rho_i
             r.addcmul_(s_i, alpha - beta)
         return r
+
+
+def new_optimizer(kind: str, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
+    """A new optimiser (``settings.optimizer``) for ``image``; ``step_scale``: L-BFGS's curvature scale to
+    begin from (a resumed run's)."""
+    from .memory import lbfgs_history
+
+    if kind == "adam":
+        return torch.optim.Adam([image], lr=lr)
+    # One evaluation per step, history kept across steps, nothing read back from the device.
+    optimizer = LBFGS([image], lr=lr, history_size=lbfgs_history(image[0, 0].numel(), image.shape[1]))
+    if step_scale is not None:
+        optimizer.start_from(step_scale)
+    return optimizer
