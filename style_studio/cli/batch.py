@@ -15,12 +15,12 @@ from .parser import UsageError, settings_from_args
 from .render import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
-    from ..core import BatchJob
+    from ..core import Job
 
 
 def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
-    from ..core import check_jobs, jobs_from_arguments, jobs_from_file
+    from ..core import OutputOptions, check_jobs, jobs_from_arguments, jobs_from_file
 
     base = settings_mod.DEFAULTS
     if args.preset:
@@ -30,15 +30,16 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
     settings = settings_from_args(args, base)
     outdir = Path(args.output)
+    options = OutputOptions(args.bit_depth, args.dpi)
     if args.jobs:
         if args.photos or args.batch_styles:
             raise UsageError("give photos with --style, or --jobs, not both")
-        jobs = jobs_from_file(Path(args.jobs), outdir, settings)
+        jobs = jobs_from_file(Path(args.jobs), outdir, settings, options)
     else:
         if not args.photos or not args.batch_styles:
             raise UsageError("give one or more photos and --style with one or more style images (or --jobs FILE)")
         jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
-                                   settings, f".{args.format}")  # fmt: skip
+                                   settings, f".{args.format}", options)  # fmt: skip
     check_jobs(jobs, outdir)
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
@@ -53,7 +54,7 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         return _run_jobs(args, jobs, stdout, stderr)
 
 
-def _run_jobs(args: argparse.Namespace, jobs: Sequence[BatchJob], stdout: IO[str], stderr: IO[str]) -> int:
+def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], stderr: IO[str]) -> int:
     """A checked batch's jobs, its output folder held by this process."""
     from ..core import weights
     from .ray_cluster import RayCluster

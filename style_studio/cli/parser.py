@@ -69,14 +69,7 @@ def _add_render(sub: Any) -> None:
         help="what a colour of --regions gets: a style's number (from 1) and a strength, or 'keep' to keep "
         "the photo there, e.g. --region red=1 --region '#00ff00=2:0.5' --region white=keep (repeatable)",
     )
-    r.add_argument(
-        "--bit-depth", type=int, choices=(8, 16), default=8,
-        help="bits per channel of the output: 16 keeps the finest gradations, for print (.png and .tif)",
-    )  # fmt: skip
-    r.add_argument(
-        "--dpi", type=float, default=None,
-        help="print resolution recorded in the output (default: the photo's own, else 72)",
-    )  # fmt: skip
+    add_output_options(r)
     add_settings_options(r)
     r.add_argument(
         "--progress", choices=PROGRESS_MODES, default=None,
@@ -114,7 +107,20 @@ def _add_batch(sub: Any) -> None:
         help="run each job as a task on a Ray cluster (auto: the one `ray start` joined this machine to)",
     )  # fmt: skip
     b.add_argument("--progress", choices=PROGRESS_MODES, default=None)
+    add_output_options(b)
     add_settings_options(b, leave_out=NOT_FOR_BATCH)
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """How pictures are written: bits per channel and print resolution."""
+    parser.add_argument(
+        "--bit-depth", type=int, choices=(8, 16), default=8,
+        help="bits per channel of the output: 16 keeps the finest gradations, for print (.png and .tif)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dpi", type=float, default=None,
+        help="print resolution recorded in the output (default: the photo's own, else 72)",
+    )  # fmt: skip
 
 
 def add_settings_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] = ()) -> None:

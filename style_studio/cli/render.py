@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import CANCELLED, FORMATS, CancelToken, Progress, Regions, RegionSpec, StyleStudioError, regions_from_mask
-from ..core import settings as settings_mod
+from ..core import Cancelled, CancelToken, Job, Regions, RegionSpec, StyleStudioError, regions_from_mask
 from .parser import UsageError, settings_from_args
 from .terminal import DownloadBar, Reporter, signals_stop_the_render
 
 if TYPE_CHECKING:
-    from PIL import Image
-
-    from ..core import CheckpointStore, LoadedWeights, Settings
+    from ..core import CheckpointStore, LoadedWeights
 
 EXIT_INTERRUPTED = 130
 
 
-def _check_output(path: Path) -> None:
-    if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"{path}: unknown output type {path.suffix or '(none)'}; use .png, .jpg, .webp or .tif")
+def _check_output(job: Job) -> None:
+    path = job.output
+    problems = job.output_problems()
+    if problems:
+        raise UsageError(f"{path}: {problems[0].removeprefix(path.name + ': ')}")
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name")
     folder = path.parent
@@ -56,18 +56,17 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio render``; returns the exit status."""
     settings = settings_from_args(args)
     output = Path(args.output)
-    _check_output(output)
-    if args.bit_depth == 16 and output.suffix.lower() not in (".png", ".tif", ".tiff"):
-        raise UsageError(f"{output}: 16-bit pictures can be saved as .png or .tif, not {output.suffix}")
-    if args.dpi is not None and not 1 <= args.dpi <= 10_000:
-        raise UsageError(f"--dpi must be from 1 to 10000, got {args.dpi:g}")
+    job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,
+              bit_depth=args.bit_depth, dpi=args.dpi)  # fmt: skip
+    _check_output(job)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
     from ..core import imageio, weights
 
-    content = imageio.load_image(args.content)
-    styles = [imageio.load_image(path) for path in args.styles]
-    painted = _regions(args, content.size, len(styles), stderr)
+    content = imageio.load_image(args.content)  # each picture's problem, named, before anything runs
+    for path in args.styles:
+        imageio.load_image(path)
+    job = dataclasses.replace(job, regions=_regions(args, content.size, len(args.styles), stderr))
 
     bar = DownloadBar(stderr) if progress_mode == "bar" else None
     try:
@@ -84,7 +83,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     run_id = _run_id(output)
     try:
         with store.claim(run_id):
-            return _render_run(args, settings, content, styles, painted, loaded, store, run_id, stdout, stderr)
+            return _render_run(args, job, loaded, store, run_id, stdout, stderr)
     except Busy:
         raise StyleStudioError(
             f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
@@ -93,10 +92,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _render_run(
     args: argparse.Namespace,
-    settings: Settings,
-    content: Image.Image,
-    styles: list[Image.Image],
-    painted: Regions | None,
+    job: Job,
     loaded: LoadedWeights,
     store: CheckpointStore,
     run_id: str,
@@ -104,9 +100,9 @@ def _render_run(
     stderr: IO[str],
 ) -> int:
     """The run itself, its checkpoint held by this process: resume or replace it, render, write, discard it."""
-    from ..core import StyleTransfer, imageio
+    from ..core import JobInputs, render_job, write_output
 
-    output = Path(args.output)
+    output = job.output
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
     try:
         unfinished = store.load(run_id)
@@ -122,54 +118,29 @@ def _render_run(
             f"style-studio: replacing the unfinished run of {output} ({unfinished.describe()}); "
             "use --resume to go on with it instead\n"
         )
+    resume = unfinished if args.resume else None
+
+    def started() -> None:
+        if resume is not None:
+            stderr.write(f"style-studio: resuming {resume.describe()}\n")
+
     cancel = CancelToken()
-    transfer = StyleTransfer(
-        content,
-        styles,
-        settings,
-        loaded,
-        cancel=cancel,
-        preview_interval=float("inf"),
-        checkpoints=store,
-        run_id=run_id,
-        resume=unfinished if args.resume else None,
-        input_names=[Path(args.content).name, *(Path(p).name for p in args.styles)],
-        regions=painted,
-    )
-    if args.resume and unfinished is not None:
-        stderr.write(f"style-studio: resuming {unfinished.describe()}\n")
     reporter = Reporter(progress_mode, stdout, stderr)
-    record: Progress | None = None
     try:
         with signals_stop_the_render(cancel, stderr):
-            for record in transfer.run():
-                reporter.show(record)
-    except KeyboardInterrupt:
+            rendered = render_job(
+                JobInputs.read(job), loaded, cancel=cancel, progress=reporter.show, app_version=__version__,
+                checkpoints=store, run_id=run_id, resume=resume, started=started, keep_checkpoint=True,
+            )  # fmt: skip
+    except (KeyboardInterrupt, Cancelled):
         cancel.cancel()
-        record = None
-    finally:
-        reporter.close()
-    if record is None or record.stop_reason == CANCELLED or transfer.result is None:
         stderr.write("style-studio: interrupted; nothing written. Run the same command with --resume to go on\n")
         return EXIT_INTERRUPTED
-    metadata = settings_mod.dumps(
-        settings,
-        weights_label=loaded.label,
-        app_version=__version__,
-        content=Path(args.content).name,
-        styles=[Path(p).name for p in args.styles],
-        **({"regions": painted.to_json()} if painted else {}),
-    )
-    dpi = (args.dpi, args.dpi) if args.dpi else content.info.get("dpi")
-    picture = transfer.result_array() if args.bit_depth == 16 else transfer.result
-    assert picture is not None
-    imageio.save_image(
-        picture, output, metadata, software=f"Style Studio {__version__}", bit_depth=args.bit_depth, dpi=dpi
-    )
+    finally:
+        reporter.close()
+    write_output(job, rendered, software=f"Style Studio {__version__}")
     store.discard(run_id)  # the picture is written: nothing left to resume
     if progress_mode != "json":
-        stderr.write(
-            f"style-studio: wrote {output} ({transfer.result.width}×{transfer.result.height}, "
-            f"{record.elapsed:.1f} s, {record.compute})\n"
-        )
+        height, width = rendered.pixels.shape[:2]
+        stderr.write(f"style-studio: wrote {output} ({width}×{height}, {rendered.seconds:.1f} s, {rendered.compute})\n")
     return 0

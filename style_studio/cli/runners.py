@@ -23,10 +23,10 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .. import __version__
 from ..core import (
-    BatchJob,
     Cancelled,
     CancelToken,
     CheckpointStore,
+    Job,
     JobInputs,
     JobOutcome,
     RenderedJob,
@@ -260,7 +260,7 @@ def _result_of(future: concurrent.futures.Future[RenderedJob]) -> RenderedJob | 
 class BatchRun:
     """A batch's jobs and how it went, job by job."""
 
-    jobs: Sequence[BatchJob]
+    jobs: Sequence[Job]
     outcomes: dict[str, JobOutcome]
     interrupted: bool = False
 
@@ -275,7 +275,7 @@ class BatchRun:
 Event = Callable[[str, Any], None]
 
 
-def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None = None) -> BatchRun:
+def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None) -> BatchRun:
     """Render the jobs that are not done yet with ``runner``; write each result as it comes.
 
     ``on_event(kind, data)``: "skipped"/"done"/"failed" with a JobOutcome,
@@ -301,7 +301,7 @@ def run_batch(jobs: Sequence[BatchJob], runner: Runner, on_event: Event | None =
     return batch
 
 
-def _work(jobs: Sequence[BatchJob], batch: BatchRun, event: Event) -> Iterator[JobInputs]:
+def _work(jobs: Sequence[Job], batch: BatchRun, event: Event) -> Iterator[JobInputs]:
     """The jobs still to do, their files read only when a runner takes them (one job's bytes at a time,
     not 50 photos x 20 styles of 9 MB before the first starts); done and unreadable ones are reported."""
     for job in jobs:
@@ -319,7 +319,7 @@ def _work(jobs: Sequence[BatchJob], batch: BatchRun, event: Event) -> Iterator[J
             yield inputs
 
 
-def _written(job: BatchJob, rendered: RenderedJob) -> JobOutcome:
+def _written(job: Job, rendered: RenderedJob) -> JobOutcome:
     job.output.parent.mkdir(parents=True, exist_ok=True)
     try:
         write_output(job, rendered, f"Style Studio {__version__}")

@@ -40,18 +40,24 @@ if TYPE_CHECKING:
     from .io.locks import Busy as Busy
     from .io.locks import folder_lock as folder_lock
     from .io.locks import held as held
-    from .jobs.batch import BatchJob as BatchJob
-    from .jobs.batch import JobInputs as JobInputs
     from .jobs.batch import JobOutcome as JobOutcome
-    from .jobs.batch import RenderedJob as RenderedJob
-    from .jobs.batch import already_done as already_done
+    from .jobs.batch import OutputOptions as OutputOptions
     from .jobs.batch import check_jobs as check_jobs
     from .jobs.batch import jobs_from_arguments as jobs_from_arguments
     from .jobs.batch import jobs_from_file as jobs_from_file
     from .jobs.batch import remove_partial_files as remove_partial_files
-    from .jobs.batch import render_job as render_job
     from .jobs.batch import summary_rows as summary_rows
-    from .jobs.batch import write_output as write_output
+    from .jobs.job import JOB_KEY as JOB_KEY
+    from .jobs.job import Job as Job
+    from .jobs.job import JobInputs as JobInputs
+    from .jobs.job import RenderedJob as RenderedJob
+    from .jobs.job import already_done as already_done
+    from .jobs.job import job_key as job_key
+    from .jobs.job import output_key as output_key
+    from .jobs.job import picture_metadata as picture_metadata
+    from .jobs.job import render_job as render_job
+    from .jobs.job import write_output as write_output
+    from .jobs.job import write_picture as write_picture
     from .jobs.kept import KeptResult as KeptResult
     from .jobs.kept import KeptResults as KeptResults
     from .jobs.render_queue import BUSY as BUSY
@@ -157,18 +163,24 @@ _NAMES: dict[str, str] = {
     "Target": "run.plan",
     "plan_run": "run.plan",
     "StyleTransfer": "run.engine",
-    "BatchJob": "jobs.batch",
-    "JobInputs": "jobs.batch",
     "JobOutcome": "jobs.batch",
-    "RenderedJob": "jobs.batch",
-    "already_done": "jobs.batch",
     "check_jobs": "jobs.batch",
     "jobs_from_arguments": "jobs.batch",
     "jobs_from_file": "jobs.batch",
     "remove_partial_files": "jobs.batch",
-    "render_job": "jobs.batch",
     "summary_rows": "jobs.batch",
-    "write_output": "jobs.batch",
+    "JOB_KEY": "jobs.job",
+    "Job": "jobs.job",
+    "JobInputs": "jobs.job",
+    "RenderedJob": "jobs.job",
+    "already_done": "jobs.job",
+    "render_job": "jobs.job",
+    "write_output": "jobs.job",
+    "write_picture": "jobs.job",
+    "picture_metadata": "jobs.job",
+    "output_key": "jobs.job",
+    "job_key": "jobs.job",
+    "OutputOptions": "jobs.batch",
     "KeptResult": "jobs.kept",
     "KeptResults": "jobs.kept",
     "BUSY": "jobs.render_queue",
@@ -190,11 +202,13 @@ _MODULES: dict[str, str] = {
 __all__ = sorted([*_NAMES, *_MODULES])
 
 
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return importlib.import_module(f".{_MODULES[name]}", __name__)
-    if name in _NAMES:
-        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # so that mypy sees only the names imported above, each with its type
+
+    def __getattr__(name: str) -> Any:
+        if name in _MODULES:
+            return importlib.import_module(f".{_MODULES[name]}", __name__)
+        if name in _NAMES:
+            value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

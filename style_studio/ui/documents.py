@@ -25,7 +25,7 @@ from ..core import (
 )
 from ..core import settings as settings_mod
 from ..resources import is_bundled
-from .jobs import Job, JobOutcome, Report
+from .background import BackgroundTask, Report, TaskOutcome
 
 EXPORT_FILTERS = {
     "PNG image (*.png)": ".png",
@@ -56,7 +56,7 @@ def export_folder(content: Path | None) -> Path:
 class Documents(QObject):
     """Reads and writes presets and exports; reports through ``info`` and ``error``.
 
-    An export is written by a background ``Job`` (a large TIFF takes seconds),
+    An export is written by a background ``BackgroundTask`` (a large TIFF takes seconds),
     atomically; ``exportFinished`` says how it went.
 
     Signals:
@@ -71,7 +71,7 @@ class Documents(QObject):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self._parent = parent
-        self._export: Job | None = None
+        self._export: BackgroundTask | None = None
 
     # -- presets ------------------------------------------------------------------
 
@@ -194,14 +194,14 @@ class Documents(QObject):
         def write(report: Report, cancel: CancelToken) -> None:
             save_image(image, path, metadata, software=f"{APP_NAME} {__version__}", bit_depth=bit_depth, dpi=dpi)
 
-        job = Job(write, "style-studio-export", failure=f"{path}: the export failed")
+        job = BackgroundTask(write, "style-studio-export", failure=f"{path}: the export failed")
         job.finished.connect(lambda outcome: self._exported(path, outcome))
         self._export = job
         self.info.emit(f"Exporting {path.name}…")
         job.start()
         return True
 
-    def _exported(self, path: Path, outcome: JobOutcome) -> None:
+    def _exported(self, path: Path, outcome: TaskOutcome) -> None:
         self._export = None
         if outcome.error:
             self.error.emit(outcome.error)

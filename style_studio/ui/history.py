@@ -29,6 +29,8 @@ class HistoryEntry:
     """The regions it was painted with (embedded in exports)."""
     kept: Path | None = field(default=None, repr=False, compare=False)
     """Its copy among the kept results, until it is exported or removed (``core.jobs.kept``)."""
+    key: str | None = field(default=None, repr=False, compare=False)
+    """The job key of a finished run's picture (embedded in exports: batches and the queue skip it)."""
 
     def summary(self) -> str:
         s = self.settings

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from PySide6.QtCore import QObject
 
 from .. import __version__
-from ..core import CancelToken, KeptResult, KeptResults, RegionError, SettingsError, from_document
+from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults, RegionError, SettingsError, from_document
 from ..core import settings as settings_mod
+from .background import BackgroundTask, Report, TaskOutcome
 from .history import HistoryEntry, HistoryStrip
-from .jobs import Job, JobOutcome, Report
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class KeptHistory(QObject):
         super().__init__(parent)
         self.history = history
         self.kept = kept or KeptResults()
-        self._writing: list[Job] = []
+        self._writing: list[BackgroundTask] = []
 
     def restore(self) -> None:
         """Put the kept results back in the history (at start), oldest first."""
@@ -39,10 +40,7 @@ class KeptHistory(QObject):
     def add(self, entry: HistoryEntry) -> HistoryEntry:
         """Add a finished result to the history and keep it on disk (written in the background)."""
         path = self.kept.new_path()
-        entry = HistoryEntry(
-            entry.result, entry.settings, entry.weights_label, entry.stop_reason, entry.created,
-            entry.deep, entry.regions, kept=path,
-        )  # fmt: skip
+        entry = dataclasses.replace(entry, kept=path)
         self.history.add(entry)
         document = settings_mod.dumps(
             entry.settings,
@@ -51,19 +49,22 @@ class KeptHistory(QObject):
             stop_reason=entry.stop_reason,
             created=entry.created,
             **({"regions": entry.regions.to_json()} if entry.regions else {}),
+            **({JOB_KEY: entry.key} if entry.key else {}),
         )
         picture = entry.result
 
         def write(report: Report, cancel: CancelToken) -> None:
             self.kept.keep(picture, document, path)
 
-        job = Job(write, "style-studio-keep-result", failure=f"the result could not be kept in {path.parent}")
+        job = BackgroundTask(
+            write, "style-studio-keep-result", failure=f"the result could not be kept in {path.parent}"
+        )
         job.finished.connect(lambda outcome: self._written(job, outcome))
         self._writing.append(job)
         job.start()
         return entry
 
-    def _written(self, job: Job, outcome: JobOutcome) -> None:
+    def _written(self, job: BackgroundTask, outcome: TaskOutcome) -> None:
         self._writing.remove(job)
         if outcome.error:
             log.warning("%s", outcome.error)
@@ -100,4 +101,5 @@ def _entry(result: KeptResult) -> HistoryEntry | None:
         float(created) if isinstance(created, int | float) else result.path.stat().st_mtime,
         regions=regions,
         kept=result.path,
+        key=key if isinstance(key := result.field(JOB_KEY), str) else None,
     )

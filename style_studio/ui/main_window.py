@@ -50,6 +50,7 @@ from ..core import (
     is_imagenet_cached,
     is_queue_run,
     item_for,
+    picture_metadata,
     regions_from_picture,
 )
 from ..core import settings as settings_mod
@@ -612,6 +613,7 @@ class MainWindow(QMainWindow):
                 outcome.stop_reason or "failed",
                 deep=outcome.deep,
                 regions=outcome.regions,
+                key=outcome.key if outcome.stop_reason == FINISHED else None,
             )
             if self.queue.closing:
                 self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
@@ -686,13 +688,14 @@ class MainWindow(QMainWindow):
             self.show_error("Nothing to export yet: press Start to make a picture first.")
             return False
         content = self.inputs.content
-        metadata = settings_mod.dumps(
+        metadata = picture_metadata(
             entry.settings,
-            app_version=__version__,
             weights_label=entry.weights_label,
+            app_version=__version__,
             content=content.name if content else None,
             styles=[r.item.name for r in self.inputs.style_rows],
-            **({"regions": entry.regions.to_json()} if entry.regions else {}),
+            regions=entry.regions,
+            key=entry.key,
         )
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
         chosen_dpi = self.controls.print_dpi.value()

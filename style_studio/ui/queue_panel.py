@@ -23,17 +23,19 @@ from ..core import (
     FINISHED,
     CancelToken,
     Checkpoint,
+    Job,
     Progress,
     QueueItem,
     RegionError,
-    Regions,
     RenderQueue,
     StyleStudioError,
+    job_key,
     load_image,
-    save_image,
+    output_key,
+    picture_metadata,
+    write_picture,
 )
-from ..core import settings as settings_mod
-from .jobs import Job, JobOutcome, Report
+from .background import BackgroundTask, Report, TaskOutcome
 from .runner import RenderJob, RunController, RunOutcome
 
 log = logging.getLogger(__name__)
@@ -157,7 +159,8 @@ class QueueController(QObject):
         self.current: str | None = None
         self.progress_text = ""
         self.closing = False
-        self._writing: Job | None = None
+        self._writing: BackgroundTask | None = None
+        self._running: RenderJob | None = None  # the current job's run: its pictures key its output
         self._thumbnails: dict[str, QIcon] = {}
         self._cancel_current = False
 
@@ -221,32 +224,39 @@ class QueueController(QObject):
             return
         while (item := self.queue.next_waiting()) is not None:
             try:
-                job = self._render_job(item)
+                job, render = self._render_job(item)
             except StyleStudioError as exc:
                 self.queue.set_state(item.id, "failed", str(exc))
                 self.changed.emit()
                 continue
+            if output_key(item.output) == job_key(job.settings, render.content, render.styles, job.regions):
+                self._forget_progress(item.id)
+                self.queue.set_state(item.id, "done", f"{item.output} (already made)")
+                self.changed.emit()
+                continue
             self.current = item.id
+            self._running = render
             self._cancel_current = False
             self.progress_text = ""
             self.queue.set_state(item.id, "running")
             self.changed.emit()
-            self.runs.start(job)
+            self.runs.start(render)
             return
 
-    def _render_job(self, item: QueueItem) -> RenderJob:
-        content = load_image(item.content)
-        styles = tuple(load_image(p) for p in item.styles)
+    def _render_job(self, item: QueueItem) -> tuple[Job, RenderJob]:
+        """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
         try:
-            regions = Regions.from_json(item.regions) if item.regions else None
+            job = item.job()
         except RegionError as exc:
             raise StyleStudioError(f"its regions cannot be read ({exc})") from None
-        if regions is not None:
-            regions = regions.resized(*content.size)
-        names = tuple(p.name for p in item.styles)
-        return RenderJob(
-            content, styles, item.settings, item.content.name, names, self._checkpoint(item), regions, item.run_id
+        content = load_image(job.content)
+        styles = tuple(load_image(p) for p in job.styles)
+        regions = job.regions.resized(*content.size) if job.regions else None
+        names = tuple(p.name for p in job.styles)
+        render = RenderJob(
+            content, styles, job.settings, job.content.name, names, self._checkpoint(item), regions, item.run_id
         )
+        return job, render
 
     def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
         """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""
@@ -284,37 +294,38 @@ class QueueController(QObject):
         elif outcome.stop_reason == CANCELLED:
             self._forget_progress(item.id)
             self.queue.set_state(item.id, "cancelled")
-        elif outcome.stop_reason == FINISHED and outcome.result is not None:
-            self._write(item, outcome)
+        elif outcome.stop_reason == FINISHED and outcome.result is not None and self._running is not None:
+            self._write(item, outcome, self._running)
             return
         else:
             self.queue.set_state(item.id, "failed", outcome.error or "the run failed")
         self.changed.emit()
         self.start_next()
 
-    def _write(self, item: QueueItem, outcome: RunOutcome) -> None:
-        extra = {"regions": outcome.regions.to_json()} if outcome.regions else {}
-        metadata = settings_mod.dumps(
+    def _write(self, item: QueueItem, outcome: RunOutcome, render: RenderJob) -> None:
+        """Write the picture with its metadata and job key, in the background."""
+        result = outcome.result
+        assert result is not None
+        metadata = picture_metadata(
             outcome.settings,
             weights_label=outcome.weights_label,
             app_version=__version__,
             content=item.content.name,
             styles=[p.name for p in item.styles],
-            **extra,
+            regions=outcome.regions,
+            key=job_key(render.settings, render.content, render.styles, item.job().regions),
         )
-        result = outcome.result
-        assert result is not None
 
         def write(report: Report, cancel: CancelToken) -> None:
             item.output.parent.mkdir(parents=True, exist_ok=True)
-            save_image(result, item.output, metadata, software=f"Style Studio {__version__}")
+            write_picture(result, item.output, metadata, software=f"Style Studio {__version__}")
 
-        job = Job(write, "style-studio-queue-write", failure=f"{item.output}: could not be written")
+        job = BackgroundTask(write, "style-studio-queue-write", failure=f"{item.output}: could not be written")
         job.finished.connect(lambda written: self._written(item, result, written))
         self._writing = job
         job.start()
 
-    def _written(self, item: QueueItem, result: Image.Image, written: JobOutcome) -> None:
+    def _written(self, item: QueueItem, result: Image.Image, written: TaskOutcome) -> None:
         self._writing = None
         if written.error:
             self.queue.set_state(item.id, "failed", written.error)

@@ -1,6 +1,6 @@
 """Running the engine off the GUI thread.
 
-One run is one ``Job`` (``jobs.py``) whose function is a ``RenderSession``:
+One run is one ``BackgroundTask`` (``background.py``) whose function is a ``RenderSession``:
 it loads the weights, iterates the engine's generator and reports each
 ``Progress``. Previews go through a one-slot mailbox: the session builds a
 ``QImage`` (a copy that owns its pixels), drops it in the slot and reports
@@ -36,8 +36,9 @@ from ..core import (
     RunPlan,
     Settings,
     StyleStudioError,
+    job_key,
 )
-from .jobs import Job, JobOutcome, Report
+from .background import BackgroundTask, Report, TaskOutcome
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class RunOutcome:
     last: Progress | None = None
     deep: np.ndarray | None = None
     regions: Regions | None = None
+    #: The job key of the finished picture (``core.job_key``): its settings, pictures and regions.
+    key: str | None = None
 
 
 LoadWeights = Callable[[str], "NetworkWeights"]
@@ -252,6 +255,7 @@ class RenderSession:
                 last,
                 _deep(transfer),
                 transfer.regions,
+                job_key(transfer.settings, job.content, job.styles, transfer.regions),
             )
         except Cancelled:
             return RunOutcome(CANCELLED, None, None, job.settings, label, last)
@@ -316,7 +320,7 @@ class RunController(QObject):
         self.weights = weights or WeightsCache()
         self.checkpoints = checkpoints
         self._closing = False
-        self._job: Job | None = None
+        self._job: BackgroundTask | None = None
         self._session: RenderSession | None = None
         self._pending: RenderJob | None = None
         self._stopping = False
@@ -338,7 +342,7 @@ class RunController(QObject):
         self._stopping = False
         session = RenderSession(render, self.weights, self.checkpoints)
         session.style_map_layer = self.style_map_layer
-        job = Job(session, "style-studio-render", failure="the run failed unexpectedly")
+        job = BackgroundTask(session, "style-studio-render", failure="the run failed unexpectedly")
         job.progressed.connect(self._on_report)
         job.finished.connect(self._on_finished)
         self._job, self._session = job, session
@@ -390,7 +394,7 @@ class RunController(QObject):
             self.planned.emit(value)
 
     @Slot(object)
-    def _on_finished(self, outcome: JobOutcome) -> None:
+    def _on_finished(self, outcome: TaskOutcome) -> None:
         session = self._session
         self._job = self._session = None
         self._stopping = False

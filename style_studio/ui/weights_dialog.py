@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from ..core import IMAGENET, UNTRAINED, CancelToken
-from .jobs import Job, JobOutcome, Report
+from .background import BackgroundTask, Report, TaskOutcome
 
 WEIGHTS_FILTER = "PyTorch weights (*.pth *.pt *.bin);;All files (*)"
 
@@ -27,7 +27,7 @@ class WeightsDialog(QDialog):
         self.setWindowTitle("VGG19 weights needed")
         self.choice: str | None = None
         self._start_dir = start_dir
-        self._job: Job | None = None
+        self._job: BackgroundTask | None = None
         text = QLabel(
             "<b>Style Studio needs the trained VGG19 network</b> (548 MB, downloaded once from "
             "download.pytorch.org and kept in PyTorch's cache).<br><br>"
@@ -76,7 +76,7 @@ class WeightsDialog(QDialog):
         self.bar.setVisible(True)
         self.bar.setRange(0, 0)
         self.status.setText("Connecting…")
-        job = Job(_download, "style-studio-download", failure="the download failed unexpectedly")
+        job = BackgroundTask(_download, "style-studio-download", failure="the download failed unexpectedly")
         job.progressed.connect(self._progress)
         job.finished.connect(self._done)
         self._job = job
@@ -99,7 +99,7 @@ class WeightsDialog(QDialog):
             self._job.cancel()
             self._job.wait()
 
-    def _done(self, outcome: JobOutcome) -> None:
+    def _done(self, outcome: TaskOutcome) -> None:
         self._job = None
         if outcome.error is None and not outcome.cancelled:
             self._accept_with(IMAGENET)

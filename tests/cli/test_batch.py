@@ -18,7 +18,7 @@ from PIL import Image
 
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
-from style_studio.core.jobs.batch import JOB_KEY
+from style_studio.core.jobs.job import JOB_KEY
 from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES

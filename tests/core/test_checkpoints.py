@@ -202,7 +202,7 @@ def test_another_weights_file_at_the_same_path_is_refused_on_resume(tiny, conten
 
 
 def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style_image, tmp_path):
-    from style_studio.core.jobs.batch import job_key
+    from style_studio.core.jobs.job import job_key
 
     weights = tmp_path / "vgg19-finetuned.pth"
     weights.write_bytes(b"first")

@@ -9,7 +9,8 @@ import torch
 
 from style_studio.cli import ray_cluster
 from style_studio.cli.runners import InProcess, run_batch
-from style_studio.core.jobs.batch import JobInputs, jobs_from_arguments
+from style_studio.core.jobs.batch import jobs_from_arguments
+from style_studio.core.jobs.job import JobInputs
 from style_studio.core.network.weights import expected_feature_shapes
 from style_studio.core.settings import Settings
 from tests.conftest import SAMPLES

@@ -171,3 +171,16 @@ def test_a_queue_job_cut_off_by_closing_the_window_goes_on_at_the_next_start(qtb
     wait_for_queue(qtbot, second)
     assert second.queue.queue.get(item.id).state == "done"
     assert min(s for s in resumed if s > 0) == stood + 1
+
+
+def test_a_queued_picture_already_made_by_the_same_job_is_not_rendered_again(qtbot, window, tmp_path):
+    window.add_to_queue(tmp_path)
+    wait_for_queue(qtbot, window)
+    item = window.queue.queue.items[0]
+    made = item.output.stat().st_mtime_ns
+    started = []
+    window.controller.started.connect(started.append)
+    window.queue.retry(item.id)  # the same job again: its output already carries its key
+    wait_for_queue(qtbot, window)
+    assert item.state == "done" and "already made" in item.reason
+    assert started == [] and item.output.stat().st_mtime_ns == made

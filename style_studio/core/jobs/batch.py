@@ -1,48 +1,35 @@
-"""Many pictures: a batch of jobs, each a photo and its styles with settings, rendered and written once.
+"""Many pictures: a batch of jobs (``job.Job``), from the command line's photos and styles or a jobs file.
 
-A job's output carries, with its settings, a *job key*: a hash of the
-settings and of the input pictures' pixels. A job whose output already has
-its key is skipped, so a batch that was killed is finished by running the
-same command again. Rendering a job (``render_job``) needs only the inputs'
-bytes and the weights, not their files: a worker on another machine can do
-it (``batch`` runs jobs in this process, in a process pool, or on Ray); the
-submitting process writes every output (``write_output``), atomically.
+A job whose output already carries its job key is skipped, so a batch that
+was killed is finished by running the same command again. Rendering a job
+(``job.render_job``) needs only the inputs' bytes and the weights, not their
+files: a worker on another machine can do it (``batch`` runs jobs in this
+process, in a process pool, or on Ray); the submitting process writes every
+output (``job.write_output``), atomically.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
 import json
-import math
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import tomllib
-from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
-from ..io.imageio import FORMATS, decode_image, read_metadata, save_image
-from ..network.weights import identity as weights_identity
-from ..run.checkpoints import image_hash
+from ..io.imageio import FORMATS
+from ..objective.regions import Regions, RegionSpec, regions_from_mask
 from ..settings import Settings
+from .job import Job
 
 if TYPE_CHECKING:
-    from ..progress import Progress
-    from ..run.cancel import CancelToken
-    from ..run.checkpoints import Checkpoint, CheckpointStore
-    from ..run.compute import NetworkWeights
+    pass
 
-#: The metadata entry that says which job made an output.
-JOB_KEY: Final = "job_key"
 JOB_FILE_KEYS: Final = frozenset({"settings", "preset", "jobs"})
-JOB_KEYS: Final = frozenset({"id", "content", "styles", "style", "settings", "output"})
+JOB_KEYS: Final = frozenset({"id", "content", "styles", "style", "settings", "output", "regions", "region"})
 
 
 class BatchError(StyleStudioError):
@@ -54,173 +41,6 @@ class BatchError(StyleStudioError):
         super().__init__(
             where + ("; ".join(self.problems) if len(self.problems) < 2 else "\n  " + "\n  ".join(self.problems))
         )
-
-
-@dataclass(frozen=True)
-class BatchJob:
-    """One picture to make.
-
-    Attributes:
-        id: the job's name in progress records and the summary ("3", or the jobs file's).
-        content: the photo.
-        styles: its style images (blended by ``settings.style_blend``).
-        settings: everything that decides the picture.
-        output: the file to write (its format from the suffix).
-    """
-
-    id: str
-    content: Path
-    styles: tuple[Path, ...]
-    settings: Settings
-    output: Path
-
-    def describe(self) -> str:
-        return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
-
-
-@dataclass(frozen=True)
-class JobInputs:
-    """What a worker needs to render a job, in bytes: files travel without a shared folder.
-
-    Attributes:
-        key: the job key (``job_key``), worked out once where the files are read.
-    """
-
-    job: BatchJob
-    content: bytes
-    styles: tuple[bytes, ...]
-    key: str = ""
-
-    @classmethod
-    def read(cls, job: BatchJob) -> JobInputs:
-        """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture)."""
-        inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
-        content, styles = inputs.pictures()
-        return dataclasses.replace(inputs, key=job_key(job.settings, content, styles))
-
-    def pictures(self) -> tuple[Image.Image, list[Image.Image]]:
-        """Decoded (ImageLoadError naming the file when one is not a picture)."""
-        content = decode_image(self.content, self.job.content.name)
-        styles = [decode_image(data, path.name) for data, path in zip(self.styles, self.job.styles, strict=True)]
-        return content, styles
-
-
-def job_key(settings: Settings, content: Image.Image, styles: Sequence[Image.Image]) -> str:
-    """The job key: its settings, its weights file's contents and its pictures' pixels.
-
-    The same picture in another format keys the same; another weights file at
-    the same path keys differently.
-    """
-    digest = hashlib.sha256(json.dumps(settings_mod.to_dict(settings), sort_keys=True).encode())
-    weights = weights_identity(settings.weights)
-    if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
-        digest.update(weights.encode())
-    for picture in (content, *styles):
-        digest.update(image_hash(picture).encode())
-    return digest.hexdigest()[:32]
-
-
-@dataclass(frozen=True)
-class RenderedJob:
-    """A job's result, as a worker sends it back.
-
-    Attributes:
-        pixels: (H, W, 3) uint8.
-        metadata: the settings document to embed (with the job key).
-        seconds: how long the render took.
-        compute: where it ran ("cpu, fp32", ...).
-    """
-
-    job_id: str
-    pixels: np.ndarray
-    metadata: str
-    seconds: float
-    compute: str
-
-
-def render_job(
-    inputs: JobInputs,
-    weights: NetworkWeights,
-    *,
-    cancel: CancelToken | None = None,
-    progress: Callable[[Progress], None] | None = None,
-    app_version: str = "",
-    checkpoints: CheckpointStore | None = None,
-) -> RenderedJob:
-    """Render one job in this process, going on from its checkpoint in ``checkpoints`` when a killed batch left one.
-
-    The checkpoint is named after the job key (the same job in any batch)
-    and removed once the job is rendered.
-
-    Raises:
-        StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
-        Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
-    """
-    from ..errors import Cancelled
-    from ..progress import CANCELLED
-    from ..run.engine import StyleTransfer
-
-    started = time.perf_counter()
-    job = inputs.job
-    content, styles = inputs.pictures()
-    key = inputs.key or job_key(job.settings, content, styles)
-    run_id = f"batch-{key}"
-    resume = _unfinished(checkpoints, run_id)
-    transfer_from = functools.partial(
-        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
-        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
-    )  # fmt: skip
-    try:
-        transfer = transfer_from(resume=resume)
-    except StyleStudioError:
-        if resume is None or checkpoints is None:
-            raise
-        checkpoints.discard(run_id)  # it cannot be gone on from (damaged): the job starts again
-        transfer = transfer_from(resume=None)
-    last = None
-    for record in transfer.run():
-        last = record
-        if progress is not None:
-            progress(record)
-    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
-        raise Cancelled()
-    metadata = settings_mod.dumps(
-        job.settings,
-        weights_label=weights.label,
-        app_version=app_version,
-        content=job.content.name,
-        styles=[p.name for p in job.styles],
-        **{JOB_KEY: key},
-    )
-    pixels = np.asarray(transfer.result, dtype=np.uint8)
-    if checkpoints is not None:
-        checkpoints.discard(run_id)
-    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - started, last.compute)
-
-
-def _unfinished(checkpoints: CheckpointStore | None, run_id: str) -> Checkpoint | None:
-    if checkpoints is None:
-        return None
-    try:
-        return checkpoints.load(run_id, read_state=False)
-    except StyleStudioError:
-        return None  # damaged or from a newer version: the job starts again (and a new save replaces it)
-
-
-def write_output(job: BatchJob, rendered: RenderedJob, software: str) -> None:
-    """Write a rendered job to its output, atomically (ImageSaveError when it cannot be)."""
-    save_image(Image.fromarray(rendered.pixels), job.output, rendered.metadata, software=software)
-
-
-def already_done(job: BatchJob, key: str) -> bool:
-    """Whether the job's output exists and was made by this job (same settings and pictures)."""
-    if not job.output.is_file():
-        return False
-    try:
-        text = read_metadata(job.output)
-        return text is not None and json.loads(text).get(JOB_KEY) == key
-    except (StyleStudioError, ValueError, AttributeError):
-        return False
 
 
 def remove_partial_files(folders: Iterable[Path]) -> list[Path]:
@@ -236,19 +56,34 @@ def remove_partial_files(folders: Iterable[Path]) -> list[Path]:
 # -- making the jobs -----------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class OutputOptions:
+    """How a batch writes its pictures: bits per channel and print resolution (None: each photo's own)."""
+
+    bit_depth: int = 8
+    dpi: float | None = None
+
+
 def jobs_from_arguments(
-    photos: Sequence[Path], styles: Sequence[Path], outdir: Path, settings: Settings, suffix: str = ".png"
-) -> list[BatchJob]:
+    photos: Sequence[Path],
+    styles: Sequence[Path],
+    outdir: Path,
+    settings: Settings,
+    suffix: str = ".png",
+    options: OutputOptions = OutputOptions(),
+) -> list[Job]:
     """Every photo with every style: ``{photo}-{style}{suffix}`` in ``outdir``."""
-    jobs: list[BatchJob] = []
+    jobs: list[Job] = []
     for photo in photos:
         for style in styles:
             output = outdir / f"{photo.stem}-{style.stem}{suffix}"
-            jobs.append(BatchJob(str(len(jobs) + 1), photo, (style,), settings, output))
+            jobs.append(
+                Job(str(len(jobs) + 1), photo, (style,), settings, output, None, options.bit_depth, options.dpi)
+            )
     return jobs
 
 
-def jobs_from_file(path: Path, outdir: Path, base: Settings) -> list[BatchJob]:
+def jobs_from_file(path: Path, outdir: Path, base: Settings, options: OutputOptions = OutputOptions()) -> list[Job]:
     """The jobs a TOML or JSON jobs file lists (format in the README), checked whole.
 
     Paths in the file are relative to its folder; outputs to ``outdir``.
@@ -288,7 +123,7 @@ def jobs_from_file(path: Path, outdir: Path, base: Settings) -> list[BatchJob]:
         entries = []
     jobs = []
     for number, entry in enumerate(entries, start=1):
-        job = _job_from_entry(entry, number, folder, outdir, settings, problems)
+        job = _job_from_entry(entry, number, folder, outdir, settings, problems, options)
         if job is not None:
             jobs.append(job)
     if problems:
@@ -310,8 +145,14 @@ def _with_overrides(settings: Settings, overrides: object, where: str, problems:
 
 
 def _job_from_entry(
-    entry: object, number: int, folder: Path, outdir: Path, settings: Settings, problems: list[str]
-) -> BatchJob | None:
+    entry: object,
+    number: int,
+    folder: Path,
+    outdir: Path,
+    settings: Settings,
+    problems: list[str],
+    options: OutputOptions,
+) -> Job | None:
     if not isinstance(entry, Mapping):
         problems.append(f"job {number}: expected a table with content and styles")
         return None
@@ -335,10 +176,35 @@ def _job_from_entry(
     if not isinstance(output_name, str) or Path(output_name).suffix.lower() not in FORMATS:
         problems.append(f"{where}: the output {output_name!r} needs a .png, .jpg, .webp or .tif name")
         return None
-    return BatchJob(name, content_path, style_paths, job_settings, outdir / output_name)
+    regions = _regions_of(entry, folder, len(style_paths), where, problems)
+    return Job(
+        name, content_path, style_paths, job_settings, outdir / output_name, regions, options.bit_depth, options.dpi
+    )
 
 
-def check_jobs(jobs: Sequence[BatchJob], outdir: Path) -> None:
+def _regions_of(
+    entry: Mapping[str, Any], folder: Path, style_count: int, where: str, problems: list[str]
+) -> Regions | None:
+    """A job's ``regions = "MASK.png"`` and ``region = ["COLOUR=STYLE[:STRENGTH]", ...]``, as --regions/--region."""
+    mask, specs = entry.get("regions"), entry.get("region", [])
+    if isinstance(specs, str):
+        specs = [specs]
+    if mask is None:
+        if specs:
+            problems.append(f"{where}: region says what a colour of the regions mask gets: give the mask as regions")
+        return None
+    if not isinstance(mask, str) or not isinstance(specs, list) or not all(isinstance(t, str) for t in specs):
+        problems.append(f'{where}: give regions = "MASK.png" and region = ["COLOUR=STYLE[:STRENGTH]", ...]')
+        return None
+    try:
+        parsed = [RegionSpec.parse(text, style_count) for text in specs]
+        return regions_from_mask(folder / mask, parsed, style_count)[0]
+    except StyleStudioError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+
+
+def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
     """Raise BatchError listing every problem that would make jobs fail, or write where they must not.
 
     Every output must be inside ``outdir`` (after following links: a jobs file
@@ -368,6 +234,12 @@ def check_jobs(jobs: Sequence[BatchJob], outdir: Path) -> None:
             problems.append(
                 f"job {job.id}: {len(job.settings.style_blend)} style blend weights for {len(job.styles)} styles"
             )
+        problems.extend(f"job {job.id}: {problem}" for problem in job.output_problems())
+        if job.regions is not None:
+            try:
+                job.regions.check(len(job.styles))
+            except StyleStudioError as exc:
+                problems.append(f"job {job.id}: {exc}")
     if problems:
         raise BatchError(problems)
 
@@ -376,7 +248,7 @@ def check_jobs(jobs: Sequence[BatchJob], outdir: Path) -> None:
 class JobOutcome:
     """How a job ended: ``status`` is "done", "skipped", "failed" or "cancelled"."""
 
-    job: BatchJob
+    job: Job
     status: str
     reason: str = ""
     seconds: float = 0.0

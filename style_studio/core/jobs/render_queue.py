@@ -21,7 +21,9 @@ from .. import settings as settings_mod
 from ..errors import SettingsError
 from ..io.files import data_folder, set_aside, write_atomically
 from ..io.locks import Busy, held
+from ..objective.regions import Regions
 from ..settings import Settings
+from .job import Job
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,11 @@ class QueueItem:
     def run_id(self) -> str:
         """The name of its run's checkpoint: a paused or cut-off job goes on from it."""
         return f"{QUEUE_RUN_PREFIX}{self.id}"
+
+    def job(self) -> Job:
+        """The job this item renders, as render and batch describe theirs (RegionError: its regions are unreadable)."""
+        regions = Regions.from_json(self.regions) if self.regions else None
+        return Job(self.id, self.content, self.styles, self.settings, self.output, regions)
 
     def to_json(self) -> dict[str, Any]:
         return {

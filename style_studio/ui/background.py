@@ -1,10 +1,10 @@
-"""Background jobs: one helper for every long task the window starts (a run, a download, an export).
+"""Background tasks: one helper for every long task the window starts (a run, a download, an export).
 
-A ``Job`` runs a plain function in its own ``QThread``. The function gets a
+A ``BackgroundTask`` runs a plain function in its own ``QThread``. The function gets a
 ``report`` callable, whose values reach the GUI thread as ``progressed``
-signals, and a ``CancelToken`` that ``Job.cancel()`` sets; the function checks
+signals, and a ``CancelToken`` that ``BackgroundTask.cancel()`` sets; the function checks
 it where it can stop. When the function returns or raises, ``finished``
-carries a ``JobOutcome`` in the GUI thread. Nothing is ever terminated:
+carries a ``TaskOutcome`` in the GUI thread. Nothing is ever terminated:
 ``wait()`` (closing the window) lets the function come to its end.
 """
 
@@ -26,7 +26,7 @@ Work = Callable[[Report, CancelToken], Any]
 
 
 @dataclass(frozen=True)
-class JobOutcome:
+class TaskOutcome:
     """How a job ended: its return value, or why it did not return one.
 
     Attributes:
@@ -42,7 +42,7 @@ class JobOutcome:
 
 class _Worker(QObject):
     progressed = Signal(object)
-    finished = Signal(object)  # JobOutcome
+    finished = Signal(object)  # TaskOutcome
 
     def __init__(self, work: Work, cancel: CancelToken, failure: str) -> None:
         super().__init__()
@@ -53,15 +53,15 @@ class _Worker(QObject):
     @Slot()
     def run(self) -> None:
         try:
-            outcome = JobOutcome(value=self._work(self.progressed.emit, self._cancel))
+            outcome = TaskOutcome(value=self._work(self.progressed.emit, self._cancel))
         except Cancelled:
-            outcome = JobOutcome(cancelled=True)
+            outcome = TaskOutcome(cancelled=True)
         except StyleStudioError as exc:
-            outcome = JobOutcome(error=str(exc))
+            outcome = TaskOutcome(error=str(exc))
         except Exception as exc:  # a bug or a device failure: keep the app alive and say what happened
             log.exception("%s", self._failure)
-            outcome = JobOutcome(error=f"{self._failure}: {exc}")
-        # The worker stays in its thread: ``Job._finish`` drops it once the thread has
+            outcome = TaskOutcome(error=f"{self._failure}: {exc}")
+        # The worker stays in its thread: ``BackgroundTask._finish`` drops it once the thread has
         # stopped, when deleting it from the GUI thread is safe. Moving it back from
         # here (moveToThread) held the GIL while waiting for Qt's locks, which the GUI
         # thread may hold while it deletes a widget and waits for the GIL: a deadlock,
@@ -69,17 +69,17 @@ class _Worker(QObject):
         self.finished.emit(outcome)
 
 
-class Job(QObject):
+class BackgroundTask(QObject):
     """One function, run once in its own thread.
 
     Args:
-        work: ``work(report, cancel)``; its return value becomes ``JobOutcome.value``.
+        work: ``work(report, cancel)``; its return value becomes ``TaskOutcome.value``.
         name: the thread's name (seen in debuggers and in the tests' thread check).
         failure: how an unexpected exception is introduced to the user.
 
     Signals:
         progressed(object): a value the function reported.
-        finished(JobOutcome): the function ended; the thread has stopped.
+        finished(TaskOutcome): the function ended; the thread has stopped.
     """
 
     progressed = Signal(object)
@@ -111,10 +111,10 @@ class Job(QObject):
             # The worker's reports and its finished signal wait in this thread's queue: deliver them now.
             QCoreApplication.sendPostedEvents(self, 0)
             if self._thread is not None:  # no finished signal came (the worker never ran)
-                self._finish(JobOutcome(cancelled=True))
+                self._finish(TaskOutcome(cancelled=True))
 
     @Slot(object)
-    def _finish(self, outcome: JobOutcome) -> None:
+    def _finish(self, outcome: TaskOutcome) -> None:
         if self._thread is None:
             return
         self._thread.quit()

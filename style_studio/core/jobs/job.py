@@ -1,0 +1,311 @@
+"""A job: one picture to make, the one description ``render``, ``batch``, the queue and export share.
+
+A job names its inputs (a photo, its styles, their regions), its settings and
+its output with the output's options (bit depth, print resolution). One
+function renders it (``render_job``), one writes a picture with its metadata
+(``write_picture``), and ``picture_metadata`` is the one place the document
+embedded in a picture is made. The document carries a *job key*: a hash of
+the settings, the weights and the pictures' pixels (and regions, when there
+are some). A job whose output already has its key is done (``already_done``):
+a batch or queue that was stopped is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import numpy as np
+from PIL import Image
+
+from .. import settings as settings_mod
+from ..errors import StyleStudioError
+from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, read_metadata, save_image
+from ..network.weights import identity as weights_identity
+from ..objective.regions import Regions
+from ..run.checkpoints import image_hash
+from ..settings import Settings
+
+if TYPE_CHECKING:
+    from ..progress import Progress
+    from ..run.cancel import CancelToken
+    from ..run.checkpoints import Checkpoint, CheckpointStore
+    from ..run.compute import NetworkWeights
+
+#: The metadata entry that says which job made an output.
+JOB_KEY: Final = "job_key"
+#: Formats that hold 16 bits per channel.
+DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
+MAX_DPI: Final = 10_000
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """One picture to make.
+
+    Attributes:
+        id: the job's name in progress records and summaries ("3", or the jobs file's).
+        content: the photo.
+        styles: its style pictures (blended by ``settings.style_blend``).
+        settings: everything that decides the picture.
+        output: the file to write (its format from the suffix).
+        regions: where each style goes, at any size (fitted to the photo), or None.
+        bit_depth: 8, or 16 for print (.png and .tif).
+        dpi: the print resolution to record; None: the photo's own (else 72).
+    """
+
+    id: str
+    content: Path
+    styles: tuple[Path, ...]
+    settings: Settings
+    output: Path
+    regions: Regions | None = None
+    bit_depth: int = 8
+    dpi: float | None = None
+
+    def describe(self) -> str:
+        return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
+
+    def output_problems(self) -> list[str]:
+        """What is wrong with the output's options (its format, bit depth and resolution); empty: nothing."""
+        suffix = self.output.suffix.lower()
+        problems = []
+        if suffix not in FORMATS:
+            problems.append(
+                f"{self.output.name}: unknown output type {suffix or '(none)'}; use .png, .jpg, .webp or .tif"
+            )
+        if self.bit_depth not in BIT_DEPTHS:
+            problems.append(f"the bit depth must be 8 or 16, not {self.bit_depth}")
+        elif self.bit_depth == 16 and suffix in FORMATS and suffix not in DEEP_FORMATS:
+            problems.append(f"{self.output.name}: 16-bit pictures can be saved as .png or .tif, not {suffix}")
+        if self.dpi is not None and not 1 <= self.dpi <= MAX_DPI:
+            problems.append(f"the print resolution must be from 1 to {MAX_DPI} dpi, got {self.dpi:g}")
+        return problems
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a worker needs to render a job, in bytes: files travel without a shared folder.
+
+    Attributes:
+        key: the job key (``job_key``), worked out once where the files are read.
+    """
+
+    job: Job
+    content: bytes
+    styles: tuple[bytes, ...]
+    key: str = ""
+
+    @classmethod
+    def read(cls, job: Job) -> JobInputs:
+        """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture)."""
+        inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
+        content, styles = inputs.pictures()
+        return dataclasses.replace(inputs, key=job_key(job.settings, content, styles, job.regions))
+
+    def pictures(self) -> tuple[Image.Image, list[Image.Image]]:
+        """Decoded (ImageLoadError naming the file when one is not a picture)."""
+        content = decode_image(self.content, self.job.content.name)
+        styles = [decode_image(data, path.name) for data, path in zip(self.styles, self.job.styles, strict=True)]
+        return content, styles
+
+
+def job_key(
+    settings: Settings, content: Image.Image, styles: Sequence[Image.Image], regions: Regions | None = None
+) -> str:
+    """The job key: its settings, its weights file's contents, its pictures' pixels and its regions.
+
+    The same picture in another format keys the same; another weights file at
+    the same path keys differently; regions key as fitted to the photo. A job
+    without regions keys as it always did.
+    """
+    digest = hashlib.sha256(json.dumps(settings_mod.to_dict(settings), sort_keys=True).encode())
+    weights = weights_identity(settings.weights)
+    if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
+        digest.update(weights.encode())
+    for picture in (content, *styles):
+        digest.update(image_hash(picture).encode())
+    if regions:  # as fitted to the photo, whatever the size of the mask they came from
+        digest.update(f"regions:{regions.resized(*content.size).digest()}".encode())
+    return digest.hexdigest()[:32]
+
+
+def picture_metadata(
+    settings: Settings,
+    *,
+    weights_label: str | None,
+    app_version: str,
+    content: str | None,
+    styles: Sequence[str],
+    regions: Regions | None = None,
+    key: str | None = None,
+) -> str:
+    """The document embedded in every picture Style Studio writes: settings, inputs' names, regions, job key."""
+    extra: dict[str, Any] = {}
+    if regions:
+        extra["regions"] = regions.to_json()
+    if key:
+        extra[JOB_KEY] = key
+    return settings_mod.dumps(
+        settings, weights_label=weights_label, app_version=app_version, content=content, styles=list(styles), **extra
+    )
+
+
+@dataclass(frozen=True)
+class RenderedJob:
+    """A job's result, as a worker sends it back.
+
+    Attributes:
+        pixels: (H, W, 3) uint8, or uint16 for a 16-bit output.
+        metadata: the document to embed (with the job key).
+        seconds: how long the render took.
+        compute: where it ran ("cpu, fp32", ...).
+        dpi: the print resolution to record (the job's, else the photo's; None: the default).
+    """
+
+    job_id: str
+    pixels: np.ndarray
+    metadata: str
+    seconds: float
+    compute: str
+    dpi: tuple[float, float] | None = None
+
+
+def render_job(
+    inputs: JobInputs,
+    weights: NetworkWeights,
+    *,
+    cancel: CancelToken | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    app_version: str = "",
+    checkpoints: CheckpointStore | None = None,
+    run_id: str | None = None,
+    resume: Checkpoint | Literal["auto"] | None = "auto",
+    started: Callable[[], None] | None = None,
+    keep_checkpoint: bool = False,
+) -> RenderedJob:
+    """Render one job in this process, with checkpoints in ``checkpoints`` (if given) as it goes.
+
+    Args:
+        run_id: the checkpoint's name; default ``batch-<job key>`` (the same job in any batch).
+        resume: a checkpoint to go on from, None to start afresh, or "auto": go on from the
+            run's checkpoint when a killed batch left one it can be gone on from.
+        started: called once the run is set up (a resume accepted), before its first iteration.
+        keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
+            else it is removed as soon as the job is rendered.
+
+    Raises:
+        StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
+        Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
+    """
+    from ..errors import Cancelled
+    from ..progress import CANCELLED
+    from ..run.engine import StyleTransfer
+
+    began = time.perf_counter()
+    job = inputs.job
+    content, styles = inputs.pictures()
+    regions = job.regions.resized(*content.size) if job.regions else None
+    key = inputs.key or job_key(job.settings, content, styles, job.regions)
+    run_id = run_id or f"batch-{key}"
+    automatic = resume == "auto"
+    if resume == "auto":
+        resume = _unfinished(checkpoints, run_id)
+    transfer_from = functools.partial(
+        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
+        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
+        regions=regions,
+    )  # fmt: skip
+    try:
+        transfer = transfer_from(resume=resume)
+    except StyleStudioError:
+        if not automatic or resume is None or checkpoints is None:
+            raise
+        checkpoints.discard(run_id)  # it cannot be gone on from (damaged): the job starts again
+        transfer = transfer_from(resume=None)
+    if started is not None:
+        started()
+    last = None
+    for record in transfer.run():
+        last = record
+        if progress is not None:
+            progress(record)
+    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
+        raise Cancelled()
+    metadata = picture_metadata(
+        job.settings,
+        weights_label=weights.label,
+        app_version=app_version,
+        content=job.content.name,
+        styles=[p.name for p in job.styles],
+        regions=regions,
+        key=key,
+    )
+    if job.bit_depth == 16:
+        deep = transfer.result_array()
+        assert deep is not None
+        pixels = (np.clip(deep, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
+    else:
+        pixels = np.asarray(transfer.result, dtype=np.uint8)
+    if checkpoints is not None and not keep_checkpoint:
+        checkpoints.discard(run_id)
+    dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
+    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi)
+
+
+def _unfinished(checkpoints: CheckpointStore | None, run_id: str) -> Checkpoint | None:
+    if checkpoints is None:
+        return None
+    try:
+        return checkpoints.load(run_id, read_state=False)
+    except StyleStudioError:
+        return None  # damaged or from a newer version: the job starts again (and a new save replaces it)
+
+
+def write_picture(
+    picture: Image.Image | np.ndarray,
+    output: Path,
+    metadata: str,
+    *,
+    software: str,
+    bit_depth: int = 8,
+    dpi: tuple[float, float] | None = None,
+) -> None:
+    """Write a finished picture with its metadata, atomically (ImageSaveError when it cannot be).
+
+    ``picture``: a PIL image, an (H, W, 3) uint8 or uint16 array, or a float one in [0, 1].
+    """
+    if isinstance(picture, np.ndarray) and picture.dtype == np.uint8:
+        picture = Image.fromarray(picture)
+    save_image(picture, output, metadata, software=software, bit_depth=bit_depth, dpi=dpi)
+
+
+def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
+    """Write a rendered job to its output, atomically (ImageSaveError when it cannot be)."""
+    write_picture(rendered.pixels, job.output, rendered.metadata, software=software, bit_depth=job.bit_depth,
+                  dpi=rendered.dpi)  # fmt: skip
+
+
+def output_key(output: Path) -> str | None:
+    """The job key recorded in a picture Style Studio wrote; None for any other file or none."""
+    if not output.is_file():
+        return None
+    try:
+        text = read_metadata(output)
+        key = json.loads(text).get(JOB_KEY) if text is not None else None
+    except (StyleStudioError, ValueError, AttributeError):
+        return None
+    return key if isinstance(key, str) else None
+
+
+def already_done(job: Job, key: str) -> bool:
+    """Whether the job's output exists and was made by this job (same settings, pictures and regions)."""
+    return output_key(job.output) == key
