@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from .. import APP_NAME, __version__
-from ..core import BUSY as QUEUE_BUSY
 from ..core import (
     FINISHED,
     IMAGENET,
@@ -39,36 +38,34 @@ from ..core import (
     ImageLoadError,
     Progress,
     RegionError,
-    Regions,
     RenderQueue,
     RunPlan,
     Settings,
     SettingsError,
-    StyleStudioError,
     describe,
     fit_size,
     is_imagenet_cached,
-    is_queue_run,
-    item_for,
     picture_metadata,
-    regions_from_picture,
 )
 from ..core import settings as settings_mod
 from .actions import WindowActions
 from .controls import ControlsPanel
-from .documents import Documents, pictures_folder
+from .documents import Documents
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .kept_history import KeptHistory
 from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
-from .queue_panel import QueueController, QueuePanel, images_in
+from .queue_intake import QueueIntake
+from .queue_panel import QueueController, QueuePanel
 from .regions_panel import RegionEditor, RegionsPanel, style_map_image
-from .run_bar import RunBar, ago
+from .regions_wiring import RegionsWiring
+from .run_bar import RunBar
 from .run_plan import RunPlanner
 from .runner import RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
+from .unfinished_runs import UnfinishedRuns
 from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
 from .widgets import MessageBanner
 
@@ -118,6 +115,9 @@ class MainWindow(QMainWindow):
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
+        self.painting = RegionsWiring(self)
+        self.intake = QueueIntake(self)
+        self.unfinished = UnfinishedRuns(self)
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, state = self.store.geometry()
@@ -137,7 +137,7 @@ class MainWindow(QMainWindow):
                 content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
             )
         self._update_state()
-        self.offer_resume()
+        self.unfinished.offer()
 
     # -- construction ----------------------------------------------------------------
 
@@ -177,7 +177,7 @@ class MainWindow(QMainWindow):
         self.history = HistoryStrip()
         self.history_dock = self._dock("History", "historyDock", self.history)
         self.splitDockWidget(self.history_dock, self.loss_dock, Qt.Orientation.Horizontal)
-        self.regions_panel = RegionsPanel(self.regions, self._style_names)
+        self.regions_panel = RegionsPanel(self.regions, lambda: [row.item.name for row in self.inputs.style_rows])
         self.regions_dock = self._dock("Regions", "regionsDock", self.regions_panel)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.regions_dock)
         self.queue_panel = QueuePanel(self.queue)
@@ -221,12 +221,12 @@ class MainWindow(QMainWindow):
             (a.split, self.toggle_split),
             (a.undo, self.regions.undo_stack.undo),
             (a.redo, self.regions.undo_stack.redo),
-            (a.add_region, self.add_region),
-            (a.load_mask, self.load_mask_dialog),
-            (a.brush_smaller, lambda: self._resize_brush(1 / 1.25)),
-            (a.brush_larger, lambda: self._resize_brush(1.25)),
-            (a.add_to_queue, lambda: self.add_to_queue()),
-            (a.apply_to_folder, self.apply_to_folder_dialog),
+            (a.add_region, self.painting.add_region),
+            (a.load_mask, self.painting.load_mask_dialog),
+            (a.brush_smaller, lambda: self.painting.resize_brush(1 / 1.25)),
+            (a.brush_larger, lambda: self.painting.resize_brush(1.25)),
+            (a.add_to_queue, lambda: self.intake.add()),
+            (a.apply_to_folder, self.intake.apply_to_folder_dialog),
             (a.reset, self.reset_settings),
             (a.about, self.about),
         ):
@@ -260,38 +260,10 @@ class MainWindow(QMainWindow):
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
         self.documents.exportFinished.connect(self._exported)
-        self._connect_regions()
+        self.painting.connect()
         self.queue.message.connect(self.show_info)
         self.queue.error.connect(self.show_error)
         self.queue.changed.connect(self._update_state)
-
-    def _connect_regions(self) -> None:
-        a, editor, panel = self.commands, self.regions, self.regions_panel
-        stack = editor.undo_stack
-        a.undo.setEnabled(False)
-        a.redo.setEnabled(False)
-        stack.canUndoChanged.connect(a.undo.setEnabled)
-        stack.canRedoChanged.connect(a.redo.setEnabled)
-        stack.undoTextChanged.connect(lambda text: a.undo.setText(f"Undo {text}".strip()))
-        stack.redoTextChanged.connect(lambda text: a.redo.setText(f"Redo {text}".strip()))
-        a.paint.toggled.connect(panel.paint_button.setChecked)
-        panel.paint_button.toggled.connect(a.paint.setChecked)
-        a.eraser.toggled.connect(panel.erase_button.setChecked)
-        panel.erase_button.toggled.connect(a.eraser.setChecked)
-        panel.paintToggled.connect(self._paint_mode)
-        panel.loadMaskRequested.connect(self.load_mask_dialog)
-        panel.brush_size.valueChanged.connect(lambda _: self._show_brush())
-        self.view.strokeStarted.connect(self._stroke_started)
-        self.view.strokeMoved.connect(editor.stroke_to)
-        self.view.strokeEnded.connect(editor.end_stroke)
-        editor.painting.connect(self._show_regions)
-        editor.changed.connect(self._regions_changed)
-        a.style_map.toggled.connect(lambda _: self._style_map_changed())
-        a.show_regions.toggled.connect(lambda _: self._show_regions())
-        panel.map_layer.activated.connect(lambda _: self._style_map_changed())
-        self.controls.changed.connect(self._show_map_layers)
-        self.controls.liveChanged.connect(self._show_map_layers)
-        self._show_map_layers()
 
     # -- inputs ----------------------------------------------------------------------
 
@@ -301,7 +273,7 @@ class MainWindow(QMainWindow):
             self.show_info(
                 "The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)"
             )
-        self._show_brush()
+        self.painting.show_brush()
         photo = pil_to_qimage(item.image)
         self.controls.set_photo_size(*item.image.size)
         self.view.set_before(photo)
@@ -332,7 +304,7 @@ class MainWindow(QMainWindow):
             if embedded:
                 if settings is not None:
                     self.apply_settings(settings, f"Settings restored from {path.name}")
-                    self._restore_regions(self.documents.regions_in_picture(path), path.name)
+                    self.painting.restore(self.documents.regions_in_picture(path), path.name)
                 event.acceptProposedAction()
                 return
         try:
@@ -420,7 +392,7 @@ class MainWindow(QMainWindow):
         settings = self.documents.load_preset(path)
         if settings is not None:
             self.apply_settings(settings, f"Preset {path.name} loaded")
-            self._restore_regions(self.documents.regions_in_preset(path), path.name)
+            self.painting.restore(self.documents.regions_in_preset(path), path.name)
         return settings is not None
 
     def choose_weights_file(self) -> None:
@@ -486,60 +458,6 @@ class MainWindow(QMainWindow):
         self._update_state()
 
     # -- unfinished runs ------------------------------------------------------------
-
-    def offer_resume(self) -> None:
-        """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run)."""
-        try:
-            # The queue's own runs are the queue's to resume.
-            unfinished = [c for c in self.checkpoints.unfinished() if not is_queue_run(c.run_id)]
-        except OSError as exc:
-            log.warning("cannot list unfinished runs: %s", exc)
-            unfinished = []
-        # Files this version could not read were set aside or left alone: say where they are.
-        kept = "".join(f" {n[0].upper()}{n[1:]}." for n in [*self.queue.queue.notices, *self.checkpoints.notices])
-        if not unfinished:
-            if kept:
-                self.banner.show_message(kept.strip(), "info")
-            return
-        checkpoint = unfinished[0]
-        more = f" ({len(unfinished) - 1} older ones too)" if len(unfinished) > 1 else ""
-        self.banner.show_message(
-            f"An unfinished run can be resumed: {checkpoint.describe()}, {ago(checkpoint.saved_at)}{more}.{kept}",
-            "info",
-            [("Resume", lambda: self.resume(checkpoint)), ("Discard", lambda: self.discard_unfinished(unfinished))],
-        )
-
-    def resume(self, checkpoint: Checkpoint) -> None:
-        """Load an unfinished run's pictures and settings and go on with it where it stood."""
-        if self.controller.running:
-            self.show_error("Stop the current run before resuming another.")
-            return
-        try:
-            content, styles = checkpoint.inputs()
-        except StyleStudioError as exc:
-            self.show_error(str(exc))
-            return
-        names = checkpoint.names
-        self.inputs.set_content(InputImage(content, names[0]))
-        for row in list(self.inputs.style_rows):
-            self.inputs.remove_style(row)
-        for number, style in enumerate(styles, start=1):
-            name = names[number] if number < len(names) else f"style {number}"
-            self.inputs.add_style(InputImage(style, name))
-        self.controls.set_settings(checkpoint.settings)
-        self.inputs.show_blend(checkpoint.settings.style_blend)
-        try:
-            painted = checkpoint.painted()
-        except RegionError as exc:
-            self.show_error(f"The unfinished run's regions cannot be read: {exc}")
-            return
-        self.regions.replace(painted, "Regions of the unfinished run")
-        self.start(resume=checkpoint)
-
-    def discard_unfinished(self, checkpoints: Sequence[Checkpoint]) -> None:
-        for checkpoint in checkpoints:
-            self.checkpoints.discard(checkpoint.run_id)
-        self.statusBar().showMessage("Unfinished runs discarded", 4000)
 
     def _ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
@@ -714,204 +632,21 @@ class MainWindow(QMainWindow):
 
     # -- the render queue ------------------------------------------------------------------------
 
-    def queue_output_folder(self) -> Path:
-        return self.store.queue_folder() or (pictures_folder() / "Style Studio")
-
-    def _queued_inputs(self) -> tuple[Path, list[Path]] | None:
-        """The current photo and styles as files (a pasted one is saved into the queue's folder first)."""
-        if not self.queue.queue.owned:
-            self.show_error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
-            return None
-        content = self.inputs.content
-        if content is None or not self.inputs.style_rows:
-            self.show_error("Add a content image and at least one style image first.")
-            return None
-        try:
-            photo = self._as_file(content)
-            styles = [self._as_file(row.item) for row in self.inputs.style_rows]
-        except OSError as exc:
-            self.show_error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
-            return None
-        return photo, styles
-
-    def _as_file(self, item: InputImage) -> Path:
-        if item.path is not None and item.path.is_file():
-            return item.path
-        from ..core import image_hash
-
-        folder = self.queue.queue.folder / "inputs"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{image_hash(item.image)[:16]}.png"
-        if not path.exists():
-            item.image.save(path)
-        return path
-
-    def add_to_queue(self, output_folder: Path | None = None) -> bool:
-        """Queue the current photo and styles with the current settings and regions."""
-        inputs = self._queued_inputs()
-        if inputs is None:
-            return False
-        try:
-            settings = self.current_settings().validate()
-        except SettingsError as exc:
-            self.show_error(str(exc))
-            return False
-        regions = self.regions.current()
-        folder = output_folder or self.queue_output_folder()
-        photo, styles = inputs
-        item = item_for(
-            photo, styles, settings, folder, self.queue.queue, regions=regions.to_json() if regions else None
-        )
-        self.queue_dock.show()
-        self.queue_dock.raise_()
-        self.queue.add([item])
-        return True
-
-    def apply_to_folder_dialog(self) -> None:
-        source = QFileDialog.getExistingDirectory(self, "Pictures to stylise", self.inputs.open_dir())
-        if not source:
-            return
-        target = QFileDialog.getExistingDirectory(
-            self, "Where the stylised pictures go", str(self.queue_output_folder())
-        )
-        if target:
-            self.store.save_queue_folder(Path(target))
-            self.apply_to_folder(Path(source), Path(target))
-
-    def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
-        """Queue every picture in ``folder`` with the current styles and settings; returns how many."""
-        inputs = self._queued_inputs()
-        if inputs is None:
-            return 0
-        try:
-            settings = self.current_settings().validate()
-            photos = images_in(folder)
-        except (SettingsError, OSError) as exc:
-            self.show_error(str(exc))
-            return 0
-        if not photos:
-            self.show_error(f"{folder} has no pictures to stylise.")
-            return 0
-        _, styles = inputs
-        # The regions were painted on this photo: other photos get the styles everywhere.
-        items = [item_for(photo, styles, settings, output_folder, self.queue.queue) for photo in photos]
-        self.queue_dock.show()
-        self.queue_dock.raise_()
-        self.queue.add(items)
-        return len(items)
-
     # -- regions ------------------------------------------------------------------------------
 
-    def _show_map_layers(self) -> None:
-        """The style map's layer choice: the style layers in use."""
-        box = self.regions_panel.map_layer
-        layers = list(self.current_settings().active_style_layers)
-        if [box.itemText(i) for i in range(box.count())] == layers:
-            return
-        current = box.currentText()
-        box.clear()
-        box.addItems(layers)
-        if current in layers:
-            box.setCurrentText(current)
-        elif layers:
-            box.setCurrentIndex(len(layers) // 2)
-        self._style_map_changed()
-
-    def _style_map_changed(self) -> None:
-        on = self.commands.style_map.isChecked()
-        layer = self.regions_panel.map_layer.currentText() or None
-        self.controller.set_style_map(layer if on else None)
-        if not on:
-            self.view.set_overlay("style map", None)
-        elif self.controller.running:
-            self.show_info(f"The style map of {layer} appears with the next preview")
-        else:
-            self.show_info(f"The style map of {layer} is drawn over the preview while a run goes on")
-
-    def _style_names(self) -> list[str]:
-        return [row.item.name for row in self.inputs.style_rows]
+    # -- what the helpers do, as the window's own commands --------------------------------------
 
     def add_region(self) -> None:
-        if self.inputs.content is None:
-            self.show_error("Open a photo first: regions are painted on it.")
-            return
-        self.regions.add_region()
-        self.regions_dock.show()
-        self.commands.paint.setChecked(True)
-
-    def _paint_mode(self, on: bool) -> None:
-        if on and self.inputs.content is not None:
-            # Paint on the photo: a result may be of another size, but regions belong to the photo.
-            if not self.regions.regions:
-                self.regions.add_region()
-            self.regions_dock.show()
-        self.view.set_painting(on)
-        self._show_brush()
-        self._show_regions()
-
-    def _show_brush(self) -> None:
-        width = self.regions.size[0]
-        self.view.set_brush(self.regions.brush_radius / max(width, 1))
-
-    def _resize_brush(self, factor: float) -> None:
-        slider = self.regions_panel.brush_size
-        slider.setValue(max(1, round(slider.value() * factor + (1 if factor > 1 else -1) * 0.5)))
-
-    def _stroke_started(self, point: object) -> None:
-        if not self.regions.begin_stroke(point):  # type: ignore[arg-type]
-            self.show_info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
-
-    def _show_regions(self) -> None:
-        # While painting, and on the user's toggle (R): a result or the history is seen clean otherwise.
-        shown = self.view.painting() or (self.commands.show_regions.isChecked() and bool(self.regions.regions))
-        self.view.set_overlay("regions", self.regions.overlay() if shown else None)
-
-    def _regions_changed(self) -> None:
-        self._show_regions()
-        if self.controller.running and self.queue.current is None:
-            try:
-                self.controller.update_regions(self.regions.current())
-            except RegionError as exc:
-                self.show_error(f"The regions cannot be used: {exc}.")
-
-    def load_mask_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self,
-            "Load region mask",
-            self.inputs.open_dir(),
-            "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)",
-        )
-        if path:
-            self.load_mask(Path(path))
+        self.painting.add_region()
 
     def load_mask(self, path: Path) -> bool:
-        """Regions from a mask picture: one per colour (black unpainted), or one from a greyscale picture."""
-        content = self.inputs.content
-        if content is None:
-            self.show_error("Open a photo first: the mask is fitted to it.")
-            return False
-        try:
-            regions, notice = regions_from_picture(path, max(len(self.inputs.style_rows), 1), content.image.size)
-        except RegionError as exc:
-            self.show_error(str(exc))
-            return False
-        self.regions.replace(regions, f"Load {path.name}")
-        self.regions_dock.show()
-        self.show_info(notice or f"{len(regions)} region(s) loaded from {path.name}")
-        return True
+        return self.painting.load_mask(path)
 
-    def _restore_regions(self, regions: Regions | None, source: str) -> None:
-        if regions is None:
-            return
-        if self.inputs.content is None:
-            self.show_error(f"{source} has regions, but there is no photo to put them on.")
-            return
-        scaled = regions.size != self.regions.size
-        self.regions.replace(regions, f"Regions from {source}")
-        self.regions_dock.show()
-        if scaled:
-            width, height = self.regions.size
-            self.show_info(f"Regions restored from {source}, scaled to the photo's {width}×{height}")
+    def add_to_queue(self, output_folder: Path | None = None) -> bool:
+        return self.intake.add(output_folder)
+
+    def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
+        return self.intake.apply_to_folder(folder, output_folder)
 
     # -- state and messages --------------------------------------------------------------------
 

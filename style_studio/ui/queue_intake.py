@@ -1,0 +1,110 @@
+"""Queue intake: the window's photo, styles, settings and regions (or a folder of photos) as queued jobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QFileDialog
+
+from ..core import BUSY as QUEUE_BUSY
+from ..core import SettingsError, item_for
+from .documents import pictures_folder
+from .qt_images import InputImage
+from .queue_panel import images_in
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+
+class QueueIntake:
+    """What the window puts in the render queue: the current photo, styles, settings and regions, or a folder."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+
+    def output_folder(self) -> Path:
+        return self.window.store.queue_folder() or (pictures_folder() / "Style Studio")
+
+    def queued_inputs(self) -> tuple[Path, list[Path]] | None:
+        """The current photo and styles as files (a pasted one is saved into the queue's folder first)."""
+        if not self.window.queue.queue.owned:
+            self.window.show_error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
+            return None
+        content = self.window.inputs.content
+        if content is None or not self.window.inputs.style_rows:
+            self.window.show_error("Add a content image and at least one style image first.")
+            return None
+        try:
+            photo = self.as_file(content)
+            styles = [self.as_file(row.item) for row in self.window.inputs.style_rows]
+        except OSError as exc:
+            self.window.show_error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
+            return None
+        return photo, styles
+
+    def as_file(self, item: InputImage) -> Path:
+        if item.path is not None and item.path.is_file():
+            return item.path
+        from ..core import image_hash
+
+        folder = self.window.queue.queue.folder / "inputs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{image_hash(item.image)[:16]}.png"
+        if not path.exists():
+            item.image.save(path)
+        return path
+
+    def add(self, output_folder: Path | None = None) -> bool:
+        """Queue the current photo and styles with the current settings and regions."""
+        inputs = self.queued_inputs()
+        if inputs is None:
+            return False
+        try:
+            settings = self.window.current_settings().validate()
+        except SettingsError as exc:
+            self.window.show_error(str(exc))
+            return False
+        regions = self.window.regions.current()
+        folder = output_folder or self.output_folder()
+        photo, styles = inputs
+        item = item_for(
+            photo, styles, settings, folder, self.window.queue.queue, regions=regions.to_json() if regions else None
+        )
+        self.window.queue_dock.show()
+        self.window.queue_dock.raise_()
+        self.window.queue.add([item])
+        return True
+
+    def apply_to_folder_dialog(self) -> None:
+        source = QFileDialog.getExistingDirectory(self.window, "Pictures to stylise", self.window.inputs.open_dir())
+        if not source:
+            return
+        target = QFileDialog.getExistingDirectory(
+            self.window, "Where the stylised pictures go", str(self.output_folder())
+        )
+        if target:
+            self.window.store.save_queue_folder(Path(target))
+            self.apply_to_folder(Path(source), Path(target))
+
+    def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
+        """Queue every picture in ``folder`` with the current styles and settings; returns how many."""
+        inputs = self.queued_inputs()
+        if inputs is None:
+            return 0
+        try:
+            settings = self.window.current_settings().validate()
+            photos = images_in(folder)
+        except (SettingsError, OSError) as exc:
+            self.window.show_error(str(exc))
+            return 0
+        if not photos:
+            self.window.show_error(f"{folder} has no pictures to stylise.")
+            return 0
+        _, styles = inputs
+        # The regions were painted on this photo: other photos get the styles everywhere.
+        items = [item_for(photo, styles, settings, output_folder, self.window.queue.queue) for photo in photos]
+        self.window.queue_dock.show()
+        self.window.queue_dock.raise_()
+        self.window.queue.add(items)
+        return len(items)
