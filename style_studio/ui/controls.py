@@ -116,14 +116,14 @@ class ControlsPanel(QWidget):
 
     Signals:
         changed(): any setting changed.
-        liveChanged(): a loss weight changed (a running optimisation takes it).
+        liveChanged(str): a loss weight changed (a running optimisation takes it): the setting's name.
         chooseWeightsFile(): the user picked "Choose file…" for the weights.
         resetRequested(), savePresetRequested(), loadPresetRequested(): its buttons.
         showAllLayersToggled(bool): "All layers" was opened or closed.
     """
 
     changed = Signal()
-    liveChanged = Signal()
+    liveChanged = Signal(str)
     chooseWeightsFile = Signal()
     resetRequested = Signal()
     savePresetRequested = Signal()
@@ -182,7 +182,7 @@ class ControlsPanel(QWidget):
     def _layer_slider(self, name: str) -> LayerSlider:
         slider = LayerSlider(name, 0.0)
         slider.setToolTip(TIPS["style_layer"])
-        slider.valueChanged.connect(self._live)
+        slider.valueChanged.connect(lambda *_: self._live("style_layers"))
         self.layer_sliders[name] = slider
         return slider
 
@@ -198,7 +198,7 @@ class ControlsPanel(QWidget):
             ("tv_weight", self.tv_weight, "Smoothing"),
         ):
             widget.setToolTip(TIPS[key])
-            widget.valueChanged.connect(self._live)
+            widget.valueChanged.connect(lambda *_, key=key: self._live(key))
             form.addRow(label, widget)
         return group
 
@@ -457,7 +457,19 @@ class ControlsPanel(QWidget):
         if not self._loading:
             self.changed.emit()
 
-    def _live(self, *_: object) -> None:
+    def _live(self, name: str) -> None:
         if not self._loading:
-            self.liveChanged.emit()
+            self.liveChanged.emit(name)
             self.changed.emit()
+
+    def live_value(self, name: str) -> object:
+        """The value of a live setting (``settings.LIVE_FIELDS`` but the blend) as the controls show it."""
+        if name == "style_layers":
+            layers = [(layer, s.value()) for layer, s in self.layer_sliders.items() if s.value() > 0]
+            return tuple(sorted(layers, key=lambda kv: LAYER_NAMES.index(kv[0])))
+        sliders = {
+            "content_weight": self.content_weight,
+            "style_weight": self.style_weight,
+            "tv_weight": self.tv_weight,
+        }
+        return sliders[name].value()

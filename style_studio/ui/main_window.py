@@ -63,7 +63,7 @@ from .regions_panel import RegionEditor, RegionsPanel, style_map_image
 from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
-from .runner import RenderJob, RunController, RunOutcome, WeightsCache
+from .runner import QUEUE, USER, RenderJob, RunController, RunOutcome, WeightsCache
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
 from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
@@ -234,7 +234,7 @@ class MainWindow(QMainWindow):
         self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
         self.inputs.contentChanged.connect(self._content_changed)
         self.inputs.stylesChanged.connect(self._inputs_changed)
-        self.inputs.blendChanged.connect(self._live_changed)
+        self.inputs.blendChanged.connect(lambda: self._live_changed("style_blend"))
         self.inputs.error.connect(self.show_error)
         self.run_bar.startRequested.connect(self.start)
         self.run_bar.stopRequested.connect(self.stop)
@@ -360,10 +360,12 @@ class MainWindow(QMainWindow):
             self.planner.learn(settings, plan)
             self._update_needs()
 
-    def _live_changed(self) -> None:
-        if self.controller.running and self.queue.current is None:  # a queued job keeps its own settings
+    def _live_changed(self, name: str) -> None:
+        """One loss weight moved: the user's run under way takes that one value (a queued job keeps its own)."""
+        if self.controller.running and self.controller.owner == USER:
+            value = self.inputs.blend() if name == "style_blend" else self.controls.live_value(name)
             try:
-                self.controller.update_settings(self.current_settings().validate())
+                self.controller.change({name: value})
             except SettingsError as exc:
                 self.show_error(str(exc))
         self._save_timer.start()
@@ -483,7 +485,7 @@ class MainWindow(QMainWindow):
         return dataclasses.replace(settings, weights=dialog.choice)
 
     def stop(self) -> None:
-        if self.queue.current is not None:
+        if self.controller.owner == QUEUE:
             self.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
             self.show_info("The queue is paused; the job under way will go again when it goes on")
             return
@@ -493,8 +495,7 @@ class MainWindow(QMainWindow):
             self._update_state()
 
     def _on_progress(self, record: Progress) -> None:
-        if self.queue.current is not None:
-            self.queue.on_progress(record)
+        if self.controller.owner != USER:  # the queue's: its panel shows it
             return
         self.run_bar.show_progress(record)
         if self._running_weights is not None and record.weights != self._running_weights[1]:
@@ -509,18 +510,13 @@ class MainWindow(QMainWindow):
             self.show_info(record.event)
 
     def _on_preview(self, image: QImage) -> None:
-        if self._compare is None and self.queue.current is None:
+        if self._compare is None and self.controller.owner == USER:
             self.view.set_image(image, self._final_size)
 
     def _on_finished(self, outcome: RunOutcome) -> None:
-        if self.queue.current is not None:
-            self.queue.on_finished(outcome)
+        if outcome.owner != USER:  # the queue's: it writes its picture
             self._update_state()
             return
-        self._finished_here(outcome)
-        self.queue.start_next()
-
-    def _finished_here(self, outcome: RunOutcome) -> None:
         self._measure_speed(outcome)
         if outcome.result is not None:
             label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image
-from PySide6.QtCore import QObject, QSize, Qt, Signal
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon, QImageReader, QPixmap
 from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
@@ -36,7 +36,7 @@ from ..core import (
     write_picture,
 )
 from .background import BackgroundTask, Report, TaskOutcome
-from .runner import RenderJob, RunController, RunOutcome
+from .runner import QUEUE, RenderJob, RunController, RunOutcome
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +163,9 @@ class QueueController(QObject):
         self._running: RenderJob | None = None  # the current job's run: its pictures key its output
         self._thumbnails: dict[str, QIcon] = {}
         self._cancel_current = False
+        # The queue listens to the runs itself: its own runs' progress and ends, and the user's ends (then it goes on).
+        runs.progressed.connect(self.on_progress)
+        runs.finished.connect(self.on_finished)
 
     @property
     def busy(self) -> bool:
@@ -254,7 +257,7 @@ class QueueController(QObject):
         regions = job.regions.resized(*content.size) if job.regions else None
         names = tuple(p.name for p in job.styles)
         render = RenderJob(
-            content, styles, job.settings, job.content.name, names, self._checkpoint(item), regions, item.run_id
+            content, styles, job.settings, job.content.name, names, self._checkpoint(item), regions, item.run_id, QUEUE
         )
         return job, render
 
@@ -277,13 +280,19 @@ class QueueController(QObject):
             self.runs.checkpoints.discard(item.run_id)
 
     def on_progress(self, record: Progress) -> None:
-        if record.within_iteration:
+        if self.runs.owner != QUEUE or record.within_iteration:
             return
         self.progress_text = f"{100 * record.step / max(record.steps, 1):.0f} %"
         self.changed.emit()
 
     def on_finished(self, outcome: RunOutcome) -> None:
-        """The queued job's run ended: write its picture (in the background), then go on."""
+        """A queued job's run ended: write its picture (in the background), then go on.
+
+        A run of the user's that ended lets the queue go on, once the window has taken its result.
+        """
+        if outcome.owner != QUEUE:
+            QTimer.singleShot(0, self.start_next)
+            return
         item_id, self.current = self.current, None
         item = self.queue.get(item_id or "")
         if item is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QFileDialog
 
 from ..core import RegionError, Regions, regions_from_picture
+from .runner import USER
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -44,7 +45,7 @@ class RegionsWiring:
         a.show_regions.toggled.connect(lambda _: self.show_regions())
         panel.map_layer.activated.connect(lambda _: self.style_map_changed())
         self.window.controls.changed.connect(self.show_map_layers)
-        self.window.controls.liveChanged.connect(self.show_map_layers)
+        self.window.controls.liveChanged.connect(lambda _: self.show_map_layers())
         self.show_map_layers()
 
     def show_map_layers(self) -> None:
@@ -115,7 +116,7 @@ class RegionsWiring:
 
     def regions_changed(self) -> None:
         self.show_regions()
-        if self.window.controller.running and self.window.queue.current is None:
+        if self.window.controller.running and self.window.controller.owner == USER:
             try:
                 self.window.controller.update_regions(self.window.regions.current())
             except RegionError as exc:

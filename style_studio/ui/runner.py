@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The owners of runs: the user's own, and the render queue's.
+USER: Final = "user"
+QUEUE: Final = "queue"
+
 #: What a session reports when a preview waits in its mailbox.
 PREVIEW_READY: Final = "preview-ready"
 
@@ -64,6 +68,8 @@ class RenderJob:
     #: The run's checkpoint name (None: a new one). A named run keeps its checkpoint when it is
     #: stopped, for its owner (the queue) to go on from; the user's runs are unnamed.
     run_id: str | None = None
+    #: Whose run it is: the user's (``USER``) or the queue's (``QUEUE``); each listens to its own.
+    owner: str = "user"
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class RunOutcome:
     regions: Regions | None = None
     #: The job key of the finished picture (``core.job_key``): its settings, pictures and regions.
     key: str | None = None
+    #: Whose run it was (``RenderJob.owner``).
+    owner: str = "user"
 
 
 LoadWeights = Callable[[str], "NetworkWeights"]
@@ -158,7 +166,7 @@ class RenderSession:
         self._lock = threading.Lock()
         self._preview: QImage | None = None
         self._transfer: StyleTransfer | None = None
-        self._pending_settings: Settings | None = None
+        self._pending_fields: dict[str, object] = {}
         self._pending_regions: tuple[Regions | None] | None = None
         self.style_map_layer: str | None = None
         self._report: Report = lambda _: None
@@ -180,14 +188,14 @@ class RenderSession:
         if transfer is not None:
             transfer.update_regions(regions)
 
-    def update_settings(self, settings: Settings) -> None:
-        """New loss weights for the running optimisation (thread-safe)."""
+    def change(self, fields: Mapping[str, object]) -> None:
+        """New values of live settings for the running optimisation (thread-safe; SettingsError when invalid)."""
         with self._lock:
             transfer = self._transfer
             if transfer is None:
-                self._pending_settings = settings
+                self._pending_fields.update(fields)
         if transfer is not None:
-            transfer.update_settings(settings)
+            transfer.live.change(fields)
 
     def take_preview(self) -> QImage | None:
         """The newest preview since the last call, or None."""
@@ -233,10 +241,10 @@ class RenderSession:
             report(transfer.plan)
             with self._lock:
                 self._transfer = transfer
-                pending, self._pending_settings = self._pending_settings, None
+                pending, self._pending_fields = self._pending_fields, {}
                 painted, self._pending_regions = self._pending_regions, None
-            if pending is not None:
-                transfer.update_settings(pending)
+            if pending:
+                transfer.live.change(pending)
             if painted is not None:
                 transfer.update_regions(painted[0])
             transfer.set_style_map(self.style_map_layer)
@@ -359,9 +367,15 @@ class RunController(QObject):
             self._stopping = True
             self._job.cancel()
 
-    def update_settings(self, settings: Settings) -> None:
+    @property
+    def owner(self) -> str | None:
+        """Whose the run under way is (``RenderJob.owner``); None when none runs."""
+        return self._session.job.owner if self._session is not None else None
+
+    def change(self, fields: Mapping[str, object]) -> None:
+        """Live settings changed (only those): the run under way takes them at its next iteration."""
         if self._session is not None and not self._stopping:
-            self._session.update_settings(settings)
+            self._session.change(fields)
 
     def set_style_map(self, layer: str | None) -> None:
         """The style map the run sends with its previews (None: none), also for the runs to come."""
@@ -410,6 +424,8 @@ class RunController(QObject):
             reason = CANCELLED if outcome.cancelled else None
             result = RunOutcome(reason, outcome.error, None, session.job.settings, None)
         if result is not None:
+            if session is not None:
+                result = dataclasses.replace(result, owner=session.job.owner)
             self.finished.emit(result)
         pending, self._pending = self._pending, None
         if pending is not None:

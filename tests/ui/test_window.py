@@ -211,6 +211,22 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
         window.stop()
 
 
+def test_a_slider_sends_only_the_setting_it_changed_to_the_run(qtbot, window, monkeypatch):
+    sent = []
+    original = window.controller.change
+    monkeypatch.setattr(window.controller, "change", lambda fields: (sent.append(dict(fields)), original(fields)))
+    records = []
+    window.controller.progressed.connect(records.append)
+    start_long_run(qtbot, window)
+    window.controls.style_weight.spin.setValue(50)
+    window.controls.layer_sliders["relu1_1"].slider.setValue(0)
+    assert sent == [{"style_weight": 50.0}, {"style_layers": sent[1]["style_layers"]}]
+    assert "relu1_1" not in dict(sent[1]["style_layers"])
+    qtbot.waitUntil(lambda: records and "relu1_1" not in records[-1].style_losses, timeout=30_000)
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000):
+        window.stop()
+
+
 def test_closing_the_window_during_a_run_stops_it_cleanly(qtbot, window):
     start_long_run(qtbot, window)
     window.close()
