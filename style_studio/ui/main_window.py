@@ -15,10 +15,9 @@ from pathlib import Path
 
 from PIL import Image
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QImage
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -30,27 +29,21 @@ from PySide6.QtWidgets import (
 
 from .. import APP_NAME, __version__
 from ..core import (
-    FINISHED,
-    IMAGENET,
     UNTRAINED,
     Checkpoint,
     CheckpointStore,
     ImageLoadError,
-    Progress,
-    RegionError,
     RenderQueue,
     RunPlan,
     Settings,
     SettingsError,
     describe,
-    fit_size,
-    is_imagenet_cached,
-    picture_metadata,
 )
 from ..core import settings as settings_mod
 from .actions import WindowActions
 from .controls import ControlsPanel
 from .documents import Documents
+from .file_commands import FileCommands
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
@@ -59,14 +52,14 @@ from .loss_plot import LossPlot
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 from .queue_intake import QueueIntake
 from .queue_panel import QueueController, QueuePanel
-from .regions_panel import RegionEditor, RegionsPanel, style_map_image
+from .regions_panel import RegionEditor, RegionsPanel
 from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
-from .runner import QUEUE, USER, RenderJob, RunController, RunOutcome, WeightsCache
+from .runner import USER, RunController, WeightsCache
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
-from .weights_dialog import WEIGHTS_FILTER, WeightsDialog
+from .user_runs import UserRuns
 from .widgets import MessageBanner
 
 log = logging.getLogger(__name__)
@@ -118,6 +111,8 @@ class MainWindow(QMainWindow):
         self.painting = RegionsWiring(self)
         self.intake = QueueIntake(self)
         self.unfinished = UnfinishedRuns(self)
+        self.runs = UserRuns(self)
+        self.files = FileCommands(self)
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, state = self.store.geometry()
@@ -208,12 +203,12 @@ class MainWindow(QMainWindow):
             (a.add_style, self.inputs.add_style_dialog),
             (a.paste, self.inputs.paste_content),
             (a.paste_style, self.inputs.paste_style),
-            (a.export, self.export_dialog),
-            (a.save_preset, self.save_preset_dialog),
-            (a.load_preset, self.load_preset_dialog),
+            (a.export, self.files.export_dialog),
+            (a.save_preset, self.files.save_preset_dialog),
+            (a.load_preset, self.files.load_preset_dialog),
             (a.quit, self.close),
-            (a.start, self.start),
-            (a.stop, self.stop),
+            (a.start, self.runs.start),
+            (a.stop, self.runs.stop),
             (a.fit, self.view.fit),
             (a.actual_size, self.view.actual_size),
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
@@ -236,30 +231,30 @@ class MainWindow(QMainWindow):
         self.inputs.stylesChanged.connect(self._inputs_changed)
         self.inputs.blendChanged.connect(lambda: self._live_changed("style_blend"))
         self.inputs.error.connect(self.show_error)
-        self.run_bar.startRequested.connect(self.start)
-        self.run_bar.stopRequested.connect(self.stop)
+        self.run_bar.startRequested.connect(self.runs.start)
+        self.run_bar.stopRequested.connect(self.runs.stop)
         self.controls.changed.connect(self._settings_changed)
         self.controls.liveChanged.connect(self._live_changed)
-        self.controls.chooseWeightsFile.connect(self.choose_weights_file)
+        self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)
         self.controls.resetRequested.connect(self.reset_settings)
-        self.controls.savePresetRequested.connect(self.save_preset_dialog)
-        self.controls.loadPresetRequested.connect(self.load_preset_dialog)
+        self.controls.savePresetRequested.connect(self.files.save_preset_dialog)
+        self.controls.loadPresetRequested.connect(self.files.load_preset_dialog)
         self.controls.showAllLayersToggled.connect(self.store.save_show_all_layers)
-        self.controller.planned.connect(self._on_planned)
-        self.controller.progressed.connect(self._on_progress)
-        self.controller.preview.connect(self._on_preview)
-        self.controller.finished.connect(self._on_finished)
+        self.controller.planned.connect(self.runs.on_planned)
+        self.controller.progressed.connect(self.runs.on_progress)
+        self.controller.preview.connect(self.runs.on_preview)
+        self.controller.finished.connect(self.runs.on_finished)
         self.controller.busy_changed.connect(lambda _: self._update_state())
         self.history.entrySelected.connect(self.view_entry)
         self.history.compareRequested.connect(self.compare_entry)
         self.history.restoreRequested.connect(
             lambda e: self.apply_settings(e.settings, "Settings restored from the history")
         )
-        self.history.exportRequested.connect(lambda e: self.export_dialog(entry=e))
+        self.history.exportRequested.connect(lambda e: self.files.export_dialog(entry=e))
         self.history.removeRequested.connect(self.kept.remove)
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
-        self.documents.exportFinished.connect(self._exported)
+        self.documents.exportFinished.connect(self.files.exported)
         self.painting.connect()
         self.queue.message.connect(self.show_info)
         self.queue.error.connect(self.show_error)
@@ -286,7 +281,7 @@ class MainWindow(QMainWindow):
         self.regions.set_style_count(len(self.inputs.style_rows))
         self.regions_panel.refresh()
         self._update_state()
-        self._update_needs()
+        self.runs.update_needs()
         self._save_timer.start()
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
@@ -334,31 +329,8 @@ class MainWindow(QMainWindow):
 
     def _settings_changed(self) -> None:
         self._update_weights_label()
-        self._update_needs()
+        self.runs.update_needs()
         self._save_timer.start()
-
-    def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
-        """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
-        content = self.inputs.content
-        if content is None:
-            return None
-        styles = [r.item.image.size for r in self.inputs.style_rows]
-        return self.planner.plan(settings or self.current_settings(), content.image.size, styles)
-
-    def _update_needs(self) -> None:
-        """Before Start: the memory the run will need, tiled or not, and how long it will take."""
-        label = self.controls.needs
-        plan = self.announced_plan()
-        label.setText("" if plan is None else self.planner.describe(plan))
-        label.setStyleSheet("color: #8a1c12;" if plan is not None and plan.refusal else "")
-
-    def _on_planned(self, plan: RunPlan) -> None:
-        """The run that started planned this: later announcements plan for its device and precision."""
-        self._running_plan = plan
-        settings = self.controller.job_settings()
-        if settings is not None:
-            self.planner.learn(settings, plan)
-            self._update_needs()
 
     def _live_changed(self, name: str) -> None:
         """One loss weight moved: the user's run under way takes that one value (a queued job keeps its own)."""
@@ -377,177 +349,9 @@ class MainWindow(QMainWindow):
         self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
 
-    def save_preset_dialog(self) -> None:
-        path = self.documents.ask_preset_to_save(self.inputs.open_dir())
-        if path is not None:
-            self.save_preset(path)
-
-    def save_preset(self, path: Path) -> bool:
-        return self.documents.save_preset(path, self.current_settings(), self.regions.current(painted_only=False))
-
-    def load_preset_dialog(self) -> None:
-        path = self.documents.ask_preset_to_load(self.inputs.open_dir())
-        if path is not None:
-            self.load_preset(path)
-
-    def load_preset(self, path: Path) -> bool:
-        settings = self.documents.load_preset(path)
-        if settings is not None:
-            self.apply_settings(settings, f"Preset {path.name} loaded")
-            self.painting.restore(self.documents.regions_in_preset(path), path.name)
-        return settings is not None
-
-    def choose_weights_file(self) -> None:
-        known = self.store.weights_file()
-        start = str(known.parent) if known else str(Path.home())
-        path, _ = QFileDialog.getOpenFileName(self, "VGG19 weights file", start, WEIGHTS_FILTER)
-        if path:
-            self.use_weights_file(Path(path))
-
-    def use_weights_file(self, path: Path) -> None:
-        self.controls.set_weights_file(path)
-        self.store.save_weights_file(path)
-        self._update_weights_label()
-
     # -- running -------------------------------------------------------------------------
 
-    def start(self, *, resume: Checkpoint | None = None) -> None:
-        """Start a run with the current inputs and settings (going on from ``resume``, when given)."""
-        if self.queue.busy:
-            self.show_error("The queue is rendering: pause it (Queue panel, or Esc) to run here.")
-            return
-        if self.controller.running and not self.controller.stopping:
-            return
-        content = self.inputs.content
-        if content is None or not self.inputs.style_rows:
-            self.show_error("Add a content image and at least one style image first.")
-            return
-        try:
-            # A resume runs with the checkpoint's own settings: the controls may round
-            # or clamp them (a blend shown relative to its largest weight, a command
-            # line's weight past a slider's end), and the run would then be refused.
-            settings = (resume.settings if resume is not None else self.current_settings()).validate()
-        except SettingsError as exc:
-            self.show_error(str(exc))
-            return
-        ready = self._ensure_weights(settings)
-        if ready is None:
-            return
-        settings = ready
-        regions = self.regions.current()
-        if regions is not None and resume is None:
-            try:
-                regions.check(len(self.inputs.style_rows))
-            except RegionError as exc:
-                self.show_error(f"The regions cannot be used: {exc}.")
-                return
-        self.banner.hide()
-        rows = self.inputs.style_rows
-        job = RenderJob(
-            content.image,
-            tuple(r.item.image for r in rows),
-            settings,
-            content.name,
-            tuple(r.item.name for r in rows),
-            resume,
-            regions,
-        )
-        self._final_size = fit_size(*content.image.size, settings.size)
-        self.loss_plot.clear()
-        self.run_bar.begin()
-        self._running_weights = (settings.weights, describe(settings.weights))
-        self.controller.start(job)
-        self._update_state()
-
     # -- unfinished runs ------------------------------------------------------------
-
-    def _ensure_weights(self, settings: Settings) -> Settings | None:
-        """Make sure the chosen weights exist; offer the ways to get them when they do not."""
-        if settings.weights == UNTRAINED:
-            return settings
-        if settings.weights != IMAGENET:
-            if Path(settings.weights).is_file():
-                return settings
-            self.show_error(
-                f"The weights file {settings.weights} is missing. Choose another file, the ImageNet "
-                "weights, or untrained features under Computation → Weights."
-            )
-            return None
-        if is_imagenet_cached():
-            return settings
-        dialog = WeightsDialog(self, start_dir=str(Path.home()))
-        if not dialog.exec() or dialog.choice is None:
-            return None
-        if dialog.choice not in (IMAGENET, UNTRAINED):
-            self.use_weights_file(Path(dialog.choice))
-        else:
-            self.controls.set_weights(dialog.choice)
-        return dataclasses.replace(settings, weights=dialog.choice)
-
-    def stop(self) -> None:
-        if self.controller.owner == QUEUE:
-            self.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
-            self.show_info("The queue is paused; the job under way will go again when it goes on")
-            return
-        if self.controller.running:
-            self.controller.stop()
-            self.run_bar.show_stopping()
-            self._update_state()
-
-    def _on_progress(self, record: Progress) -> None:
-        if self.controller.owner != USER:  # the queue's: its panel shows it
-            return
-        self.run_bar.show_progress(record)
-        if self._running_weights is not None and record.weights != self._running_weights[1]:
-            self._running_weights = (self._running_weights[0], record.weights)
-            self._update_weights_label()
-        self.device_label.setText(record.compute)
-        if not record.done and not record.within_iteration:
-            self.loss_plot.add(record.step, record.loss_curves())
-        if record.style_map is not None and self.commands.style_map.isChecked():
-            self.view.set_overlay("style map", style_map_image(record.style_map))
-        if record.event:
-            self.show_info(record.event)
-
-    def _on_preview(self, image: QImage) -> None:
-        if self._compare is None and self.controller.owner == USER:
-            self.view.set_image(image, self._final_size)
-
-    def _on_finished(self, outcome: RunOutcome) -> None:
-        if outcome.owner != USER:  # the queue's: it writes its picture
-            self._update_state()
-            return
-        self._measure_speed(outcome)
-        if outcome.result is not None:
-            label = outcome.weights_label or (self._running_weights[1] if self._running_weights else "")
-            entry = HistoryEntry(
-                outcome.result,
-                outcome.settings,
-                label,
-                outcome.stop_reason or "failed",
-                deep=outcome.deep,
-                regions=outcome.regions,
-                key=outcome.key if outcome.stop_reason == FINISHED else None,
-            )
-            if self.queue.closing:
-                self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
-            else:
-                entry = self.kept.add(entry)
-            self._show(entry)
-        if outcome.error:
-            self.show_error(outcome.error)
-        self.run_bar.show_outcome(outcome)
-        self._running_weights = None
-        self._update_state()
-
-    def _measure_speed(self, outcome: RunOutcome) -> None:
-        """Keep a finished run's speed per pixel, for the next runs' expected time."""
-        last, plan = outcome.last, self._running_plan
-        self._running_plan = None
-        if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
-            return
-        self.store.save_speed(last.elapsed / plan.work, last.compute)
-        self._update_needs()
 
     @property
     def result(self) -> Image.Image | None:
@@ -580,57 +384,32 @@ class MainWindow(QMainWindow):
 
     # -- export --------------------------------------------------------------------------------
 
-    def export_dialog(self, *_: object, entry: HistoryEntry | None = None) -> None:
-        if (entry or self.shown) is None:
-            self.show_error("Nothing to export yet: press Start to make a picture first.")
-            return
-        content = self.inputs.content
-        chosen = self.documents.ask_export_path(content.path if content else None)
-        if chosen is not None:
-            path, bit_depth = chosen
-            self.export_to(path, entry=entry, bit_depth=bit_depth)
-
-    def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
-        """Start writing the result (or a history entry) with its settings embedded.
-
-        16 bits per channel write the run's own values (PNG and TIFF); the
-        photo's print resolution (DPI) is kept. ``documents.exportFinished``
-        reports the outcome. Returns False when nothing could be started.
-        """
-        entry = entry or self.shown
-        if entry is None:
-            self.show_error("Nothing to export yet: press Start to make a picture first.")
-            return False
-        content = self.inputs.content
-        metadata = picture_metadata(
-            entry.settings,
-            weights_label=entry.weights_label,
-            app_version=__version__,
-            content=content.name if content else None,
-            styles=[r.item.name for r in self.inputs.style_rows],
-            regions=entry.regions,
-            key=entry.key,
-        )
-        picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
-        chosen_dpi = self.controls.print_dpi.value()
-        dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        started = self.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
-        if started:
-            self._exporting = entry
-        self._update_state()
-        return started
-
-    def _exported(self, _path: str, error: str) -> None:
-        entry, self._exporting = self._exporting, None
-        if entry is not None and not error:
-            self.kept.let_go(entry)  # exported: the kept copy is no longer needed
-        self._update_state()
-
     # -- the render queue ------------------------------------------------------------------------
 
     # -- regions ------------------------------------------------------------------------------
 
     # -- what the helpers do, as the window's own commands --------------------------------------
+
+    def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
+        return self.files.export_to(path, entry=entry, bit_depth=bit_depth)
+
+    def save_preset(self, path: Path) -> bool:
+        return self.files.save_preset(path)
+
+    def load_preset(self, path: Path) -> bool:
+        return self.files.load_preset(path)
+
+    def use_weights_file(self, path: Path) -> None:
+        self.files.use_weights_file(path)
+
+    def start(self, *, resume: Checkpoint | None = None) -> None:
+        self.runs.start(resume=resume)
+
+    def stop(self) -> None:
+        self.runs.stop()
+
+    def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
+        return self.runs.announced_plan(settings)
 
     def add_region(self) -> None:
         self.painting.add_region()

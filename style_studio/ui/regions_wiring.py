@@ -74,9 +74,6 @@ class RegionsWiring:
         else:
             self.window.show_info(f"The style map of {layer} is drawn over the preview while a run goes on")
 
-    def style_names(self) -> list[str]:
-        return [row.item.name for row in self.window.inputs.style_rows]
-
     def add_region(self) -> None:
         if self.window.inputs.content is None:
             self.window.show_error("Open a photo first: regions are painted on it.")

@@ -1,0 +1,103 @@
+"""The window's file commands: export a result, save and load presets, choose a weights file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QFileDialog
+
+from .. import __version__
+from ..core import picture_metadata
+from .history import HistoryEntry
+from .weights_dialog import WEIGHTS_FILTER
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+
+class FileCommands:
+    """Export, presets and the weights file: the window's commands that read and write the user's files."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+
+    def export_dialog(self, *_: object, entry: HistoryEntry | None = None) -> None:
+        if (entry or self.window.shown) is None:
+            self.window.show_error("Nothing to export yet: press Start to make a picture first.")
+            return
+        content = self.window.inputs.content
+        chosen = self.window.documents.ask_export_path(content.path if content else None)
+        if chosen is not None:
+            path, bit_depth = chosen
+            self.export_to(path, entry=entry, bit_depth=bit_depth)
+
+    def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
+        """Start writing the result (or a history entry) with its settings embedded.
+
+        16 bits per channel write the run's own values (PNG and TIFF); the
+        photo's print resolution (DPI) is kept. ``documents.exportFinished``
+        reports the outcome. Returns False when nothing could be started.
+        """
+        entry = entry or self.window.shown
+        if entry is None:
+            self.window.show_error("Nothing to export yet: press Start to make a picture first.")
+            return False
+        content = self.window.inputs.content
+        metadata = picture_metadata(
+            entry.settings,
+            weights_label=entry.weights_label,
+            app_version=__version__,
+            content=content.name if content else None,
+            styles=[r.item.name for r in self.window.inputs.style_rows],
+            regions=entry.regions,
+            key=entry.key,
+        )
+        picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
+        chosen_dpi = self.window.controls.print_dpi.value()
+        dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
+        started = self.window.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
+        if started:
+            self.window._exporting = entry
+        self.window._update_state()
+        return started
+
+    def exported(self, _path: str, error: str) -> None:
+        entry, self.window._exporting = self.window._exporting, None
+        if entry is not None and not error:
+            self.window.kept.let_go(entry)  # exported: the kept copy is no longer needed
+        self.window._update_state()
+
+    def save_preset_dialog(self) -> None:
+        path = self.window.documents.ask_preset_to_save(self.window.inputs.open_dir())
+        if path is not None:
+            self.save_preset(path)
+
+    def save_preset(self, path: Path) -> bool:
+        return self.window.documents.save_preset(
+            path, self.window.current_settings(), self.window.regions.current(painted_only=False)
+        )
+
+    def load_preset_dialog(self) -> None:
+        path = self.window.documents.ask_preset_to_load(self.window.inputs.open_dir())
+        if path is not None:
+            self.load_preset(path)
+
+    def load_preset(self, path: Path) -> bool:
+        settings = self.window.documents.load_preset(path)
+        if settings is not None:
+            self.window.apply_settings(settings, f"Preset {path.name} loaded")
+            self.window.painting.restore(self.window.documents.regions_in_preset(path), path.name)
+        return settings is not None
+
+    def choose_weights_file(self) -> None:
+        known = self.window.store.weights_file()
+        start = str(known.parent) if known else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self.window, "VGG19 weights file", start, WEIGHTS_FILTER)
+        if path:
+            self.use_weights_file(Path(path))
+
+    def use_weights_file(self, path: Path) -> None:
+        self.window.controls.set_weights_file(path)
+        self.window.store.save_weights_file(path)
+        self.window._update_weights_label()
