@@ -79,19 +79,19 @@ if TYPE_CHECKING:
     from .network.weights import is_imagenet_cached as is_imagenet_cached
     from .network.weights import load_weights as load_weights
     from .network.weights import read_state_dict as read_state_dict
+    from .objective.masks import RegionSpec as RegionSpec
+    from .objective.masks import regions_from_mask as regions_from_mask
+    from .objective.masks import regions_from_picture as regions_from_picture
     from .objective.regions import DEFAULT_FEATHER as DEFAULT_FEATHER
     from .objective.regions import PALETTE as PALETTE
     from .objective.regions import Region as Region
     from .objective.regions import RegionError as RegionError
     from .objective.regions import Regions as Regions
-    from .objective.regions import RegionSpec as RegionSpec
-    from .objective.regions import Stroke as Stroke
-    from .objective.regions import cleared as cleared
-    from .objective.regions import filled as filled
     from .objective.regions import from_document as from_document
     from .objective.regions import parse_colour as parse_colour
-    from .objective.regions import regions_from_mask as regions_from_mask
-    from .objective.regions import regions_from_picture as regions_from_picture
+    from .objective.strokes import Stroke as Stroke
+    from .objective.strokes import cleared as cleared
+    from .objective.strokes import filled as filled
     from .progress import CANCELLED as CANCELLED
     from .progress import FINISHED as FINISHED
     from .progress import Progress as Progress
@@ -145,15 +145,15 @@ _NAMES: dict[str, str] = {
     "PALETTE": "objective.regions",
     "Region": "objective.regions",
     "RegionError": "objective.regions",
-    "RegionSpec": "objective.regions",
+    "RegionSpec": "objective.masks",
     "Regions": "objective.regions",
-    "Stroke": "objective.regions",
-    "cleared": "objective.regions",
-    "filled": "objective.regions",
+    "Stroke": "objective.strokes",
+    "cleared": "objective.strokes",
+    "filled": "objective.strokes",
     "from_document": "objective.regions",
     "parse_colour": "objective.regions",
-    "regions_from_mask": "objective.regions",
-    "regions_from_picture": "objective.regions",
+    "regions_from_mask": "objective.masks",
+    "regions_from_picture": "objective.masks",
     "CancelToken": "run.cancel",
     "Checkpoint": "run.checkpoints",
     "CheckpointStore": "run.checkpoints",

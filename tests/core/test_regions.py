@@ -11,8 +11,9 @@ from PIL import Image
 
 from style_studio.core.network.device import resolve
 from style_studio.core.objective.guided import LayerMask, ScaleRegions, guided_gram_tap
+from style_studio.core.objective.masks import RegionSpec, regions_from_mask
 from style_studio.core.objective.objective import Objective, ScaleInputs
-from style_studio.core.objective.regions import Region, RegionError, Regions, RegionSpec, regions_from_mask
+from style_studio.core.objective.regions import Region, RegionError, Regions
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.compute import network_for
@@ -298,7 +299,7 @@ def test_the_keep_mask_and_groups_follow_the_painted_areas():
 
 
 def test_a_soft_stroke_stays_soft_and_the_coverages_never_add_up_past_full():
-    from style_studio.core.objective.regions import Stroke, cleared, filled
+    from style_studio.core.objective.strokes import Stroke, cleared, filled
 
     masks = np.zeros((2, 40, 60), np.uint8)
     masks[1, :, 30:] = 255

@@ -15,14 +15,8 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from style_studio.core import settings as settings_mod
-from style_studio.core.objective.regions import (
-    Region,
-    RegionError,
-    Regions,
-    RegionSpec,
-    from_document,
-    regions_from_mask,
-)
+from style_studio.core.objective.masks import RegionSpec, regions_from_mask
+from style_studio.core.objective.regions import Region, RegionError, Regions, from_document
 from style_studio.core.settings import SettingsError
 
 

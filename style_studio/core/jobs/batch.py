@@ -21,7 +21,8 @@ import tomllib
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
 from ..io.imageio import FORMATS
-from ..objective.regions import Regions, RegionSpec, regions_from_mask
+from ..objective.masks import RegionSpec, regions_from_mask
+from ..objective.regions import Regions
 from ..settings import Settings
 from .job import Job
 

@@ -35,7 +35,6 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -197,7 +196,7 @@ class Regions:
             for plane in self.masks
         ]
         masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
-        return Regions(self.regions, _at_most_full(masks), self.feather)
+        return Regions(self.regions, at_most_full(masks), self.feather)
 
     def coverage(self) -> np.ndarray:
         """(R,) the share of the picture each region covers."""
@@ -293,133 +292,10 @@ class Regions:
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise RegionError(f"the regions record is damaged ({exc.__class__.__name__}: {exc})") from None
         masks = np.stack(planes) if planes else np.zeros((0, height, width), np.uint8)
-        return cls(tuple(regions), _at_most_full(masks), feather)
+        return cls(tuple(regions), at_most_full(masks), feather)
 
 
-@dataclass(frozen=True)
-class RegionSpec:
-    """What a colour in a mask file gets, from ``--region COLOUR=STYLE[:STRENGTH]`` or ``COLOUR=keep``."""
-
-    colour: tuple[int, int, int]
-    keep: bool = False
-    style: int = 0
-    strength: float = 1.0
-
-    @classmethod
-    def parse(cls, text: str, style_count: int) -> RegionSpec:
-        """'red=2', '#00ff00=1:0.5' or 'white=keep' (styles count from 1)."""
-        colour_text, sep, what = text.partition("=")
-        if not sep or not what:
-            raise RegionError(f"--region {text!r}: expected COLOUR=STYLE[:STRENGTH] or COLOUR=keep")
-        colour = parse_colour(colour_text)
-        if what.strip().lower() == "keep":
-            return cls(colour, keep=True)
-        style_text, _, strength_text = what.partition(":")
-        try:
-            style = int(style_text)
-        except ValueError:
-            raise RegionError(f"--region {text!r}: {style_text!r} is not a style number (1 to {style_count})") from None
-        if not 1 <= style <= style_count:
-            raise RegionError(f"--region {text!r}: there is no style {style}; give 1 to {style_count}")
-        try:
-            strength = float(strength_text) if strength_text else 1.0
-        except ValueError:
-            raise RegionError(f"--region {text!r}: {strength_text!r} is not a strength") from None
-        if not 0 <= strength <= MAX_STRENGTH:
-            raise RegionError(f"--region {text!r}: the strength must be from 0 to {MAX_STRENGTH:g}")
-        return cls(colour, style=style - 1, strength=strength)
-
-    def region(self, style_count: int) -> Region:
-        name = f"{colour_hex(self.colour)} ({'keep' if self.keep else f'style {self.style + 1}'})"
-        blend = tuple(1.0 if n == self.style else 0.0 for n in range(style_count))
-        return Region(name, self.colour, self.keep, blend, self.strength)
-
-
-def regions_from_mask(
-    path: str | Path, specs: Sequence[RegionSpec], style_count: int, size: tuple[int, int] | None = None
-) -> tuple[Regions, str | None]:
-    """Regions from a mask file and what each of its colours gets.
-
-    A greyscale file is one region (give it as ``white``): its grey levels
-    are the coverage. A colour file is colour-coded: each spec's colour marks
-    its region (within COLOUR_TOLERANCE); other colours (black, say) are unpainted.
-
-    Args:
-        size: the photo's (width, height): a mask of another size is scaled to it.
-
-    Returns:
-        The regions, and a notice for the user when the mask was scaled (else None).
-    """
-    if not specs:
-        raise RegionError("a mask needs at least one --region COLOUR=STYLE or COLOUR=keep")
-    colours = [s.colour for s in specs]
-    duplicates = sorted({colour_hex(c) for c in colours if colours.count(c) > 1})
-    if duplicates:
-        raise RegionError(f"--region gives {', '.join(duplicates)} more than once")
-    name = Path(path).name
-    image = _open_mask(path)
-    if image.mode in GREYSCALE_MODES:
-        if len(specs) != 1 or specs[0].colour != (255, 255, 255):
-            raise RegionError(
-                f"the mask {name} is greyscale, which makes one region: give it as --region white=STYLE or white=keep"
-            )
-        planes = _coverage(image)[None].copy()
-    else:
-        rgb = np.asarray(image.convert("RGB")).astype(np.int16)
-        planes_list = []
-        for spec in specs:
-            near = (np.abs(rgb - np.array(spec.colour, np.int16)) <= COLOUR_TOLERANCE).all(-1)
-            planes_list.append(near.astype(np.uint8) * 255)
-        planes = np.stack(planes_list)
-    regions = Regions(tuple(s.region(style_count) for s in specs), _at_most_full(planes))
-    empty = [colour_hex(s.colour) for s, plane in zip(specs, planes, strict=True) if not plane.any()]
-    if empty:
-        found = ", ".join(colour_hex(c) for c in _main_colours(image)) or "none"
-        raise RegionError(f"no pixel of the mask {name} is {', '.join(empty)} (its main colours: {found})")
-    notice = None
-    if size is not None and regions.size != size:
-        notice = (
-            f"the mask {name} is {regions.size[0]}×{regions.size[1]}; it was scaled to the photo's {size[0]}×{size[1]}"
-        )
-        regions = regions.resized(*size)
-    regions.check(style_count)
-    return regions, notice
-
-
-GREYSCALE_MODES: Final = ("1", "L", "LA", "I", "I;16", "F")
-
-
-def _open_mask(path: str | Path) -> Image.Image:
-    """A mask file, read whole (RegionError naming it when it cannot be, or is too large to read safely)."""
-    name = Path(path).name
-    try:
-        with open_image(path, name) as opened:
-            opened.load()
-            return opened
-    except FileNotFoundError:
-        raise RegionError(f"the mask {name} does not exist") from None
-    except ImageLoadError as exc:
-        raise RegionError(f"the mask {exc}") from None
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise RegionError(f"the mask {name} cannot be read as an image ({exc})") from None
-
-
-def _coverage(image: Image.Image) -> np.ndarray:
-    """A greyscale mask's coverage, 0 to 255 (H, W) uint8: 16-bit and float levels are scaled, not clipped."""
-    if image.mode in ("I", "I;16"):
-        return np.rint(np.asarray(image, np.float64) * (255.0 / 65535.0)).clip(0, 255).astype(np.uint8)
-    if image.mode == "F":  # floats are coverages from 0 to 1
-        return np.rint(np.asarray(image, np.float64) * 255.0).clip(0, 255).astype(np.uint8)
-    return np.asarray(image.convert("L"))
-
-
-def _main_colours(image: Image.Image, count: int = 4) -> list[tuple[int, int, int]]:
-    small = image.convert("RGB").resize((64, 64), Image.Resampling.NEAREST)
-    colours: list[tuple[int, tuple[int, int, int]]] = small.getcolors(64 * 64) or []  # type: ignore[assignment]
-    return [c for _, c in sorted(colours, reverse=True)[:count]]
-
-
-def _at_most_full(masks: np.ndarray) -> np.ndarray:
+def at_most_full(masks: np.ndarray) -> np.ndarray:
     """Scale each pixel's coverages down where they add up to more than 255."""
     if masks.shape[0] < 2:
         return masks
@@ -432,6 +308,15 @@ def _at_most_full(masks: np.ndarray) -> np.ndarray:
     return np.floor(out).astype(np.uint8)
 
 
+def coverage(image: Image.Image) -> np.ndarray:
+    """A greyscale mask's coverage, 0 to 255 (H, W) uint8: 16-bit and float levels are scaled, not clipped."""
+    if image.mode in ("I", "I;16"):
+        return np.rint(np.asarray(image, np.float64) * (255.0 / 65535.0)).clip(0, 255).astype(np.uint8)
+    if image.mode == "F":  # floats are coverages from 0 to 1
+        return np.rint(np.asarray(image, np.float64) * 255.0).clip(0, 255).astype(np.uint8)
+    return np.asarray(image.convert("L"))
+
+
 def _png_base64(plane: np.ndarray) -> str:
     buffer = io.BytesIO()
     Image.fromarray(plane).save(buffer, format="PNG", optimize=True)
@@ -441,7 +326,7 @@ def _png_base64(plane: np.ndarray) -> str:
 def _png_plane(text: str, name: str) -> np.ndarray:
     try:
         with open_image(io.BytesIO(base64.b64decode(text, validate=True)), f"region {name!r}'s mask") as image:
-            return _coverage(image).copy()
+            return coverage(image).copy()
     except ImageLoadError as exc:
         raise RegionError(str(exc)) from None
     except (ValueError, OSError, UnidentifiedImageError):
@@ -468,121 +353,3 @@ def from_document(text: str | bytes, source: str | None = None) -> Regions | Non
     except RegionError as exc:
         where = f"{source}: " if source else ""
         raise RegionError(f"{where}{exc}") from None
-
-
-class Stroke:
-    """One brush stroke on a set of masks, from press to release.
-
-    Dabs along the stroke take the largest coverage any dab gave a pixel (a
-    soft brush stays soft however often it passes), applied over the masks as
-    they were when the stroke began: painting region k at coverage a moves a
-    of every other region's coverage (and of the unpainted area) to k; the
-    eraser takes a of every region's away.
-
-    Args:
-        masks: (R, H, W) uint8: painted in place.
-        index: the region painted (ignored by the eraser).
-        radius: the brush's radius in mask pixels.
-        hardness: the share of the radius painted at full coverage (1: a hard edge).
-        erase: take coverage away instead.
-    """
-
-    def __init__(self, masks: np.ndarray, index: int, radius: float, hardness: float, *, erase: bool = False) -> None:
-        self.masks, self.index, self.erase = masks, index, erase
-        self.radius = max(float(radius), 0.5)
-        self.hardness = min(max(float(hardness), 0.0), 1.0)
-        self.before = masks.copy()
-        self.alpha: np.ndarray = np.zeros(masks.shape[1:], np.float32)
-        self.bounds: tuple[int, int, int, int] | None = None  # top, bottom, left, right
-        self._last: tuple[float, float] | None = None
-
-    def to(self, x: float, y: float) -> None:
-        """Paint up to (x, y) in mask pixels, with dabs a quarter of the radius apart."""
-        if self._last is None:
-            points = [(x, y)]
-        else:
-            x0, y0 = self._last
-            count = max(1, int(np.hypot(x - x0, y - y0) / max(self.radius / 4, 0.5)))
-            points = [(x0 + (x - x0) * t / count, y0 + (y - y0) * t / count) for t in range(1, count + 1)]
-        self._last = (x, y)
-        for px, py in points:
-            self._dab(px, py)
-
-    def _dab(self, x: float, y: float) -> None:
-        height, width = int(self.alpha.shape[0]), int(self.alpha.shape[1])
-        r = self.radius
-        top, bottom = max(int(y - r), 0), min(int(np.ceil(y + r)) + 1, height)
-        left, right = max(int(x - r), 0), min(int(np.ceil(x + r)) + 1, width)
-        if top >= bottom or left >= right:
-            return
-        yy, xx = np.mgrid[top:bottom, left:right]
-        distance = np.hypot(xx + 0.5 - x, yy + 0.5 - y) / r
-        solid = self.hardness
-        dab = np.clip((1 - distance) / max(1 - solid, 1e-6), 0, 1) if solid < 1 else (distance <= 1).astype(np.float32)
-        area = (slice(top, bottom), slice(left, right))
-        np.maximum(self.alpha[area], dab, out=self.alpha[area])
-        self._apply(area)
-        if self.bounds is None:
-            self.bounds = (top, bottom, left, right)
-        else:
-            t, b, lft, rgt = self.bounds
-            self.bounds = (min(t, top), max(b, bottom), min(lft, left), max(rgt, right))
-
-    def _apply(self, area: tuple[slice, slice]) -> None:
-        a = self.alpha[area]
-        before = self.before[(slice(None), *area)].astype(np.float32)
-        after = before * (1 - a)
-        if not self.erase:
-            after[self.index] += 255 * a
-        self.masks[(slice(None), *area)] = np.clip(np.rint(after), 0, 255).astype(np.uint8)
-
-    def patches(self) -> tuple[tuple[slice, slice], np.ndarray, np.ndarray] | None:
-        """(area, masks before, masks after) of what the stroke changed, for undo; None if nothing."""
-        if self.bounds is None:
-            return None
-        top, bottom, left, right = self.bounds
-        area = (slice(top, bottom), slice(left, right))
-        region = (slice(None), *area)
-        return area, self.before[region].copy(), self.masks[region].copy()
-
-
-def filled(masks: np.ndarray, index: int) -> np.ndarray:
-    """``masks`` with region ``index`` taking all the unpainted coverage (the rest of the picture)."""
-    out = masks.copy()
-    free = 255 - masks.astype(np.int32).sum(0)
-    out[index] = np.clip(masks[index].astype(np.int32) + np.maximum(free, 0), 0, 255).astype(np.uint8)
-    return out
-
-
-def cleared(masks: np.ndarray, index: int) -> np.ndarray:
-    """``masks`` with region ``index`` unpainted."""
-    out = masks.copy()
-    out[index] = 0
-    return out
-
-
-def regions_from_picture(
-    path: str | Path, style_count: int, size: tuple[int, int] | None = None
-) -> tuple[Regions, str | None]:
-    """Regions from a mask file, its colours found for the user: for the window's *Load mask*.
-
-    Each colour covering at least 0.5 % of a colour-coded mask becomes a
-    region (black stays unpainted), getting the styles in turn; a greyscale
-    mask is one region. ``regions_from_mask`` then reads it as the command line does.
-    """
-    name = Path(path).name
-    image = _open_mask(path)
-    if image.mode in GREYSCALE_MODES:
-        return regions_from_mask(path, [RegionSpec((255, 255, 255))], style_count, size)
-    small = image.convert("RGB").resize((128, 128), Image.Resampling.NEAREST)
-    counts: list[tuple[int, tuple[int, int, int]]] = small.getcolors(128 * 128) or []  # type: ignore[assignment]
-    found: list[tuple[int, int, int]] = []
-    for count, colour in sorted(counts, reverse=True):
-        if count < 0.005 * 128 * 128 or max(colour) <= COLOUR_TOLERANCE:
-            continue
-        if all(max(abs(a - b) for a, b in zip(colour, other, strict=True)) > COLOUR_TOLERANCE for other in found):
-            found.append(colour)
-    if not found:
-        raise RegionError(f"the mask {name} has no painted colour: it is black (unpainted) everywhere")
-    specs = [RegionSpec(colour, style=n % max(style_count, 1)) for n, colour in enumerate(found[: len(PALETTE)])]
-    return regions_from_mask(path, specs, style_count, size)
