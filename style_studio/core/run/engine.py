@@ -24,10 +24,8 @@ import functools
 import gc
 import logging
 import math
-import time
 import uuid
 from collections.abc import Generator, Iterator, Sequence
-from typing import Final
 
 import numpy as np
 import torch
@@ -40,7 +38,6 @@ from ..io.tensors import resized_tensor, tensor_to_pil
 from ..network.device import Compute, free_device_memory, resolve
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
-from ..network.weights import identity as weights_identity
 from ..objective.guided import ScaleRegions
 from ..objective.loss_scale import LossScale
 from ..objective.objective import Objective, ScaleInputs, Terms, TileDone, initial_image
@@ -48,25 +45,19 @@ from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
 from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
 from ..settings import Settings
-from . import checkpoints, memory, previews
+from . import memory, previews
 from .cancel import CancelToken
-from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
+from .checkpoints import Checkpoint, CheckpointStore, Position
 from .compute import NetworkWeights, device_flags, empty_device_cache, is_out_of_memory, network_for, target_of
 from .image_hooks import GradientNorm, KeepPhoto, record_projected_step, returning
 from .lbfgs import LBFGS, new_optimizer
-from .live import LiveChanges
+from .live import LiveChanges, repainted, reweighted
 from .plan import plan_run
 from .records import RunRecords
+from .saving import RunSaver
 from .steps import StepControl
 
 log = logging.getLogger(__name__)
-
-#: A live change that scales a loss term's factor by more than this (either
-#: way) restarts the optimiser: L-BFGS's curvature pairs describe the old
-#: objective and overshoot on the new one. Smaller changes, such as the steps
-#: of a dragged slider, keep the history: a restart begins with a tiny step,
-#: and the picture would stand still for as long as the drag lasts.
-RESTART_RATIO: Final = 2.0
 
 
 class StyleTransfer:
@@ -145,20 +136,10 @@ class StyleTransfer:
         self.resume = resume
         self.input_names = tuple(input_names) or ("content", *(f"style {n}" for n in range(1, len(styles) + 1)))
         self.run_id = resume.run_id if resume is not None else run_id or uuid.uuid4().hex
-        self._hashes: tuple[str, tuple[str, ...]] | None = None
+        self._saver = RunSaver(checkpoints, self.run_id, self.content_image, self.style_images, self.input_names)
         if resume is not None:
-            self._check_resume(resume)
-
-    def _input_hashes(self) -> tuple[str, tuple[str, ...]]:
-        if self._hashes is None:
-            self._hashes = (image_hash(self.content_image), tuple(image_hash(s) for s in self.style_images))
-        return self._hashes
-
-    def _check_resume(self, checkpoint: Checkpoint) -> None:
-        content, styles = self._input_hashes()
-        weights = weights_identity(self.settings.weights)
-        schedule = list(zip(self.sizes, self.iterations, strict=True))
-        checkpoint.check_resumable(self.settings, content, styles, self.regions, weights, schedule)
+            schedule = list(zip(self.sizes, self.iterations, strict=True))
+            self._saver.check_resume(resume, self.settings, self.regions, schedule)
 
     def tiles_at(self, size: tuple[int, int]) -> int | None:
         """The tile core a scale of ``size`` is evaluated in; None when it is evaluated whole."""
@@ -270,9 +251,7 @@ class StyleTransfer:
         self._records = RunRecords(
             self.plan, self.weights.label, self.compute.describe(), self.preview_interval, position
         )
-        self._last_checkpoint = time.perf_counter()
-        self._checkpoint_interval = checkpoints.interval()
-        self._checkpoint_failed = False
+        self._saver.started()
         self._position: tuple[int, int, Tensor] | None = None  # scale, iteration done, image
         device = self.compute.device
         image: Tensor | None = None
@@ -320,36 +299,15 @@ class StyleTransfer:
         )
 
     def _save_checkpoint(self) -> None:
-        """Save where the run stands, if it has a store and has done an iteration; a failure is logged, not raised."""
-        self._last_checkpoint = time.perf_counter()
-        if self.checkpoints is None or self._position is None or self._control is None:
+        """Save where the run stands, once it has done an iteration (``RunSaver.save``)."""
+        if self._position is None or self._control is None:
             return
         index, iteration, image = self._position
-        content, styles = self._input_hashes()
-        checkpoint = Checkpoint(
-            run_id=self.run_id,
-            settings=self.settings,
-            content_hash=content,
-            style_hashes=styles,
-            names=self.input_names,
-            position=Position(index, iteration, self._records.step, self._records.elapsed),
-            state={"image": image.detach().float().cpu(), "lowest": self._control.lowest.float().cpu()},
-            best=self._control.best,
-            regions=self.regions.to_json() if self.regions else None,
-            step_scale=self._optimizer_now.step_scale() if isinstance(self._optimizer_now, LBFGS) else None,
-            weights=weights_identity(self.settings.weights),
-        )
-        try:
-            self.checkpoints.save(checkpoint, (self.content_image, self.style_images))
-        except OSError as exc:
-            # Said once a run (a full disk fails every minute); the run itself goes on.
-            report = log.debug if self._checkpoint_failed else log.error
-            report(
-                "could not save a checkpoint in %s (%s); the run goes on, but cannot be resumed from here",
-                self.checkpoints.root,
-                exc,
-            )
-            self._checkpoint_failed = True
+        lbfgs = self._optimizer_now if isinstance(self._optimizer_now, LBFGS) else None
+        self._saver.save(
+            self.settings, Position(index, iteration, self._records.step, self._records.elapsed), image,
+            self._control.lowest, self._control.best, self.regions, lbfgs.step_scale() if lbfgs else None,
+        )  # fmt: skip
 
     def _keep_result_on_cpu(self) -> None:
         """Move the lowest-loss image to the CPU and give the device's memory back."""
@@ -410,14 +368,22 @@ class StyleTransfer:
                 self.cancel_token.raise_if_cancelled()
                 changed = self.live.take_settings(self.settings)
                 if changed is not None:
-                    objective, restart = self._apply(changed, objective, network, inputs)
+                    self.settings = changed
+                    rebuilt = functools.partial(self._objective, network, inputs, changed)
+                    objective, restart = reweighted(objective, changed, rebuilt)
                     control.new_objective()
                     if restart:
                         optimizer = self._optimizer(image, control.step_size)
                 painted = self.live.take_regions()
                 if painted is not None:
                     self.regions = painted or None
-                    inputs, objective = self._repaint(inputs, objective, network, image, keep_photo)
+                    regions = ScaleRegions.prepare(self.regions, inputs.size, self.compute.device)
+                    inputs = dataclasses.replace(inputs, regions=regions)
+                    rebuilt = functools.partial(self._objective, network, inputs, self.settings)
+                    objective = repainted(objective, regions, self.settings, rebuilt)
+                    keep_photo.take(regions.keep)
+                    with torch.no_grad():
+                        image.copy_(regions.kept_photo(image, inputs.content))
                     control.new_objective()
                     optimizer = self._optimizer(image, control.step_size)
                 control.before_step(image)
@@ -451,7 +417,7 @@ class StyleTransfer:
                     self._records.result_losses = losses
                 self._records.iteration_done(index)
                 self._position = (index, iteration, image)
-                if time.perf_counter() - self._last_checkpoint >= self._checkpoint_interval:
+                if self._saver.due:
                     self._save_checkpoint()
                 yield self._progress(
                     index,
@@ -466,34 +432,6 @@ class StyleTransfer:
             gradient_norm.remove()
             keep_photo.remove()
             objective.close()
-
-    def _repaint(
-        self, inputs: ScaleInputs, objective: Objective, network: FeatureNetwork, image: Tensor, keep_photo: KeepPhoto
-    ) -> tuple[ScaleInputs, Objective]:
-        """Take ``self.regions`` into a running scale: new groups, keep mask, and the photo put back where kept."""
-        regions = ScaleRegions.prepare(self.regions, inputs.size, self.compute.device)
-        inputs = dataclasses.replace(inputs, regions=regions)
-        if not objective.regroup(regions, self.settings):
-            objective.close()
-            objective = self._objective(network, inputs, self.settings)
-        keep_photo.take(regions.keep)
-        with torch.no_grad():
-            image.copy_(regions.kept_photo(image, inputs.content))
-        return inputs, objective
-
-    def _apply(
-        self, settings: Settings, objective: Objective, network: FeatureNetwork, inputs: ScaleInputs
-    ) -> tuple[Objective, bool]:
-        """New loss weights; hooks and targets are rebuilt only when the style layers change.
-
-        Returns the objective, and whether the optimiser must restart: a layer
-        came or went, or a term's factor moved by more than RESTART_RATIO.
-        """
-        self.settings = settings
-        if tuple(settings.active_style_layers) == objective.style_layers:
-            return objective, objective.reweight(settings) > RESTART_RATIO
-        objective.close()
-        return self._objective(network, inputs, settings), True
 
     def _evaluate(
         self, evaluation: Generator[TileDone, None, Terms], index: int, iteration: int, size: tuple[int, int]

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from ..errors import SettingsError
+from ..objective.guided import ScaleRegions
+from ..objective.objective import Objective
 from ..objective.regions import Regions
 from ..settings import LIVE_FIELDS, Settings, from_dict, to_dict
+
+#: A live change that scales a loss term's factor by more than this (either
+#: way) restarts the optimiser: L-BFGS's curvature pairs describe the old
+#: objective and overshoot on the new one. Smaller changes, such as the steps
+#: of a dragged slider, keep the history: a restart begins with a tiny step,
+#: and the picture would stand still for as long as the drag lasts.
+RESTART_RATIO: Final = 2.0
 
 
 class LiveChanges:
@@ -84,3 +93,23 @@ class LiveChanges:
         with self._lock:
             regions, self._regions = self._regions, None
         return regions
+
+
+def reweighted(objective: Objective, settings: Settings, rebuilt: Callable[[], Objective]) -> tuple[Objective, bool]:
+    """The objective under new loss weights; its hooks and targets are rebuilt (``rebuilt``) only when the style
+    layers change. Also whether the optimiser must restart: a layer came or went, or a term's factor moved by
+    more than RESTART_RATIO."""
+    if tuple(settings.active_style_layers) == objective.style_layers:
+        return objective, objective.reweight(settings) > RESTART_RATIO
+    objective.close()
+    return rebuilt(), True
+
+
+def repainted(
+    objective: Objective, regions: ScaleRegions, settings: Settings, rebuilt: Callable[[], Objective]
+) -> Objective:
+    """The objective with regions painted during a run: regrouped in place, or ``rebuilt`` when it cannot be."""
+    if objective.regroup(regions, settings):
+        return objective
+    objective.close()
+    return rebuilt()
