@@ -11,6 +11,6 @@ APP_ID = "org.stylestudio.StyleStudio"
 # PyTorch's CPU tensors of 2 MB and more in transparent huge pages (Linux; read
 # once, when torch first allocates, so set before it is imported; a user's own
 # value stays). VGG's activations are hundreds of MB each at print sizes, and
-# each new one was mapped 4 KB at a time: benchmarks/huge_pages.py measured
-# a twentieth of the page faults and about 8 % less time per iteration at 1024 px.
+# mapped 4 KB at a time each new one costs a page fault per page
+# (benchmarks/huge_pages.py; docs/performance.md, "Huge pages").
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")

@@ -6,10 +6,8 @@ once its history is full (``float()``, ``if ys > 1e-10``, tensor-valued
 This one keeps every coefficient as a tensor. It computes what
 ``torch.optim.LBFGS(max_iter=1, tolerance_grad=0, tolerance_change=0,
 line_search_fn=None)`` computes (Nocedal & Wright, Algorithm 7.4), with
-two differences, both where torch's crawls at print sizes. A 4096 px render,
-resumed twice with a fresh optimiser, lowered its loss by 3e-6 in the first
-step after each resume, then by 2e-4 and 0.02, where the two steps before
-the first resume had each lowered it by 0.19:
+two differences, both where torch's crawls at print sizes (a resumed run's
+first steps barely lowered its loss):
 
 - Torch's first step is ``lr · min(1, 1/|g|₁)`` along the gradient, which
   barely moves a picture of millions of pixels. A resumed run starts

@@ -19,12 +19,11 @@ from typing import Final
 from ..errors import ResourceError
 from ..io.imageio import fit_size
 
-#: Bytes per output pixel for a bf16 / fp16 run, and for an fp32 run. Measured
-#: on the CPU: 1.40 kB (bf16) and 1.97 kB (fp32) between 512 and 1024 px;
-#: about 20 % added for safety.
+#: Bytes per output pixel for a bf16 / fp16 run, and for an fp32 run: measured
+#: on the CPU with benchmarks/memory.py, with about 20 % added for safety.
 BYTES_PER_PIXEL: Final = {"bf16": 1_700, "fp16": 1_700, "fp32": 2_400}
 #: Fixed cost of a run: the network in the compute dtype, targets, allocator slack
-#: (measured: 120 MB for bf16, 210 MB for fp32).
+#: (measured as above, rounded up).
 BASE_BYTES: Final = 256 * 2**20
 #: An allowance for cuDNN's convolution workspace on CUDA GPUs, which the CPU
 #: measurements above cannot see (to be checked with benchmarks/gpu.py).
@@ -33,12 +32,12 @@ CUDNN_WORKSPACE_BYTES: Final = 512 * 2**20
 HEADROOM: Final = 0.85
 
 
-#: L-BFGS corrections kept: fewer cost less time per step; more than 20 bring
-#: no lower loss (measured at 256 px with the proxy weights).
+#: L-BFGS corrections kept: fewer cost less time per step; more bring no lower
+#: loss (docs/performance.md).
 LBFGS_HISTORY: Final = 20
-#: Memory L-BFGS's history may take: at print sizes 20 pairs would be the
-#: largest thing in memory (6 GB at 4096×3072). Larger pictures keep fewer
-#: pairs (benchmarks/print_size.py measures what that costs in loss).
+#: Memory L-BFGS's history may take: at print sizes a full history would be
+#: the largest thing in memory, so larger pictures keep fewer pairs
+#: (benchmarks/print_size.py measures what that costs in loss).
 LBFGS_HISTORY_BYTES: Final = 1 * 2**30
 #: Fewest pairs kept, however large the picture.
 LBFGS_MIN_HISTORY: Final = 3
@@ -228,10 +227,8 @@ def plan_tiles(
 
 
 #: A tiled iteration's time against an untiled one at the same size: each tile
-#: carries its halo, and the Gram matrices take a forward pass of their own.
-#: Measured on the CPU against 4x an untiled 2048 px iteration: 4096 px in 4
-#: tiles of 2048 px 1.81, in 12 tiles of 1024 px 2.0 (the print render);
-#: 2048 px in 4 tiles of 1024 px 1.67-1.86 (benchmarks/print_size.py --ratio).
+#: carries its halo, and the Gram matrices take a forward pass of their own
+#: (benchmarks/print_size.py --ratio measures it; docs/performance.md has the figures).
 TILED_TIME_FACTOR: Final = 1.8
 
 
