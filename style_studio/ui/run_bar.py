@@ -85,13 +85,15 @@ class RunBar(QWidget):
         if self.progress.maximum() != record.steps * STEP_RESOLUTION:
             self.progress.setRange(0, record.steps * STEP_RESOLUTION)
         self.progress.setValue(round(record.steps_done * STEP_RESOLUTION))
-        text = (
-            f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/"
-            f"{record.iterations} · {record.width}×{record.height}"
+        part = f" · part {record.part}/{record.parts}" if record.within_iteration else ""
+        where = f"Scale {record.scale}/{record.scales} · iteration {record.iteration}/{record.iterations}"
+        self.progress.setFormat(
+            self._fitting(
+                f"{where} · {record.width}×{record.height}{part}",
+                f"{where}{part}",
+                f"{record.scale}/{record.scales} · {record.iteration}/{record.iterations}{part}",
+            )
         )
-        if record.within_iteration:
-            text += f" · part {record.part}/{record.parts}"
-        self.progress.setFormat(text)
         if rate >= 0.1:
             self.rate_label.setText(f"{rate:.1f} it/s")
         else:
@@ -99,6 +101,12 @@ class RunBar(QWidget):
         self.eta_label.setText(f"ETA {duration(record.eta)}" if record.eta is not None and not record.done else "")
         if not record.within_iteration:  # a part of an iteration carries no new gradient
             self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
+
+    def _fitting(self, *texts: str) -> str:
+        """The first (longest) of ``texts`` that fits the bar on one line; the last when none does."""
+        room = self.progress.contentsRect().width() - 8
+        metrics = self.progress.fontMetrics()
+        return next((text for text in texts if metrics.horizontalAdvance(text) <= room), texts[-1])
 
     def show_outcome(self, outcome: RunOutcome) -> None:
         if outcome.error:

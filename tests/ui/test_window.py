@@ -495,7 +495,7 @@ def test_the_progress_text_fits_its_bar_with_the_side_panels_open(qtbot, window)
     window.regions_dock.show()
     window.show()
     qtbot.waitExposed(window)
-    window.controls.set_settings(dataclasses.replace(FAST, size=128, iterations=400))
+    window.controls.set_settings(dataclasses.replace(FAST, size=512, iterations=400))
     seen = []
     window.controller.progressed.connect(lambda record: seen.append(record))
     window.start()
