@@ -68,9 +68,7 @@ class QueueIntake:
         regions = self.window.regions.current()
         folder = output_folder or self.output_folder()
         photo, styles = inputs
-        item = item_for(
-            photo, styles, settings, folder, self.window.queue.queue, regions=regions.to_json() if regions else None
-        )
+        item = item_for(photo, styles, settings, folder, self.window.queue.queue, regions=regions)
         self.window.queue_dock.show()
         self.window.queue_dock.raise_()
         self.window.queue.add([item])

@@ -26,7 +26,6 @@ from ..core import (
     Job,
     Progress,
     QueueItem,
-    RegionError,
     RenderQueue,
     StyleStudioError,
     job_key,
@@ -100,13 +99,13 @@ class QueuePanel(QWidget):
         chosen = self.selected_id()
         self.list.clear()
         queue = self.controller.queue
-        for job in queue:
-            text = f"{job.describe()}\n{self._state_text(job)}"
-            entry = QListWidgetItem(self.controller.thumbnail(job), text)
-            entry.setData(Qt.ItemDataRole.UserRole, job.id)
-            entry.setToolTip(f"{job.output}\n{job.reason}".strip())
+        for item in queue:
+            text = f"{item.describe()}\n{self._state_text(item)}"
+            entry = QListWidgetItem(self.controller.thumbnail(item), text)
+            entry.setData(Qt.ItemDataRole.UserRole, item.id)
+            entry.setToolTip(f"{item.job.output}\n{item.reason}".strip())
             self.list.addItem(entry)
-            if job.id == chosen:
+            if item.id == chosen:
                 self.list.setCurrentItem(entry)
         self.pause.blockSignals(True)
         self.pause.setChecked(queue.paused)
@@ -232,9 +231,9 @@ class QueueController(QObject):
                 self.queue.set_state(item.id, "failed", str(exc))
                 self.changed.emit()
                 continue
-            if output_key(item.output) == job_key(job.settings, render.content, render.styles, job.regions):
+            if output_key(job.output) == job_key(job.settings, render.content, render.styles, job.regions):
                 self._forget_progress(item.id)
-                self.queue.set_state(item.id, "done", f"{item.output} (already made)")
+                self.queue.set_state(item.id, "done", f"{job.output} (already made)")
                 self.changed.emit()
                 continue
             self.current = item.id
@@ -248,10 +247,7 @@ class QueueController(QObject):
 
     def _render_job(self, item: QueueItem) -> tuple[Job, RenderJob]:
         """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
-        try:
-            job = item.job()
-        except RegionError as exc:
-            raise StyleStudioError(f"its regions cannot be read ({exc})") from None
+        job = item.job
         content = load_image(job.content)
         styles = tuple(load_image(p) for p in job.styles)
         regions = job.regions.resized(*content.size) if job.regions else None
@@ -319,17 +315,17 @@ class QueueController(QObject):
             outcome.settings,
             weights_label=outcome.weights_label,
             app_version=__version__,
-            content=item.content.name,
-            styles=[p.name for p in item.styles],
+            content=item.job.content.name,
+            styles=[p.name for p in item.job.styles],
             regions=outcome.regions,
-            key=job_key(render.settings, render.content, render.styles, item.job().regions),
+            key=job_key(render.settings, render.content, render.styles, item.job.regions),
         )
 
         def write(report: Report, cancel: CancelToken) -> None:
-            item.output.parent.mkdir(parents=True, exist_ok=True)
-            write_picture(result, item.output, metadata, software=f"Style Studio {__version__}")
+            item.job.output.parent.mkdir(parents=True, exist_ok=True)
+            write_picture(result, item.job.output, metadata, software=f"Style Studio {__version__}")
 
-        job = BackgroundTask(write, "style-studio-queue-write", failure=f"{item.output}: could not be written")
+        job = BackgroundTask(write, "style-studio-queue-write", failure=f"{item.job.output}: could not be written")
         job.finished.connect(lambda written: self._written(item, result, written))
         self._writing = job
         job.start()
@@ -340,7 +336,7 @@ class QueueController(QObject):
             self.queue.set_state(item.id, "failed", written.error)
             self.error.emit(f"A queued picture could not be written: {written.error}")
         else:
-            self.queue.set_state(item.id, "done", str(item.output))
+            self.queue.set_state(item.id, "done", str(item.job.output))
             self._thumbnails[item.id] = _icon(result)
         self.changed.emit()
         self.start_next()
@@ -356,9 +352,9 @@ class QueueController(QObject):
         """The finished picture (read small from its file once), or nothing yet."""
         if item.id in self._thumbnails:
             return self._thumbnails[item.id]
-        if item.state != "done" or not item.output.is_file():
+        if item.state != "done" or not item.job.output.is_file():
             return QIcon()
-        reader = QImageReader(str(item.output))
+        reader = QImageReader(str(item.job.output))
         size = reader.size()
         if size.isValid():
             reader.setScaledSize(size.scaled(THUMBNAIL, THUMBNAIL, Qt.AspectRatioMode.KeepAspectRatio))

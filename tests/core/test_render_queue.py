@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from style_studio.core.jobs.render_queue import QueueItem, RenderQueue, item_for
+from style_studio.core.jobs.job import Job
+from style_studio.core.jobs.render_queue import QueueItem, RenderQueue, item_for, new_id
 from style_studio.core.settings import Settings
 
 
@@ -13,14 +14,19 @@ def test_the_queue_comes_back_after_a_restart_in_its_order(tmp_path):
     first = item_for(Path("a.png"), [Path("s.jpg")], Settings(size=64), tmp_path / "out", queue)
     queue.add([first])
     second = item_for(Path("a.png"), [Path("s.jpg")], Settings(size=96), tmp_path / "out", queue)
-    queue.add([second, QueueItem(Path("b.png"), (Path("s.jpg"), Path("t.jpg")), Settings(), tmp_path / "b.png")])
-    assert second.output.name == "a-s-2.png"  # the first job has a-s.png
+    queue.add(
+        [
+            second,
+            QueueItem(Job(new_id(), Path("b.png"), (Path("s.jpg"), Path("t.jpg")), Settings(), tmp_path / "b.png")),
+        ]
+    )
+    assert second.job.output.name == "a-s-2.png"  # the first job has a-s.png
     queue.set_state(first.id, "running")
     queue.move(second.id, 1)
     again = RenderQueue(tmp_path)
     assert [i.id for i in again] == [first.id, queue.items[1].id, second.id]
     assert again.get(first.id).state == "waiting"  # it was cut off: it goes again
-    assert again.get(second.id).settings.size == 96
+    assert again.get(second.id).job.settings.size == 96
     assert again.next_waiting().id == first.id
     again.paused = True
     assert again.next_waiting() is None
@@ -32,7 +38,7 @@ def test_a_damaged_queue_file_is_set_aside_not_lost(tmp_path):
     assert len(queue) == 0 and not (tmp_path / "queue.json").exists()
     (kept,) = tmp_path.glob("queue.json.unreadable-*")
     assert kept.read_text() == "{not json" and str(kept) in queue.notices[0]
-    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png"))])
+    queue.add([QueueItem(Job(new_id(), Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png")))])
     assert kept.read_text() == "{not json"  # a later save writes a new queue.json beside it
 
 
@@ -46,7 +52,7 @@ def test_jobs_that_cannot_be_read_are_kept_aside_and_the_rest_runs(tmp_path):
     (tmp_path / "queue.json").write_text(text)
     queue = RenderQueue(tmp_path)
     (item,) = queue.items
-    assert item.state == "done" and item.settings.size == 64
+    assert item.state == "done" and item.job.settings.size == 64
     (kept,) = tmp_path.glob("queue.json.unreadable-*")
     assert kept.read_text() == text and "2 queued job(s) could not be read" in queue.notices[0]
     assert [i.id for i in RenderQueue(tmp_path)] == [item.id]  # the readable rest was saved
@@ -57,6 +63,6 @@ def test_a_newer_versions_queue_is_never_overwritten(tmp_path):
     (tmp_path / "queue.json").write_text(text)
     queue = RenderQueue(tmp_path)
     assert "newer Style Studio" in queue.notices[0]
-    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png"))])
+    queue.add([QueueItem(Job(new_id(), Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png")))])
     (kept,) = tmp_path.glob("queue.json.unreadable-*")
     assert kept.read_text() == text

@@ -98,11 +98,12 @@ _QUEUE_WRITE_DIES = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     from style_studio.core.jobs import render_queue
+    from style_studio.core.jobs.job import Job
     from style_studio.core.jobs.render_queue import QueueItem, RenderQueue
     from style_studio.core.settings import Settings
 
     queue = RenderQueue(Path(sys.argv[1]))
-    queue.add([QueueItem(Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("a-out.png"), id="first")])
+    queue.add([QueueItem(Job("first", Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("a-out.png")))])
     real = render_queue.write_atomically
     def dying(path, write):
         def half(out):
@@ -111,7 +112,7 @@ _QUEUE_WRITE_DIES = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)
         real(path, half)
     render_queue.write_atomically = dying
-    queue.add([QueueItem(Path("b.png"), (Path("s.jpg"),), Settings(size=64), Path("b-out.png"), id="second")])
+    queue.add([QueueItem(Job("second", Path("b.png"), (Path("s.jpg"),), Settings(size=64), Path("b-out.png")))])
     """
 )
 

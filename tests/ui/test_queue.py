@@ -23,12 +23,12 @@ def wait_for_queue(qtbot, window, timeout=60_000) -> None:
 def test_add_to_queue_renders_and_writes_the_picture_with_its_settings(qtbot, window, tmp_path):
     assert window.add_to_queue(tmp_path / "out")
     item = window.queue.queue.items[0]
-    assert item.output == tmp_path / "out" / "chelsea-starry_night.png"
+    assert item.job.output == tmp_path / "out" / "chelsea-starry_night.png"
     wait_for_queue(qtbot, window)
     assert item.state == "done", item.reason
-    with Image.open(item.output) as made:
+    with Image.open(item.job.output) as made:
         assert made.size == (48, 32)
-    assert settings_mod.loads(read_metadata(item.output)) == window.current_settings()
+    assert settings_mod.loads(read_metadata(item.job.output)) == window.current_settings()
     assert not window.queue_panel.list.item(0).icon().isNull()  # the thumbnail
     assert "1 done" in window.queue_panel.status.text()
     assert window.history.count() == 0  # a queued picture goes to its file, not to the history
@@ -40,7 +40,7 @@ def test_a_queued_job_keeps_the_regions_painted_when_it_was_added(qtbot, window,
     window.add_to_queue(tmp_path)
     window.regions.set_photo(451, 300)  # painting on goes on without changing the queued job
     wait_for_queue(qtbot, window)
-    regions = from_document(read_metadata(window.queue.queue.items[0].output))
+    regions = from_document(read_metadata(window.queue.queue.items[0].job.output))
     assert regions is not None and len(regions) == 1
 
 
@@ -102,7 +102,7 @@ def test_the_queue_survives_a_restart_and_a_job_cut_off_goes_again(qtbot, make_w
     second = make_window()
     (item,) = second.queue.queue.items
     assert item.state == "waiting"
-    assert item.settings.iterations == 5_000 and item.output.parent == tmp_path
+    assert item.job.settings.iterations == 5_000 and item.job.output.parent == tmp_path
     second.queue.cancel(item.id)  # not 5000 iterations in a test
     qtbot.waitUntil(lambda: not second.queue.busy, timeout=30_000)
     assert second.queue.queue.items[0].state == "cancelled"
@@ -114,7 +114,7 @@ def test_a_job_whose_photo_is_gone_fails_with_why_and_the_next_one_runs(qtbot, w
     window.queue.queue.paused = True
     window.add_to_queue(tmp_path / "out")
     first = window.queue.queue.items[0]
-    first.content = photo
+    first.job = dataclasses.replace(first.job, content=photo)
     window.add_to_queue(tmp_path / "out")
     photo.unlink()
     window.queue_panel.pause.setChecked(False)
@@ -177,10 +177,10 @@ def test_a_queued_picture_already_made_by_the_same_job_is_not_rendered_again(qtb
     window.add_to_queue(tmp_path)
     wait_for_queue(qtbot, window)
     item = window.queue.queue.items[0]
-    made = item.output.stat().st_mtime_ns
+    made = item.job.output.stat().st_mtime_ns
     started = []
     window.controller.started.connect(started.append)
     window.queue.retry(item.id)  # the same job again: its output already carries its key
     wait_for_queue(qtbot, window)
     assert item.state == "done" and "already made" in item.reason
-    assert started == [] and item.output.stat().st_mtime_ns == made
+    assert started == [] and item.job.output.stat().st_mtime_ns == made

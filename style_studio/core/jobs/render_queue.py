@@ -13,7 +13,7 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,7 +21,7 @@ from .. import settings as settings_mod
 from ..errors import SettingsError
 from ..io.files import data_folder, set_aside, write_atomically
 from ..io.locks import Busy, held
-from ..objective.regions import Regions
+from ..objective.regions import RegionError, Regions
 from ..settings import Settings
 from .job import Job
 
@@ -41,66 +41,64 @@ def default_folder() -> Path:
 
 @dataclass
 class QueueItem:
-    """One picture to render.
+    """A job in the queue, and where it stands.
 
     Attributes:
-        id: its name in the queue.
-        content, styles: the input files.
-        settings: the settings (blend included).
-        output: the file the picture is written to.
-        regions: the painted regions (``Regions.to_json``), or None.
+        job: the picture to make (``Job``: photo, styles, settings, regions, output); its id is the item's.
         state: waiting, running, done, failed or cancelled.
-        reason: why it failed, or where it ran.
+        reason: why it failed, or where its picture went.
     """
 
-    content: Path
-    styles: tuple[Path, ...]
-    settings: Settings
-    output: Path
-    regions: Mapping[str, Any] | None = None
+    job: Job
     state: str = "waiting"
     reason: str = ""
-    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def id(self) -> str:
+        return self.job.id
 
     def describe(self) -> str:
-        return f"{self.content.name} × {' + '.join(s.name for s in self.styles)} → {self.output.name}"
+        return f"{self.job.describe()} → {self.job.output.name}"
 
     @property
     def run_id(self) -> str:
         """The name of its run's checkpoint: a paused or cut-off job goes on from it."""
         return f"{QUEUE_RUN_PREFIX}{self.id}"
 
-    def job(self) -> Job:
-        """The job this item renders, as render and batch describe theirs (RegionError: its regions are unreadable)."""
-        regions = Regions.from_json(self.regions) if self.regions else None
-        return Job(self.id, self.content, self.styles, self.settings, self.output, regions)
-
     def to_json(self) -> dict[str, Any]:
+        job = self.job
         return {
-            "id": self.id,
-            "content": str(self.content),
-            "styles": [str(s) for s in self.styles],
-            "settings": settings_mod.to_dict(self.settings),
-            "output": str(self.output),
-            "regions": self.regions,
+            "id": job.id,
+            "content": str(job.content),
+            "styles": [str(s) for s in job.styles],
+            "settings": settings_mod.to_dict(job.settings),
+            "output": str(job.output),
+            "regions": job.regions.to_json() if job.regions else None,
             "state": self.state,
             "reason": self.reason,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> QueueItem:
+        """An item as ``to_json`` wrote it (KeyError, TypeError, SettingsError or RegionError when unreadable)."""
         state = str(data.get("state", "waiting"))
-        return cls(
-            content=Path(data["content"]),
-            styles=tuple(Path(s) for s in data["styles"]),
-            settings=settings_mod.from_dict(data["settings"]),
-            output=Path(data["output"]),
-            regions=data.get("regions"),
-            # A job that was running when the app stopped goes again.
-            state="waiting" if state in ("running",) or state not in STATES else state,
-            reason=str(data.get("reason", "")),
-            id=str(data.get("id") or uuid.uuid4().hex[:12]),
+        regions = data.get("regions")
+        job = Job(
+            str(data.get("id") or new_id()),
+            Path(data["content"]),
+            tuple(Path(s) for s in data["styles"]),
+            settings_mod.from_dict(data["settings"]),
+            Path(data["output"]),
+            Regions.from_json(regions) if regions else None,
         )
+        # A job that was running when the app stopped goes again.
+        state = "waiting" if state in ("running",) or state not in STATES else state
+        return cls(job, state, str(data.get("reason", "")))
+
+
+def new_id() -> str:
+    """A new queue job's id."""
+    return uuid.uuid4().hex[:12]
 
 
 class RenderQueue:
@@ -183,7 +181,7 @@ class RenderQueue:
         self.set_state(item_id, "waiting")
 
     def output_taken(self, output: Path) -> bool:
-        return output.exists() or any(i.output == output for i in self.items if i.state != "done")
+        return output.exists() or any(i.job.output == output for i in self.items if i.state != "done")
 
     def save(self) -> None:
         """Write the queue (atomically); a failure is logged: the queue in memory still runs."""
@@ -222,7 +220,7 @@ class RenderQueue:
         for entry in entries:
             try:
                 items.append(QueueItem.from_json(entry))
-            except (KeyError, TypeError, ValueError, AttributeError, SettingsError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, SettingsError, RegionError) as exc:
                 log.warning("a queued job cannot be read: %s", exc)
                 unread += 1
         self.items = items
@@ -255,12 +253,17 @@ def unique_output(folder: Path, stem: str, suffix: str, queue: RenderQueue) -> P
 
 
 def item_for(
-    content: Path, styles: Sequence[Path], settings: Settings, folder: Path, queue: RenderQueue, **extra: Any
+    content: Path,
+    styles: Sequence[Path],
+    settings: Settings,
+    folder: Path,
+    queue: RenderQueue,
+    regions: Regions | None = None,
 ) -> QueueItem:
-    """A queue job for a photo and styles, its output named after them in ``folder``."""
+    """A queue job for a photo and styles (and the regions painted on it), its output named after them in ``folder``."""
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
     output = unique_output(folder, stem, ".png", queue)
-    return QueueItem(content, tuple(styles), settings, output, **extra)
+    return QueueItem(Job(new_id(), content, tuple(styles), settings, output, regions))
 
 
 def is_queue_run(run_id: str) -> bool:
