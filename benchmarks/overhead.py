@@ -25,7 +25,7 @@ from _common import images, machine, median, table, weights
 TARGET = 1.10
 
 
-def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float]:
+def measure(size: int, optimizer: str, pairs: int, loaded, precision: str = "auto") -> tuple[float, float]:
     import torch
 
     from style_studio.core.network.vgg import TruncatedNetwork
@@ -35,7 +35,7 @@ def measure(size: int, optimizer: str, pairs: int, loaded) -> tuple[float, float
 
     content, style = images(size)
     settings = dataclasses.replace(
-        DEFAULTS, size=size, iterations=pairs + 3, optimizer=optimizer, weights=loaded.choice
+        DEFAULTS, size=size, iterations=pairs + 3, optimizer=optimizer, weights=loaded.choice, precision=precision
     )
     transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15)
     compute = transfer.compute
@@ -108,6 +108,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
     parser.add_argument("--optimizers", nargs="+", default=["lbfgs", "adam"])
     parser.add_argument("--pairs", type=int, default=12)
+    parser.add_argument("--precision", default="auto", help="auto (bf16 where fast), fp32 or bf16")
     parser.add_argument("--weights", default=None, help="default: the proxy file if present, else untrained")
     parser.add_argument("--regions-size", type=int, default=512, help="size of the regions row (0: none)")
     args = parser.parse_args()
@@ -115,7 +116,7 @@ def main() -> None:
     rows = []
     for size in args.sizes:
         for optimizer in args.optimizers:
-            bare, engine = measure(size, optimizer, args.pairs, loaded)
+            bare, engine = measure(size, optimizer, args.pairs, loaded, args.precision)
             ratio = engine / bare
             rows.append(
                 [
@@ -127,7 +128,9 @@ def main() -> None:
                     "yes" if ratio <= TARGET else "NO",
                 ]
             )
-    print(f"Engine overhead per iteration ({machine()}; weights: {loaded.label})", flush=True)
+    print(
+        f"Engine overhead per iteration ({machine()}; weights: {loaded.label}; precision {args.precision})", flush=True
+    )
     print(table(["px", "optimizer", "bare ms", "engine ms", "ratio", f"<= {TARGET}"], rows), flush=True)
     if args.regions_size:
         plain, painted = measure_regions(args.regions_size, args.pairs, loaded)
