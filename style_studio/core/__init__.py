@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .io.imageio import FORMATS as FORMATS
     from .io.imageio import decode_image as decode_image
     from .io.imageio import fit_size as fit_size
+    from .io.imageio import image_hash as image_hash
     from .io.imageio import load_image as load_image
     from .io.imageio import read_metadata as read_metadata
     from .io.imageio import save_image as save_image
@@ -99,7 +100,6 @@ if TYPE_CHECKING:
     from .run.cancel import CancelToken as CancelToken
     from .run.checkpoints import Checkpoint as Checkpoint
     from .run.checkpoints import CheckpointStore as CheckpointStore
-    from .run.checkpoints import image_hash as image_hash
     from .run.compute import NetworkWeights as NetworkWeights
     from .run.engine import StyleTransfer as StyleTransfer
     from .run.plan import RunPlan as RunPlan
@@ -157,7 +157,7 @@ _NAMES: dict[str, str] = {
     "CancelToken": "run.cancel",
     "Checkpoint": "run.checkpoints",
     "CheckpointStore": "run.checkpoints",
-    "image_hash": "run.checkpoints",
+    "image_hash": "io.imageio",
     "NetworkWeights": "run.compute",
     "RunPlan": "run.plan",
     "Target": "run.plan",

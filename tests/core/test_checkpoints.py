@@ -13,9 +13,10 @@ import torch
 
 from style_studio.core import settings as settings_mod
 from style_studio.core.errors import StyleStudioError
+from style_studio.core.io.imageio import image_hash
 from style_studio.core.progress import CANCELLED, FINISHED
 from style_studio.core.run.cancel import CancelToken
-from style_studio.core.run.checkpoints import MAX_AGE, CheckpointStore, image_hash
+from style_studio.core.run.checkpoints import MAX_AGE, CheckpointStore
 from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import Settings
 

@@ -9,6 +9,7 @@ once it is complete, so a failed export never damages an existing file.
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import logging
 import os
@@ -391,3 +392,11 @@ def read_metadata(path: str | os.PathLike[str]) -> str | None:
     if isinstance(text, str) and f'"format": "{METADATA_KEY}"' in text:
         return text
     return None
+
+
+def image_hash(image: Image.Image) -> str:
+    """The SHA-256 of an image's RGB pixels and size: the same picture in any file format hashes the same."""
+    rgb = image.convert("RGB")
+    digest = hashlib.sha256(f"{rgb.width}x{rgb.height}:".encode())
+    digest.update(rgb.tobytes())
+    return digest.hexdigest()

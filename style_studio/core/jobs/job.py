@@ -28,10 +28,9 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import StyleStudioError
-from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, read_metadata, save_image
+from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata, save_image
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
-from ..run.checkpoints import image_hash
 from ..settings import Settings
 
 if TYPE_CHECKING:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import io
 import json
 import logging
@@ -63,14 +62,6 @@ def interval() -> float:
         return float(value) if value else INTERVAL
     except ValueError:
         return INTERVAL
-
-
-def image_hash(image: Image.Image) -> str:
-    """The SHA-256 of an image's RGB pixels and size: the same picture in any file format hashes the same."""
-    rgb = image.convert("RGB")
-    digest = hashlib.sha256(f"{rgb.width}x{rgb.height}:".encode())
-    digest.update(rgb.tobytes())
-    return digest.hexdigest()
 
 
 class NewerCheckpointError(StyleStudioError):

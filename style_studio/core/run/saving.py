@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from PIL import Image
 from torch import Tensor
 
+from ..io.imageio import image_hash
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
 from ..settings import Settings
 from . import checkpoints
-from .checkpoints import Checkpoint, CheckpointStore, Position, image_hash
+from .checkpoints import Checkpoint, CheckpointStore, Position
 
 log = logging.getLogger(__name__)
 
