@@ -263,3 +263,22 @@ class TruncatedNetwork(nn.Module):
             x = mirror(x, border)
         deepest: Tensor = self.layers(x.contiguous(memory_format=memory_format))
         return deepest
+
+
+def vgg19_layers(config: Sequence[int | str]) -> nn.Sequential:
+    """VGG's ``features`` for ``config`` (``layers.vgg19_config``), as torchvision's ``make_layers`` builds them.
+
+    The same modules in the same order, so the same state-dict keys and, under
+    the same seed, the same initial values (a test compares them). Built here
+    because importing torchvision costs about 3 s at every start (its operators
+    pull in torch's compiler), for two lines of it.
+    """
+    layers: list[nn.Module] = []
+    channels = 3
+    for item in config:
+        if item == "M":
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+        else:
+            layers += [nn.Conv2d(channels, int(item), kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+            channels = int(item)
+    return nn.Sequential(*layers)

@@ -103,16 +103,17 @@ def options_hint() -> str:
 def vgg19_features_module(widths: tuple[int, ...] = BLOCK_WIDTHS) -> nn.Sequential:
     """torchvision's VGG19 ``features`` with torchvision's own initialisation.
 
-    Built from torchvision's configuration rather than ``vgg19()`` so the
+    Built from VGG19's configuration rather than torchvision's ``vgg19()`` so the
     103M-parameter classifier is never allocated. ``widths``: channels per
     block; the test network's are so narrow that torchvision's fan-out
     initialisation leaves its deep layers dead, so it keeps the variance of
     the forward pass instead (He et al., fan-in).
     """
     from torch import nn
-    from torchvision.models.vgg import make_layers
 
-    features = make_layers(vgg19_config(widths), batch_norm=False)
+    from .vgg import vgg19_layers
+
+    features = vgg19_layers(vgg19_config(widths))
     for m in features.modules():
         if isinstance(m, nn.Conv2d):
             if widths == BLOCK_WIDTHS:
@@ -128,10 +129,11 @@ def vgg19_features_module(widths: tuple[int, ...] = BLOCK_WIDTHS) -> nn.Sequenti
 def expected_feature_shapes() -> dict[str, torch.Size]:
     """Keys and shapes of a features state dict, without the ``features.`` prefix."""
     import torch
-    from torchvision.models.vgg import cfgs, make_layers
+
+    from .vgg import vgg19_layers
 
     with torch.device("meta"):
-        features = make_layers(cfgs["E"], batch_norm=False)
+        features = vgg19_layers(vgg19_config())
     return {k: v.shape for k, v in features.state_dict().items()}
 
 
@@ -190,7 +192,8 @@ def build_features(weights: LoadedWeights) -> nn.Sequential:
     """VGG19 ``features`` holding the given weights, in eval mode, frozen."""
     import torch
     from torch import nn
-    from torchvision.models.vgg import cfgs, make_layers
+
+    from .vgg import vgg19_layers
 
     if weights.untrained:
         # Seeded without touching the global RNG, so untrained features are
@@ -200,7 +203,7 @@ def build_features(weights: LoadedWeights) -> nn.Sequential:
             features = vgg19_features_module(weights.widths)
     else:
         with torch.device("meta"):
-            features = make_layers(cfgs["E"], batch_norm=False)
+            features = vgg19_layers(vgg19_config())
         features.load_state_dict(dict(weights.state), assign=True)
     assert isinstance(features, nn.Sequential)
     return features.eval().requires_grad_(False)
