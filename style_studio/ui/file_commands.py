@@ -21,6 +21,7 @@ class FileCommands:
 
     def __init__(self, window: MainWindow) -> None:
         self.window = window
+        self._exporting: HistoryEntry | None = None  # the entry being exported: let go of once written
 
     def export_dialog(self, *_: object, entry: HistoryEntry | None = None) -> None:
         if (entry or self.window.shown) is None:
@@ -58,12 +59,12 @@ class FileCommands:
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
         started = self.window.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
-            self.window._exporting = entry
+            self._exporting = entry
         self.window._update_state()
         return started
 
     def exported(self, _path: str, error: str) -> None:
-        entry, self.window._exporting = self.window._exporting, None
+        entry, self._exporting = self._exporting, None
         if entry is not None and not error:
             self.window.kept.let_go(entry)  # exported: the kept copy is no longer needed
         self.window._update_state()

@@ -94,16 +94,12 @@ class MainWindow(QMainWindow):
         self.checkpoints = checkpoints if checkpoints is not None else CheckpointStore()
         self.controller = RunController(self, weights=weights, checkpoints=self.checkpoints)
         self.planner = RunPlanner(self.store)
-        self._running_plan: RunPlan | None = None
         self.documents = Documents(self)
         self.shown: HistoryEntry | None = None  # the result in the picture area, which Export writes
-        self._running_weights: tuple[str, str] | None = None  # (choice, label) of the run in progress
-        self._final_size: tuple[int, int] | None = None
         self._compare: HistoryEntry | None = None
         self.regions = RegionEditor(self)
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
-        self._exporting: HistoryEntry | None = None
         self._build_ui()
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
@@ -434,7 +430,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, 6000)
 
     def _update_weights_label(self) -> None:
-        choice, label = self._running_weights or (self.controls.settings().weights, "")
+        choice, label = self.runs.running_weights or (self.controls.settings().weights, "")
         self.weights_label.setText(f"Weights: {label or describe(choice)}")
         self.weights_label.setStyleSheet("color: #9a4c00; font-weight: bold;" if choice == UNTRAINED else "")
 

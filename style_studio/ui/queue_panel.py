@@ -159,7 +159,6 @@ class QueueController(QObject):
         self.progress_text = ""
         self.closing = False
         self._writing: BackgroundTask | None = None
-        self._running: RenderJob | None = None  # the current job's run: its pictures key its output
         self._thumbnails: dict[str, QIcon] = {}
         self._cancel_current = False
         # The queue listens to the runs itself: its own runs' progress and ends, and the user's ends (then it goes on).
@@ -237,7 +236,6 @@ class QueueController(QObject):
                 self.changed.emit()
                 continue
             self.current = item.id
-            self._running = render
             self._cancel_current = False
             self.progress_text = ""
             self.queue.set_state(item.id, "running")
@@ -299,15 +297,15 @@ class QueueController(QObject):
         elif outcome.stop_reason == CANCELLED:
             self._forget_progress(item.id)
             self.queue.set_state(item.id, "cancelled")
-        elif outcome.stop_reason == FINISHED and outcome.result is not None and self._running is not None:
-            self._write(item, outcome, self._running)
+        elif outcome.stop_reason == FINISHED and outcome.result is not None:
+            self._write(item, outcome)
             return
         else:
             self.queue.set_state(item.id, "failed", outcome.error or "the run failed")
         self.changed.emit()
         self.start_next()
 
-    def _write(self, item: QueueItem, outcome: RunOutcome, render: RenderJob) -> None:
+    def _write(self, item: QueueItem, outcome: RunOutcome) -> None:
         """Write the picture with its metadata and job key, in the background."""
         result = outcome.result
         assert result is not None
@@ -318,7 +316,7 @@ class QueueController(QObject):
             content=item.job.content.name,
             styles=[p.name for p in item.job.styles],
             regions=outcome.regions,
-            key=job_key(render.settings, render.content, render.styles, item.job.regions),
+            key=outcome.key,  # the run's own: the same job key as the one checked before it started
         )
 
         def write(report: Report, cancel: CancelToken) -> None:

@@ -36,6 +36,10 @@ class UserRuns:
 
     def __init__(self, window: MainWindow) -> None:
         self.window = window
+        #: (choice, label) of the weights of the run under way (the label as the run reports it).
+        self.running_weights: tuple[str, str] | None = None
+        self._running_plan: RunPlan | None = None  # the plan of the run under way: its work measures its speed
+        self._final_size: tuple[int, int] | None = None  # the size previews are shown at
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
@@ -54,7 +58,7 @@ class UserRuns:
 
     def on_planned(self, plan: RunPlan) -> None:
         """The run that started planned this: later announcements plan for its device and precision."""
-        self.window._running_plan = plan
+        self._running_plan = plan
         settings = self.window.controller.job_settings()
         if settings is not None:
             self.window.planner.learn(settings, plan)
@@ -101,10 +105,10 @@ class UserRuns:
             resume,
             regions,
         )
-        self.window._final_size = fit_size(*content.image.size, settings.size)
+        self._final_size = fit_size(*content.image.size, settings.size)
         self.window.loss_plot.clear()
         self.window.run_bar.begin()
-        self.window._running_weights = (settings.weights, describe(settings.weights))
+        self.running_weights = (settings.weights, describe(settings.weights))
         self.window.controller.start(job)
         self.window._update_state()
 
@@ -145,8 +149,8 @@ class UserRuns:
         if self.window.controller.owner != USER:  # the queue's: its panel shows it
             return
         self.window.run_bar.show_progress(record)
-        if self.window._running_weights is not None and record.weights != self.window._running_weights[1]:
-            self.window._running_weights = (self.window._running_weights[0], record.weights)
+        if self.running_weights is not None and record.weights != self.running_weights[1]:
+            self.running_weights = (self.running_weights[0], record.weights)
             self.window._update_weights_label()
         self.window.device_label.setText(record.compute)
         if not record.done and not record.within_iteration:
@@ -158,7 +162,7 @@ class UserRuns:
 
     def on_preview(self, image: QImage) -> None:
         if self.window._compare is None and self.window.controller.owner == USER:
-            self.window.view.set_image(image, self.window._final_size)
+            self.window.view.set_image(image, self._final_size)
 
     def on_finished(self, outcome: RunOutcome) -> None:
         if outcome.owner != USER:  # the queue's: it writes its picture
@@ -166,7 +170,7 @@ class UserRuns:
             return
         self.measure_speed(outcome)
         if outcome.result is not None:
-            label = outcome.weights_label or (self.window._running_weights[1] if self.window._running_weights else "")
+            label = outcome.weights_label or (self.running_weights[1] if self.running_weights else "")
             entry = HistoryEntry(
                 outcome.result,
                 outcome.settings,
@@ -184,13 +188,13 @@ class UserRuns:
         if outcome.error:
             self.window.show_error(outcome.error)
         self.window.run_bar.show_outcome(outcome)
-        self.window._running_weights = None
+        self.running_weights = None
         self.window._update_state()
 
     def measure_speed(self, outcome: RunOutcome) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
-        last, plan = outcome.last, self.window._running_plan
-        self.window._running_plan = None
+        last, plan = outcome.last, self._running_plan
+        self._running_plan = None
         if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
             return
         self.window.store.save_speed(last.elapsed / plan.work, last.compute)
