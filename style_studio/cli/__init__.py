@@ -1,4 +1,4 @@
-"""Command line: ``style-studio`` opens the window, ``style-studio render`` and ``batch`` work headless.
+"""Command line: ``style-studio`` opens the window; ``render``, ``video`` and ``batch`` work headless.
 
 Bad input ends with exit status 2 and one line on stderr saying what is
 wrong; nothing is written at the output path unless the run succeeds.
@@ -18,6 +18,7 @@ from .batch import batch
 from .parser import UsageError, build_parser
 from .render import render
 from .terminal import handling, interrupt
+from .video import video
 
 EXIT_USAGE = 2
 
@@ -36,6 +37,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
                 level=logging.INFO if args.verbose else logging.ERROR, format="style-studio: %(message)s", stream=stderr
             )
             return render(args, stdout, stderr)
+        if args.command == "video":
+            logging.basicConfig(level=logging.ERROR, format="style-studio: %(message)s", stream=stderr)
+            return video(args, stdout, stderr)
         if args.command == "batch":
             logging.basicConfig(level=logging.ERROR, format="style-studio: %(message)s", stream=stderr)
             with handling([signal.SIGTERM], interrupt):  # kill, a job scheduler, a logout: as Ctrl+C

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..core import folder_lock, held
-from ..core import settings as settings_mod
-from .parser import UsageError, settings_from_args
+from .parser import UsageError, preset_base, settings_from_args
 from .render import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -22,13 +21,7 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
     from ..core import OutputOptions, check_jobs, jobs_from_arguments, jobs_from_file
 
-    base = settings_mod.DEFAULTS
-    if args.preset:
-        try:
-            base = settings_mod.loads(Path(args.preset).read_bytes(), source=Path(args.preset).name)
-        except OSError as exc:
-            raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
-    settings = settings_from_args(args, base)
+    settings = settings_from_args(args, preset_base(args))
     outdir = Path(args.output)
     options = OutputOptions(args.bit_depth, args.dpi)
     if args.jobs:

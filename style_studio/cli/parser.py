@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
+from ..core import VideoOptions
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -39,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("content", nargs="?", help="content image to open")
     gui.add_argument("styles", nargs="*", help="style images to open")
     _add_render(sub)
+    _add_video(sub)
     _add_batch(sub)
     return parser
 
@@ -82,6 +85,47 @@ def _add_render(sub: Any) -> None:
         "where its last checkpoint stood; refused if the inputs or settings changed",
     )
     r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+
+
+def _add_video(sub: Any) -> None:
+    defaults = VideoOptions()
+    v = sub.add_parser(
+        "video",
+        help="stylise a video clip, without flicker, keeping its sound",
+        description="Stylise each frame of CLIP with one or more STYLE images and write OUT. Each frame starts "
+        "from the previous one carried along the optical flow, so strokes stay put instead of flickering.",
+    )
+    v.add_argument("content", metavar="CLIP", help="the video to stylise (any file FFmpeg reads)")
+    v.add_argument("styles", metavar="STYLE", nargs="+", help="one or more style images")
+    v.add_argument(
+        "-o", "--output", metavar="OUT", required=True,
+        help="output: .mp4 (H.264), .mov, .webm (VP9), .gif, or a folder (numbered PNG frames)",
+    )  # fmt: skip
+    v.add_argument(
+        "--frame-iterations", type=int, default=defaults.frame_iterations, metavar="N",
+        help="iterations for each frame after the first, which gets --iterations "
+        f"(default {defaults.frame_iterations})",
+    )  # fmt: skip
+    v.add_argument(
+        "--temporal-weight", type=float, default=defaults.temporal_weight, metavar="W",
+        help="how strongly a frame is kept close to the previous one where the flow is reliable; "
+        f"0: each frame on its own (flickers) (default {defaults.temporal_weight:g})",
+    )  # fmt: skip
+    v.add_argument(
+        "--flow", choices=settings_mod.FLOW_METHODS, default=defaults.flow, help="the optical-flow method (default dis)"
+    )
+    v.add_argument("--start", type=float, default=0.0, metavar="SECONDS", help="where in the clip to begin")
+    v.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="how much of the clip to style")
+    v.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
+    add_settings_options(v)
+    v.add_argument(
+        "--progress", choices=PROGRESS_MODES, default=None,
+        help="bar (default on a terminal), json (one object per iteration on stdout, with the frame's number), none",
+    )  # fmt: skip
+    v.add_argument(
+        "--resume", action="store_true",
+        help="go on from the frames an earlier run of the same command made (after Ctrl+C, a kill or a crash)",
+    )  # fmt: skip
 
 
 def _add_batch(sub: Any) -> None:
@@ -197,6 +241,17 @@ def settings_data(args: argparse.Namespace) -> dict[str, Any]:
             value = _parse_floats(value, "--style-blend")
         data[field.name] = value
     return data
+
+
+def preset_base(args: argparse.Namespace) -> settings_mod.Settings:
+    """The settings of ``--preset`` (the defaults without one), for the options to override."""
+    if not getattr(args, "preset", None):
+        return settings_mod.DEFAULTS
+    path = Path(args.preset)
+    try:
+        return settings_mod.loads(path.read_bytes(), source=path.name)
+    except OSError as exc:
+        raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
 
 
 def settings_from_args(

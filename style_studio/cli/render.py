@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import Cancelled, CancelToken, Job, Regions, RegionSpec, StyleStudioError, regions_from_mask
+from ..core import (
+    Cancelled,
+    CancelToken,
+    Job,
+    Regions,
+    RegionSpec,
+    StyleStudioError,
+    is_video_path,
+    regions_from_mask,
+)
 from .parser import UsageError, settings_from_args
 from .terminal import DownloadBar, Reporter, signals_stop_the_render
 
@@ -54,6 +63,10 @@ def _run_id(output: Path) -> str:
 
 def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio render``; returns the exit status."""
+    if is_video_path(args.content):
+        raise UsageError(
+            f"{args.content} is a video: style it with `style-studio video {args.content} STYLE... -o OUT.mp4`"
+        )
     settings = settings_from_args(args)
     output = Path(args.output)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,

@@ -8,7 +8,7 @@ this; see ``pyproject.toml``):
 - ``objective``: losses, Gram matrices, capture hooks, regions, tiles;
 - ``settings`` and ``progress``: the settings and the records a run reports;
 - ``network``: VGG19's layers by name, its weights, the device;
-- ``io``: picture files, atomic writes, locks;
+- ``io``: picture and video files, atomic writes, locks;
 - ``errors``.
 
 The names below are loaded when first used, so that naming ``Settings`` or
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .errors import SettingsError as SettingsError
     from .errors import StyleStudioError as StyleStudioError
     from .io import imageio as imageio
+    from .io import video as video
     from .io.files import file_digest as file_digest
     from .io.files import write_atomically as write_atomically
     from .io.imageio import FORMATS as FORMATS
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from .io.locks import Busy as Busy
     from .io.locks import folder_lock as folder_lock
     from .io.locks import held as held
+    from .io.video import VideoError as VideoError
+    from .io.video import is_video_path as is_video_path
     from .jobs.batch import JobOutcome as JobOutcome
     from .jobs.batch import OutputOptions as OutputOptions
     from .jobs.batch import check_jobs as check_jobs
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
     from .jobs.job import Job as Job
     from .jobs.job import JobInputs as JobInputs
     from .jobs.job import RenderedJob as RenderedJob
+    from .jobs.job import VideoOptions as VideoOptions
     from .jobs.job import already_done as already_done
     from .jobs.job import job_key as job_key
     from .jobs.job import output_key as output_key
@@ -66,6 +70,10 @@ if TYPE_CHECKING:
     from .jobs.render_queue import RenderQueue as RenderQueue
     from .jobs.render_queue import is_queue_run as is_queue_run
     from .jobs.render_queue import item_for as item_for
+    from .jobs.video_job import FrameRecord as FrameRecord
+    from .jobs.video_job import RenderedVideo as RenderedVideo
+    from .jobs.video_job import check_video_job as check_video_job
+    from .jobs.video_job import render_video as render_video
     from .network import weights as weights
     from .network.layers import LAYER_NAMES as LAYER_NAMES
     from .network.layers import PRIMARY_STYLE_LAYERS as PRIMARY_STYLE_LAYERS
@@ -128,6 +136,13 @@ _NAMES: dict[str, str] = {
     "Busy": "io.locks",
     "folder_lock": "io.locks",
     "held": "io.locks",
+    "VideoError": "io.video",
+    "is_video_path": "io.video",
+    "VideoOptions": "jobs.job",
+    "FrameRecord": "jobs.video_job",
+    "RenderedVideo": "jobs.video_job",
+    "check_video_job": "jobs.video_job",
+    "render_video": "jobs.video_job",
     "LAYER_NAMES": "network.layers",
     "PRIMARY_STYLE_LAYERS": "network.layers",
     "check_image_fits": "network.layers",
@@ -196,6 +211,7 @@ _MODULES: dict[str, str] = {
     "memory": "run.memory",
     "progress": "progress",
     "settings": "settings",
+    "video": "io.video",
     "weights": "network.weights",
 }
 

@@ -31,6 +31,7 @@ class Losses:
         style: style layer -> its term.
         tv: the total-variation (smoothing) term.
         grad_norm: L2 norm of the total's gradient with respect to the image.
+        temporal: the temporal term (a video's frame kept close to the previous one), 0 outside videos.
     """
 
     total: float
@@ -38,6 +39,7 @@ class Losses:
     style: Mapping[str, float]
     tv: float
     grad_norm: float
+    temporal: float = 0.0
 
 
 NO_LOSSES: Final = Losses(math.nan, math.nan, {}, math.nan, math.nan)
@@ -76,6 +78,7 @@ class Progress:
             parts of the iteration done and their number; 0 and 0 in a record
             of a whole iteration. Its losses are the previous iteration's and
             ``step`` counts the iterations done before it.
+        temporal_loss: in a video's frame, the weighted temporal term (part of ``total_loss``); else 0.
     """
 
     scale: int
@@ -102,6 +105,7 @@ class Progress:
     stop_reason: str | None = None
     part: int = 0
     parts: int = 0
+    temporal_loss: float = 0.0
 
     @property
     def within_iteration(self) -> bool:
@@ -115,17 +119,20 @@ class Progress:
 
     @property
     def losses(self) -> Losses:
-        return Losses(self.total_loss, self.content_loss, self.style_losses, self.tv_loss, self.grad_norm)
+        return Losses(
+            self.total_loss, self.content_loss, self.style_losses, self.tv_loss, self.grad_norm, self.temporal_loss
+        )
 
     def loss_curves(self) -> dict[str, float]:
         """Every term by the name the loss plot gives it: total, content, tv and each style layer."""
-        return {"total": self.total_loss, "content": self.content_loss, "tv": self.tv_loss, **self.style_losses}
+        curves = {"total": self.total_loss, "content": self.content_loss, "tv": self.tv_loss, **self.style_losses}
+        return curves | {"temporal": self.temporal_loss} if self.temporal_loss else curves
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON-able data, without the preview; non-finite numbers become null."""
         out = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("preview", "style_map")}
         out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
-        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
+        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta", "temporal_loss"):
             out[key] = _finite_or_none(out[key])
         return out
 

@@ -28,6 +28,8 @@ FORMAT_VERSION: Final = 1
 OPTIMIZERS: Final = ("lbfgs", "adam")
 INITS: Final = ("content", "noise", "style")
 POOLINGS: Final = ("max", "avg")
+#: Optical-flow methods for a video's frames (``VideoOptions.flow``): OpenCV's DIS at two presets, and Farneback.
+FLOW_METHODS: Final = ("dis", "dis-fast", "farneback")
 PRECISIONS: Final = ("auto", "fp32", "bf16", "fp16")
 DEVICE_PATTERN: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 

@@ -31,7 +31,7 @@ from ..errors import StyleStudioError
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata, save_image
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
-from ..settings import Settings
+from ..settings import FLOW_METHODS, Settings
 
 if TYPE_CHECKING:
     from ..progress import Progress
@@ -46,9 +46,42 @@ DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 MAX_DPI: Final = 10_000
 
 
+@dataclass(frozen=True)
+class VideoOptions:
+    """What makes a job a video's: how its frames after the first are made, and which part of the clip.
+
+    Attributes:
+        frame_iterations: iterations for each frame after the first (the first gets ``settings.iterations``).
+        temporal_weight: the weight keeping a frame close to the previous one; 0: each frame on its own.
+        flow: the optical-flow method (``temporal.FLOW_METHODS``).
+        start: seconds into the clip to begin at.
+        duration: seconds to style from ``start``; None: to the end.
+    """
+
+    frame_iterations: int = 60
+    temporal_weight: float = 1.0
+    flow: str = "dis"
+    start: float = 0.0
+    duration: float | None = None
+
+    def problems(self) -> list[str]:
+        found = []
+        if not 1 <= self.frame_iterations <= 100_000:
+            found.append(f"--frame-iterations must be from 1 to 100000, got {self.frame_iterations}")
+        if not 0 <= self.temporal_weight <= 1e6:
+            found.append(f"--temporal-weight must be from 0 to 1000000, got {self.temporal_weight:g}")
+        if self.flow not in FLOW_METHODS:
+            found.append(f"--flow must be one of {', '.join(FLOW_METHODS)}, got {self.flow!r}")
+        if self.start < 0:
+            found.append(f"--start must be 0 or more seconds, got {self.start:g}")
+        if self.duration is not None and self.duration <= 0:
+            found.append(f"--duration must be more than 0 seconds, got {self.duration:g}")
+        return found
+
+
 @dataclass(frozen=True, eq=False)
 class Job:
-    """One picture to make.
+    """One picture, or one video, to make.
 
     Attributes:
         id: the job's name in progress records and summaries ("3", or the jobs file's).
@@ -59,6 +92,7 @@ class Job:
         regions: where each style goes, at any size (fitted to the photo), or None.
         bit_depth: 8, or 16 for print (.png and .tif).
         dpi: the print resolution to record; None: the photo's own (else 72).
+        video: for a video's job (``content`` is a clip), how its frames are made; None: a picture's.
     """
 
     id: str
@@ -69,12 +103,27 @@ class Job:
     regions: Regions | None = None
     bit_depth: int = 8
     dpi: float | None = None
+    video: VideoOptions | None = None
 
     def describe(self) -> str:
         return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
 
+    def _video_output_problems(self) -> list[str]:
+        from ..io.video import OUTPUT_KINDS, output_is_folder
+
+        problems = self.video.problems() if self.video is not None else []
+        suffix = self.output.suffix.lower()
+        if not output_is_folder(self.output) and suffix not in OUTPUT_KINDS:
+            known = ", ".join(sorted(OUTPUT_KINDS))
+            problems.append(f"{self.output.name}: cannot write '{suffix}' videos; use {known} or a folder")
+        if self.bit_depth != 8:
+            problems.append("a video is written with 8 bits per channel")
+        return problems
+
     def output_problems(self) -> list[str]:
         """What is wrong with the output's options (its format, bit depth and resolution); empty: nothing."""
+        if self.video is not None:
+            return self._video_output_problems()
         suffix = self.output.suffix.lower()
         problems = []
         if suffix not in FORMATS:

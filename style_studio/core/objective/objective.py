@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Hashable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
@@ -32,6 +32,22 @@ from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .loss_scale import LossScale
 from .losses import magnitude, total_variation, weighted_mse
 from .regions import Regions
+from .temporal import TemporalTarget
+
+
+class GramCache:
+    """The style images' Gram matrices by layers and sizes: computed once for all the frames of a clip."""
+
+    def __init__(self) -> None:
+        self._known: dict[Hashable, list[dict[str, Tensor]]] = {}
+
+    def get(self, key: Hashable, compute: Callable[[], list[dict[str, Tensor]]]) -> list[dict[str, Tensor]]:
+        if key not in self._known:
+            self._known[key] = compute()
+        return self._known[key]
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 def vgg_input(image: Tensor) -> Tensor:
@@ -63,11 +79,15 @@ class ScaleInputs:
         styles: (1, 3, h, w) each, as the network sees them: luminance
             repeated over RGB (and matched to the content's) when preserving colours.
         regions: the painted regions at this size (one group over the whole picture when none).
+        temporal: in a video's frame, the previous stylised frame warped to this one (``temporal``); else None.
+        known_grams: the style images' Gram matrices, kept between the runs of a clip's frames; None: computed.
     """
 
     content: Tensor
     styles: tuple[Tensor, ...]
     regions: ScaleRegions = field(default_factory=lambda: ScaleRegions(WHOLE_PICTURE, None))
+    temporal: TemporalTarget | None = None
+    known_grams: GramCache | None = None
 
     @classmethod
     def prepare(
@@ -116,12 +136,14 @@ class Terms:
     content: Tensor
     style: dict[str, Tensor]
     tv: Tensor
+    temporal: Tensor | None = None
 
     def losses(self, grad_norm: Tensor) -> Losses:
         """As numbers, read from the device in one transfer."""
-        parts = [self.total, self.content, self.tv, grad_norm, *self.style.values()]
-        total, content, tv, grad, *style = torch.stack([p.detach() for p in parts]).float().tolist()
-        return Losses(total, content, dict(zip(self.style, style, strict=True)), tv, grad)
+        temporal = self.temporal if self.temporal is not None else self.tv.new_zeros(())
+        parts = [self.total, self.content, self.tv, grad_norm, temporal, *self.style.values()]
+        total, content, tv, grad, kept, *style = torch.stack([p.detach().float() for p in parts]).tolist()
+        return Losses(total, content, dict(zip(self.style, style, strict=True)), tv, grad, kept)
 
 
 class Objective:
@@ -152,6 +174,7 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
+        self.temporal = inputs.temporal
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
         self._map_gradient: Tensor | None = None
@@ -217,7 +240,11 @@ class Objective:
     def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
         self.content_targets, _ = self.summarise(vgg_input(inputs.content))
         self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
-        self.style_grams: list[dict[str, Tensor]] = [self.summarise(style)[1] for style in inputs.styles]
+        known = inputs.known_grams if inputs.known_grams is not None else GramCache()
+        key = (self.style_layers, settings.pooling, type(self).__name__, *(tuple(s.shape) for s in inputs.styles))
+        self.style_grams: list[dict[str, Tensor]] = known.get(
+            key, lambda: [self.summarise(style)[1] for style in inputs.styles]
+        )
         self.tv_reference = total_variation(vgg_input(inputs.content)).detach().clamp_min(1e-8)
         self._take_weights(settings)
 
@@ -281,10 +308,11 @@ class Objective:
             self._catch_map_gradient()
         tv = total_variation(image) * self.tv_factor
         content = torch.stack(content_terms).sum() if content_terms else image.new_zeros((), dtype=torch.float32)
+        temporal = self.temporal.term(image) if self.temporal is not None else None
         # One stack and sum: fewer autograd nodes than a chain of additions.
-        total = torch.stack([content, tv, *style.values()]).sum()
+        total = torch.stack([content, tv, *style.values(), *([temporal] if temporal is not None else [])]).sum()
         self.captured.clear()
-        return Terms(total, content, style, tv)
+        return Terms(total, content, style, tv, temporal)
 
     # -- the style map --------------------------------------------------------------------
 

@@ -439,16 +439,18 @@ class TiledObjective(Objective):
         smooth = image.detach().requires_grad_(backward)
         with torch.set_grad_enabled(backward):
             tv = total_variation(smooth) * self.tv_factor
+            temporal = self.temporal.term(smooth) if self.temporal is not None else None
             if gradient is not None and loss_scale is not None:
-                (tv * scale).backward()  # type: ignore[no-untyped-call]
+                ((tv if temporal is None else tv + temporal) * scale).backward()  # type: ignore[no-untyped-call]
                 assert smooth.grad is not None
                 gradient += smooth.grad
                 # Once, so that the image's hooks see the whole gradient.
                 image.backward(gradient)  # type: ignore[no-untyped-call]
                 loss_scale.unscale(image)
         tv = tv.detach()
-        total = torch.stack([content, tv, *style.values()]).sum()
-        return Terms(total, content, style, tv)
+        temporal = temporal.detach() if temporal is not None else None
+        total = torch.stack([content, tv, *style.values(), *([temporal] if temporal is not None else [])]).sum()
+        return Terms(total, content, style, tv, temporal)
 
 
 def _global_positions(tile: Tile, grid: LayerGrid) -> tuple[slice, slice]:

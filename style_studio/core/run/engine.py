@@ -40,8 +40,9 @@ from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..objective.guided import ScaleRegions
 from ..objective.loss_scale import LossScale
-from ..objective.objective import Objective, ScaleInputs, Terms, TileDone, initial_image
+from ..objective.objective import GramCache, Objective, ScaleInputs, Terms, TileDone, initial_image
 from ..objective.regions import Regions
+from ..objective.temporal import FrameGuide
 from ..objective.tiles import TiledObjective
 from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress
 from ..settings import Settings
@@ -81,6 +82,9 @@ class StyleTransfer:
         compute: where and how to compute; None: as ``settings.device`` and
             ``settings.precision`` resolve (tests and benchmarks pass an
             emulated fp16, ``Compute.fp16_emulated``).
+        frame: in a clip, what this frame takes from the previous one: the picture it
+            starts from and the temporal term (``temporal.FrameGuide``); None: a still picture.
+        known_grams: the style images' Gram matrices kept between the frames of a clip.
     """
 
     def __init__(
@@ -99,12 +103,17 @@ class StyleTransfer:
         input_names: Sequence[str] = (),
         regions: Regions | None = None,
         compute: Compute | None = None,
+        frame: FrameGuide | None = None,
+        known_grams: GramCache | None = None,
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
         if regions:
             regions.check(len(styles))
         self.regions = regions or None
+        self.frame = frame
+        # With preserved colours the styles' luminance is matched to each frame's: their Gram matrices differ.
+        self.known_grams = known_grams if not settings.preserve_colors else None
         self._style_map: Tensor | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
@@ -267,6 +276,8 @@ class StyleTransfer:
                     inputs = self._inputs(size)
                     if image is None and self.resume is not None:
                         image = self.resume.image.to(device)
+                    elif image is None and self.frame is not None:
+                        image = self.frame.start_tensor(size, device, self.settings.preserve_colors)
                     elif image is None:
                         image = initial_image(self.settings, inputs, self.style_images[0])
                     else:
@@ -321,9 +332,13 @@ class StyleTransfer:
         empty_device_cache(self.compute.device)
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
-        return ScaleInputs.prepare(
+        inputs = ScaleInputs.prepare(
             self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
         )
+        temporal = None
+        if self.frame is not None:
+            temporal = self.frame.target(size, self.compute.device, self.settings.preserve_colors)
+        return dataclasses.replace(inputs, temporal=temporal, known_grams=self.known_grams)
 
     def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
         self._optimizer_now = optimizer = new_optimizer(self.settings.optimizer, image, lr, step_scale)

@@ -95,6 +95,7 @@ class RunRecords:
             stop_reason=stop_reason,
             part=part[0] if part is not None else 0,
             parts=part[1] if part is not None else 0,
+            temporal_loss=losses.temporal,
         )
         if not done and part is None:
             self.last = record

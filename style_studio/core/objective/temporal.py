@@ -1,0 +1,213 @@
+"""Coherence between a clip's frames: optical flow, where it can be trusted, warping, and the temporal term.
+
+Ruder, Dosovitskiy and Brox, "Artistic style transfer for videos" (GCPR
+2016): frame t starts from stylised frame t-1 warped along the flow between
+the *input* frames, and a temporal term keeps it close to that warped frame
+wherever the flow is reliable. A pixel is unreliable when it was hidden in
+frame t-1 (the forward and backward flows disagree), when it lies on a motion
+boundary (the flow changes sharply), or when the warped input does not match
+the input there (a cut, a change of light).
+
+Flow is OpenCV's DIS (Kroeger et al. 2016), on the frames at render size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import StyleStudioError
+from ..settings import FLOW_METHODS
+from . import color
+
+#: A frame whose share of reliable pixels is below this starts fresh, as after a cut.
+SCENE_CUT_SHARE = 0.3
+
+# How far (in [0, 1] RGB, averaged over channels) a warped input pixel may be from the input's and still be trusted.
+_PHOTOMETRIC_TOLERANCE = 0.08
+
+
+def _gray(picture: np.ndarray) -> np.ndarray:
+    import cv2
+
+    return np.ascontiguousarray(cv2.cvtColor(picture, cv2.COLOR_RGB2GRAY), dtype=np.uint8)
+
+
+class FlowEstimator:
+    """Dense optical flow between two pictures of the same size, (H, W, 2) float32 in pixels.
+
+    ``flow(a, b)[y, x]`` is where the pixel (x, y) of ``a`` is found in ``b``, as an offset.
+    """
+
+    def __init__(self, method: str = "dis") -> None:
+        import cv2
+
+        if method not in FLOW_METHODS:
+            raise StyleStudioError(f"unknown flow method {method!r}; choose from {', '.join(FLOW_METHODS)}")
+        self.method = method
+        if method.startswith("dis"):
+            preset = cv2.DISOPTICAL_FLOW_PRESET_FAST if method == "dis-fast" else cv2.DISOPTICAL_FLOW_PRESET_MEDIUM
+            self._dis = cv2.DISOpticalFlow.create(preset)
+
+    def flow(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Flow from ``a`` to ``b``, both (H, W, 3) uint8 RGB."""
+        import cv2
+
+        gray_a, gray_b = _gray(a), _gray(b)
+        if self.method == "farneback":
+            flow = cv2.calcOpticalFlowFarneback(gray_a, gray_b, None, 0.5, 4, 15, 3, 5, 1.2, 0)
+        else:
+            flow = self._dis.calc(gray_a, gray_b, None)  # type: ignore[call-overload]
+        return np.asarray(flow, dtype=np.float32)
+
+
+def warp(picture: np.ndarray, flow: np.ndarray) -> np.ndarray:
+    """``picture`` sampled at each pixel plus ``flow`` (bilinear, edges repeated): frame t-1 seen from frame t.
+
+    ``flow`` is the backward flow (from frame t to frame t-1); the result has ``flow``'s height and width.
+    """
+    import cv2
+
+    height, width = flow.shape[:2]
+    xs, ys = np.meshgrid(np.arange(width, dtype=np.float32), np.arange(height, dtype=np.float32))
+    map_x, map_y = xs + flow[..., 0], ys + flow[..., 1]
+    warped = cv2.remap(picture, map_x, map_y, interpolation=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return np.asarray(warped)
+
+
+def reliable_pixels(forward: np.ndarray, backward: np.ndarray) -> np.ndarray:
+    """Where the backward flow can be trusted: (H, W) float32, 1 or 0 (Ruder et al., section 3.2).
+
+    ``forward``: frame t-1 to t; ``backward``: frame t to t-1. A pixel of
+    frame t is disoccluded when following the backward flow and then the
+    forward flow does not bring it back; it is on a motion boundary when the
+    backward flow's gradient is large against its magnitude.
+    """
+    there = warp(forward, backward)  # the forward flow where each pixel of frame t came from
+    round_trip = np.square(there + backward).sum(-1)
+    disoccluded = round_trip > 0.01 * (np.square(there).sum(-1) + np.square(backward).sum(-1)) + 0.5
+    du_y, du_x = np.gradient(backward[..., 0])
+    dv_y, dv_x = np.gradient(backward[..., 1])
+    boundary = du_x**2 + du_y**2 + dv_x**2 + dv_y**2 > 0.01 * np.square(backward).sum(-1) + 0.002
+    trusted: np.ndarray = (~(disoccluded | boundary)).astype(np.float32)
+    return trusted
+
+
+@dataclass(frozen=True)
+class FrameMotion:
+    """How frame t relates to frame t-1: the backward flow and where it is reliable.
+
+    Attributes:
+        backward: (H, W, 2), from frame t to frame t-1.
+        reliable: (H, W) float32 in {0, 1}.
+    """
+
+    backward: np.ndarray
+    reliable: np.ndarray
+
+    @property
+    def reliable_share(self) -> float:
+        return float(self.reliable.mean())
+
+    @property
+    def is_cut(self) -> bool:
+        """Whether frame t is a new scene: too little of it is seen in frame t-1."""
+        return self.reliable_share < SCENE_CUT_SHARE
+
+    @classmethod
+    def between(cls, previous: np.ndarray, current: np.ndarray, flows: FlowEstimator) -> FrameMotion:
+        """The motion from input frame ``previous`` to input frame ``current`` (both (H, W, 3) uint8, same size)."""
+        forward = flows.flow(previous, current)
+        backward = flows.flow(current, previous)
+        reliable = reliable_pixels(forward, backward)
+        seen = warp(previous, backward).astype(np.float32)
+        mismatch = np.abs(seen - current.astype(np.float32)).mean(-1) / 255
+        reliable *= mismatch <= _PHOTOMETRIC_TOLERANCE
+        return cls(backward, reliable)
+
+    def carried(self, stylised: np.ndarray, content: np.ndarray) -> np.ndarray:
+        """Frame t's starting picture: stylised frame t-1 warped, the content frame where nothing is carried over."""
+        warped = warp(stylised, self.backward).astype(np.float32)
+        keep = self.reliable[..., None]
+        start: np.ndarray = (warped * keep + content.astype(np.float32) * (1 - keep)).round().clip(0, 255)
+        return start.astype(np.uint8)
+
+
+@dataclass(frozen=True)
+class TemporalTarget:
+    """The temporal term at one scale: stylised frame t-1 warped, the pixels where it counts, the term's weight.
+
+    Attributes:
+        warped: (1, C, H, W) in the optimised image's format (luminance when preserving colours).
+        reliable: (1, 1, H, W), 1 where the flow is trusted.
+        weight: the term's weight (``--temporal-weight``).
+    """
+
+    warped: Tensor
+    reliable: Tensor
+    weight: float
+
+    @classmethod
+    def prepare(
+        cls, warped: np.ndarray, reliable: np.ndarray, weight: float, size: tuple[int, int], device: torch.device,
+        luminance: bool,
+    ) -> TemporalTarget:  # fmt: skip
+        """From (H, W, 3) uint8 and (H, W) pictures, resized to ``size`` (width, height) when they differ."""
+        picture = torch.from_numpy(np.ascontiguousarray(warped)).permute(2, 0, 1)[None].float().div_(255)
+        mask = torch.from_numpy(np.ascontiguousarray(reliable, dtype=np.float32))[None, None]
+        width, height = size
+        if picture.shape[-2:] != (height, width):
+            picture = torch.nn.functional.interpolate(picture, size=(height, width), mode="bilinear", antialias=True)
+            mask = torch.nn.functional.interpolate(mask, size=(height, width), mode="area").ge_(0.999).float()
+        if luminance:
+            picture = color.luminance(picture)
+        return cls(picture.to(device), mask.to(device), weight)
+
+    def term(self, image: Tensor) -> Tensor:
+        """weight · mean over pixels of reliable · (image - warped)², over its value for an unrelated picture.
+
+        An unrelated picture of the same statistics differs by 2·var(warped) on
+        average, so the term is about ``weight`` for one and 0 at the warped frame,
+        like the other terms (``losses``).
+        """
+        reference = (2 * self.warped.float().var()).clamp_min(1e-4)
+        squared = (image.float() - self.warped).square() * self.reliable
+        return squared.mean() * (self.weight / reference)
+
+
+def warping_error(output: np.ndarray, previous_output: np.ndarray, motion: FrameMotion) -> float:
+    """Lai et al. 2018's warping error of one frame: mean squared difference in [0, 1] RGB over reliable pixels."""
+    warped = warp(previous_output, motion.backward).astype(np.float32) / 255
+    squared = np.square(output.astype(np.float32) / 255 - warped).mean(-1)
+    seen = motion.reliable.sum()
+    return float((squared * motion.reliable).sum() / seen) if seen else 0.0
+
+
+@dataclass(frozen=True)
+class FrameGuide:
+    """What frame t of a clip takes from frame t-1, at render size.
+
+    Attributes:
+        start: the picture the frame's run starts from (``FrameMotion.carried``), (H, W, 3) uint8.
+        warped: stylised frame t-1 warped to frame t, (H, W, 3) uint8: the temporal term's target.
+        reliable: (H, W) float32, 1 where the flow is trusted.
+        weight: the temporal term's weight; 0: the frame only starts from ``start``.
+    """
+
+    start: np.ndarray
+    warped: np.ndarray
+    reliable: np.ndarray
+    weight: float
+
+    def start_tensor(self, size: tuple[int, int], device: torch.device, luminance: bool) -> Tensor:
+        """``start`` as the optimised image's first value at ``size`` (width, height)."""
+        return TemporalTarget.prepare(self.start, self.reliable, 0.0, size, device, luminance).warped
+
+    def target(self, size: tuple[int, int], device: torch.device, luminance: bool) -> TemporalTarget | None:
+        """The temporal term at ``size``; None when its weight is 0."""
+        if self.weight <= 0:
+            return None
+        return TemporalTarget.prepare(self.warped, self.reliable, self.weight, size, device, luminance)
