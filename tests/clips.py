@@ -60,6 +60,7 @@ def write_clip(
     codec: str = "libx264",
     times: list[float] | None = None,
     rotate: int = 0,
+    pix_fmt: str | None = None,
 ) -> Path:
     """Encode ``pictures`` as ``path`` with PyAV; ``sound``: an audio codec for a 440 Hz tone of the same length.
 
@@ -70,7 +71,7 @@ def write_clip(
     with av.open(str(path), "w") as out:
         stream = out.add_stream(codec, rate=rate)
         stream.width, stream.height = width, height
-        stream.pix_fmt = "yuv420p" if codec != "gif" else "rgb8"
+        stream.pix_fmt = pix_fmt or ("yuv420p" if codec != "gif" else "rgb8")
         stream.codec_context.time_base = time_base
         if rotate:
             stream.set_display_rotation(rotate)
@@ -80,6 +81,8 @@ def write_clip(
             audio.layout = "stereo"
         for index, picture in enumerate(pictures):
             frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
+            if stream.pix_fmt != "rgb24":
+                frame = frame.reformat(format=stream.pix_fmt)
             when = times[index] if times is not None else index / rate
             frame.pts, frame.time_base = round(when / time_base), time_base
             out.mux(stream.encode(frame))

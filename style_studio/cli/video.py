@@ -29,7 +29,7 @@ class FrameReporter:
         self._bar: tqdm[None] | None = None
 
     def started(self, kept: int, frames: int) -> None:
-        if kept and self.mode != "json":
+        if kept:  # on stderr, beside the JSON lines on stdout
             self.stderr.write(f"style-studio: going on from frame {kept + 1} ({kept} frames kept)\n")
         if self.mode == "bar":
             from tqdm import tqdm

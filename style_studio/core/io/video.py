@@ -322,6 +322,8 @@ def write_video(
     Raises:
         VideoError: the file cannot be written (nothing is left at ``output``).
     """
+    import av
+
     target = Path(output)
     check_output(target)
     if output_is_folder(target):
@@ -338,6 +340,8 @@ def write_video(
         os.replace(part, target)
     except OSError as exc:
         raise VideoError(f"{target}: cannot write the video ({exc.strerror or exc})") from None
+    except (av.FFmpegError, ValueError) as exc:  # an encoder or muxer refused
+        raise VideoError(f"{target}: cannot write the video ({_reason(exc)})") from None
     finally:
         part.unlink(missing_ok=True)
     return notes
@@ -391,7 +395,9 @@ def _encode(
         for when, picture in frames:
             if video is None:
                 video = out.add_stream(kind.codec, rate=rate)
-                video.height, video.width = picture.shape[:2]
+                video.height, video.width = (
+                    n + n % 2 if kind.pixel_format == "yuv420p" else n for n in picture.shape[:2]
+                )
                 video.pix_fmt = kind.pixel_format
                 video.codec_context.time_base = time_base
                 if kind.codec == "libx264":
@@ -401,6 +407,9 @@ def _encode(
                 elif kind.codec == "libvpx-vp9":
                     video.options = {"crf": "30", "b": "0"}
                 sound.open()
+            if kind.pixel_format == "yuv420p" and (picture.shape[0] % 2 or picture.shape[1] % 2):
+                # 4:2:0 needs an even size: the last row or column repeated.
+                picture = np.pad(picture, ((0, picture.shape[0] % 2), (0, picture.shape[1] % 2), (0, 0)), mode="edge")
             frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
             if kind.pixel_format.startswith("yuv"):
                 frame = frame.reformat(format=kind.pixel_format, dst_colorspace="itu709", dst_color_range="MPEG")
@@ -477,8 +486,8 @@ class _SoundTrack:
             if at - self.start > when:
                 self.pending = packet
                 return
-            if at + 1e-6 < self.start:
-                continue
+            if self.start > 0 and at + float((packet.duration or 0) * packet.time_base) <= self.start + 1e-6:
+                continue  # wholly before the part (from the clip's start, the encoder's priming packets are kept)
             self._mux(packet)
 
     def _mux(self, packet: Any) -> None:

@@ -72,7 +72,7 @@ class FrameRecord:
 
 @dataclass(frozen=True)
 class RenderedVideo:
-    """A video written: where, how many frames, how long it took, and what the user should know of it."""
+    """A video written: where, how many frames, how long it took (``flow_seconds`` of it on flow and warping)."""
 
     output: Path
     frames: int
@@ -80,6 +80,7 @@ class RenderedVideo:
     compute: str
     notes: tuple[str, ...]
     key: str
+    flow_seconds: float = 0.0
 
 
 def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
@@ -224,14 +225,19 @@ def render_video(
             cache.clear()
         if started is not None:
             started(cache.done)
-        compute = _render_frames(job, options, info, styles, weights, cache, stop, cancel, progress)
+        compute, flow_seconds = _render_frames(job, options, info, styles, weights, cache, stop, cancel, progress)
         document = json.dumps({"job_key": key, **({"note": comment} if comment else {})})
         notes = write_video(
             job.output, cache.frames(), info.frame_rate, info, options.start, options.duration, comment=document
         )
         frames = cache.done
         cache.clear()
-    return RenderedVideo(job.output, frames, time.perf_counter() - began, compute, (*info.notes, *notes), key)
+    expected = info.frames_between(options.start, options.duration)
+    if frames < 0.9 * expected - 1:
+        notes.insert(0, f"{job.content.name} ends after {frames} of the {expected} frames its headers announce "
+                        "(damaged or cut short?): the frames before the end were styled")  # fmt: skip
+    seconds = time.perf_counter() - began
+    return RenderedVideo(job.output, frames, seconds, compute, (*info.notes, *notes), key, flow_seconds)
 
 
 def _render_frames(
@@ -244,18 +250,19 @@ def _render_frames(
     stop: CancelToken,
     cancel: CancelToken,
     progress: Callable[[FrameRecord], None] | None,
-) -> str:
-    """Make the frames the cache lacks; returns where they were computed ("cpu, fp32", ...)."""
+) -> tuple[str, float]:
+    """Make the frames the cache lacks; returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
     from ..objective.objective import GramCache
     from ..objective.temporal import FlowEstimator
 
-    size = fit_size(info.width, info.height, job.settings.size)
+    width, height = fit_size(info.width, info.height, job.settings.size)
+    size = (width - width % 2, height - height % 2)  # even: what 4:2:0 video needs
     total = max(info.frames_between(options.start, options.duration), cache.done)
     flows = FlowEstimator(options.flow)
     grams = GramCache()
     previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
     compute = ""
-    made, making_since = 0, time.perf_counter()
+    made, making_since, flow_seconds = 0, time.perf_counter(), 0.0
     for clip_frame in read_frames(job.content, options.start, options.duration):
         number = clip_frame.index + 1
         total = max(total, number)
@@ -265,7 +272,9 @@ def _render_frames(
             continue
         if stop.cancelled:
             raise Cancelled()
+        flow_began = time.perf_counter()
         guide = _guide(previous, content, flows, options.temporal_weight)
+        flow_seconds += time.perf_counter() - flow_began
         fresh = guide is None
         settings = job.settings if fresh else _frame_settings(job, options)
         per_frame = (time.perf_counter() - making_since) / made if made else None
@@ -276,7 +285,7 @@ def _render_frames(
         previous = (content, picture)
     if cache.done == 0:
         raise StyleStudioError(f"{job.content.name}: no frames to style")
-    return compute
+    return compute, flow_seconds
 
 
 def _report(
@@ -303,10 +312,10 @@ def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
 def _guide(
     previous: tuple[np.ndarray, np.ndarray] | None, content: np.ndarray, flows: FlowEstimator, weight: float
 ) -> FrameGuide | None:
-    """What this frame takes from the previous one; None for a first frame or after a cut."""
+    """What this frame takes from the previous one; None for a first frame, after a cut, or without coherence."""
     from ..objective.temporal import FrameGuide, FrameMotion, warp
 
-    if previous is None:
+    if previous is None or weight <= 0:
         return None
     previous_input, previous_output = previous
     motion = FrameMotion.between(previous_input, content, flows)

@@ -178,6 +178,15 @@ class TemporalTarget:
         return squared.mean() * (self.weight / reference)
 
 
+def clip_warping_error(inputs: list[np.ndarray], outputs: list[np.ndarray], flows: FlowEstimator) -> float:
+    """The mean warping error of a stylised clip, each frame against the one before, with the inputs' flow."""
+    errors = [
+        warping_error(outputs[t], outputs[t - 1], FrameMotion.between(inputs[t - 1], inputs[t], flows))
+        for t in range(1, len(inputs))
+    ]
+    return float(np.mean(errors)) if errors else 0.0
+
+
 def warping_error(output: np.ndarray, previous_output: np.ndarray, motion: FrameMotion) -> float:
     """Lai et al. 2018's warping error of one frame: mean squared difference in [0, 1] RGB over reliable pixels."""
     warped = warp(previous_output, motion.backward).astype(np.float32) / 255

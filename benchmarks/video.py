@@ -1,0 +1,176 @@
+"""Video: flicker (warping error) and cost of a coherent render against frame by frame, on two clips.
+
+Two clips are made from the sample photos: a camera panning over a photo,
+and a photo's cut-out crossing a still photo. Each is styled twice through
+``render_video`` with the same settings and the same iterations for every
+frame: coherently (each frame from the previous one, with the temporal term)
+and frame by frame (``temporal_weight`` 0: each frame on its own). Printed:
+
+- the warping error of Lai et al. 2018 (mean squared difference, in [0, 1]
+  RGB, over the pixels the input's flow trusts, between each output frame and
+  the previous output frame warped along the input's flow), coherent / frame
+  by frame: goal at most 0.35;
+- each run's mean style loss per frame (the objective's style terms, without
+  the temporal term), coherent / frame by frame: goal within 1.10;
+- seconds per frame against one picture rendered at the same size and
+  iterations, and the share of a frame's time spent on flow and warping
+  (goal at most 5 %).
+
+A contact sheet (inputs, frame by frame, coherent) is written for each clip.
+
+    python benchmarks/video.py                         # proxy weights when present
+    python benchmarks/video.py --frames 8 --size 128   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import ROOT, machine, table, weights
+from PIL import Image
+
+SAMPLES = ROOT / "resources" / "samples"
+GOAL_FLICKER, GOAL_STYLE, GOAL_FLOW = 0.35, 1.10, 0.05
+
+
+def photo(name: str, width: int, height: int) -> np.ndarray:
+    picture = Image.open(SAMPLES / "content" / name).convert("RGB")
+    return np.asarray(picture.resize((width, height), Image.Resampling.LANCZOS))
+
+
+def pan_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
+    """A camera moving right and down over a photo, 3 px and 1 px a frame at this size."""
+    width, height = size
+    scene = photo("chelsea.png", width + 3 * frames + 4, height + frames + 4)
+    return [scene[i : i + height, 3 * i : 3 * i + width].copy() for i in range(frames)]
+
+
+def object_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
+    """A photo's cut-out (a rocket) moving across a still photo (coffee)."""
+    width, height = size
+    background = photo("coffee.png", width, height)
+    side = height // 2
+    thing = photo("rocket.jpg", side, side)
+    out = []
+    for i in range(frames):
+        picture = background.copy()
+        left = int(4 + i * (width - side - 8) / max(1, frames - 1))
+        top = height // 4 + int(6 * np.sin(i / 2))
+        picture[top : top + side, left : left + side] = thing
+        out.append(picture)
+    return out
+
+
+def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path):
+    from style_studio.core.jobs.job import Job, VideoOptions
+    from style_studio.core.jobs.video_job import render_video
+
+    job = Job("bench", clip, (style,), settings, out, video=VideoOptions(frame_iterations, temporal))
+    rendered = render_video(job, loaded, resume=False)
+    pictures = [np.asarray(Image.open(p).convert("RGB")) for p in sorted(out.iterdir())]
+    return rendered, pictures
+
+
+def style_losses(pictures: list[np.ndarray], inputs: list[np.ndarray], style: Image.Image, settings, loaded) -> float:
+    """Mean over frames of the style terms of each output frame, as a still run of its input frame defines them."""
+    from style_studio.core.run.engine import StyleTransfer
+
+    total = []
+    for output, content in zip(pictures, inputs, strict=True):
+        transfer = StyleTransfer(Image.fromarray(content), [style], settings, loaded)
+        terms = transfer.evaluate(Image.fromarray(output))
+        total.append(sum(v for k, v in terms.items() if k not in ("total", "content", "tv")))
+    return float(np.mean(total))
+
+
+def single_picture_seconds(content: np.ndarray, style: Image.Image, settings, loaded) -> float:
+    from style_studio.core.run.engine import StyleTransfer
+
+    began = time.perf_counter()
+    for _ in StyleTransfer(Image.fromarray(content), [style], settings, loaded, preview_interval=0.5).run():
+        pass
+    return time.perf_counter() - began
+
+
+def contact_sheet(rows: list[list[np.ndarray]], path: Path, every: int) -> None:
+    chosen = [[row[i] for i in range(0, len(row), every)] for row in rows]
+    height, width = chosen[0][0].shape[:2]
+    sheet = Image.new("RGB", (width * len(chosen[0]) + 2 * len(chosen[0]), height * len(chosen) + 2 * len(chosen)))
+    for r, row in enumerate(chosen):
+        for c, picture in enumerate(row):
+            sheet.paste(Image.fromarray(picture), (c * (width + 2), r * (height + 2)))
+    sheet.save(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frames", type=int, default=12)
+    parser.add_argument("--size", type=int, default=192, help="longest side of the clip and the render")
+    parser.add_argument("--iterations", type=int, default=40, help="iterations of every frame, in both runs")
+    parser.add_argument("--temporal-weight", type=float, default=None, help="default: VideoOptions' default")
+    parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
+    parser.add_argument("--style", default="starry_night.jpg")
+    parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
+    args = parser.parse_args()
+
+    from style_studio.core.jobs.job import VideoOptions
+    from style_studio.core.objective.temporal import FlowEstimator, clip_warping_error
+    from style_studio.core.settings import DEFAULTS
+    from tests.clips import write_clip
+
+    loaded = weights(args.weights)
+    temporal = VideoOptions().temporal_weight if args.temporal_weight is None else args.temporal_weight
+    settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations, scales=1,
+                                   weights=loaded.choice)  # fmt: skip
+    style_path = SAMPLES / "style" / args.style
+    style = Image.open(style_path).convert("RGB")
+    width, height = args.size, args.size * 2 // 3
+    print(f"{machine()}\nweights: {loaded.label}; {args.frames} frames of {width}×{height}, {args.iterations} "
+          f"iterations a frame, temporal weight {temporal:g}, style {args.style}\n")  # fmt: skip
+    args.sheets.mkdir(parents=True, exist_ok=True)
+    flows = FlowEstimator("dis")
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for name, make in (("camera pan", pan_clip), ("moving object", object_clip)):
+            inputs = make(args.frames, (width, height))
+            clip = write_clip(folder / f"{name.replace(' ', '-')}.mkv", inputs, codec="ffv1", pix_fmt="bgr0")
+            coherent, ours = render(clip, style_path, settings, loaded, args.iterations, temporal,
+                                    folder / f"{name}-coherent")  # fmt: skip
+            alone, theirs = render(clip, style_path, settings, loaded, args.iterations, 0.0,
+                                   folder / f"{name}-alone")  # fmt: skip
+            flicker_ours = clip_warping_error(inputs, ours, flows)
+            flicker_theirs = clip_warping_error(inputs, theirs, flows)
+            style_ours = style_losses(ours, inputs, style, settings, loaded)
+            style_theirs = style_losses(theirs, inputs, style, settings, loaded)
+            single = single_picture_seconds(inputs[1], style, settings, loaded)
+            per_frame = coherent.seconds / coherent.frames
+            flow_share = coherent.flow_seconds / coherent.seconds
+            rows.append([
+                name, f"{flicker_ours:.5f}", f"{flicker_theirs:.5f}", f"{flicker_ours / flicker_theirs:.2f}",
+                f"{style_ours / style_theirs:.3f}", f"{per_frame:.2f}", f"{single:.2f}", f"{per_frame / single:.2f}",
+                f"{100 * flow_share:.1f} %",
+            ])  # fmt: skip
+            contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.png", every=3)
+            from style_studio.core.io.video import write_video
+
+            write_video(
+                args.sheets / f"{name.replace(' ', '-')}.gif",
+                ((i / 12, np.concatenate([a, b], axis=1)) for i, (a, b) in enumerate(zip(theirs, ours))),
+                12,
+            )
+    headers = ["clip", "warp err. coherent", "frame by frame", f"ratio (≤{GOAL_FLICKER})",
+               f"style loss ratio (≤{GOAL_STYLE})", "s/frame", "s/picture", "frame/picture",
+               f"flow+warp (≤{100 * GOAL_FLOW:.0f} %)"]  # fmt: skip
+    print(table(headers, rows))
+    print(f"\ncontact sheets (rows: input, frame by frame, coherent) and GIFs (left: frame by frame, right: "
+          f"coherent) in {args.sheets}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
