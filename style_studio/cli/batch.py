@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..core import folder_lock, held
-from .parser import UsageError, preset_base, settings_from_args
+from .parser import UsageError, preset_base, settings_from_args, video_options
 from .render import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     settings = settings_from_args(args, preset_base(args))
     outdir = Path(args.output)
-    options = OutputOptions(args.bit_depth, args.dpi)
+    options = OutputOptions(args.bit_depth, args.dpi, video_options(args))
     if args.jobs:
         if args.photos or args.batch_styles:
             raise UsageError("give photos with --style, or --jobs, not both")

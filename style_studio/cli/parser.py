@@ -88,7 +88,6 @@ def _add_render(sub: Any) -> None:
 
 
 def _add_video(sub: Any) -> None:
-    defaults = VideoOptions()
     v = sub.add_parser(
         "video",
         help="stylise a video clip, without flicker, keeping its sound",
@@ -101,21 +100,7 @@ def _add_video(sub: Any) -> None:
         "-o", "--output", metavar="OUT", required=True,
         help="output: .mp4 (H.264), .mov, .webm (VP9), .gif, or a folder (numbered PNG frames)",
     )  # fmt: skip
-    v.add_argument(
-        "--frame-iterations", type=int, default=defaults.frame_iterations, metavar="N",
-        help="iterations for each frame after the first, which gets --iterations "
-        f"(default {defaults.frame_iterations})",
-    )  # fmt: skip
-    v.add_argument(
-        "--temporal-weight", type=float, default=defaults.temporal_weight, metavar="W",
-        help="how strongly a frame is kept close to the previous one where the flow is reliable; "
-        f"0: each frame on its own (flickers) (default {defaults.temporal_weight:g})",
-    )  # fmt: skip
-    v.add_argument(
-        "--flow", choices=settings_mod.FLOW_METHODS, default=defaults.flow, help="the optical-flow method (default dis)"
-    )
-    v.add_argument("--start", type=float, default=0.0, metavar="SECONDS", help="where in the clip to begin")
-    v.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="how much of the clip to style")
+    add_video_options(v)
     v.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
     add_settings_options(v)
     v.add_argument(
@@ -152,7 +137,33 @@ def _add_batch(sub: Any) -> None:
     )  # fmt: skip
     b.add_argument("--progress", choices=PROGRESS_MODES, default=None)
     add_output_options(b)
+    add_video_options(b)
     add_settings_options(b, leave_out=NOT_FOR_BATCH)
+
+
+def add_video_options(parser: argparse.ArgumentParser) -> None:
+    """How a video's frames are made, and which part of the clip (``VideoOptions``)."""
+    defaults = VideoOptions()
+    parser.add_argument(
+        "--frame-iterations", type=int, default=defaults.frame_iterations, metavar="N",
+        help="iterations for each frame after the first, which gets --iterations "
+        f"(default {defaults.frame_iterations})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--temporal-weight", type=float, default=defaults.temporal_weight, metavar="W",
+        help="how strongly a frame is kept close to the previous one where the flow is reliable; "
+        f"0: each frame on its own (flickers) (default {defaults.temporal_weight:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--flow", choices=settings_mod.FLOW_METHODS, default=defaults.flow, help="the optical-flow method (default dis)"
+    )
+    parser.add_argument("--start", type=float, default=0.0, metavar="SECONDS", help="where in the clip to begin")
+    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="how much of the clip to style")
+
+
+def video_options(args: argparse.Namespace) -> VideoOptions:
+    """The ``VideoOptions`` the options give."""
+    return VideoOptions(args.frame_iterations, args.temporal_weight, args.flow, args.start, args.duration)
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:

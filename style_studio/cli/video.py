@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import Cancelled, CancelToken, Job, VideoOptions
-from .parser import UsageError, preset_base, settings_from_args
+from ..core import Cancelled, CancelToken, Job
+from .parser import UsageError, preset_base, settings_from_args, video_options
 from .terminal import DownloadBar, handling
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from ..core import Busy, check_video_job, render_video, weights
 
     settings = settings_from_args(args, preset_base(args))
-    options = VideoOptions(args.frame_iterations, args.temporal_weight, args.flow, args.start, args.duration)
+    options = video_options(args)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, Path(args.output),
               video=options)  # fmt: skip
     problems = job.output_problems()

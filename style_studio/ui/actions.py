@@ -58,6 +58,11 @@ class WindowActions(QObject):
         self.apply_to_folder = self._make(
             "Apply to folder…", tip="Queue every picture in a folder with the current styles, settings and regions"
         )
+        self.render_video = self._make(
+            "Render video…",
+            "Ctrl+Shift+R",
+            "Style every frame of the content video and write the video, with its sound",
+        )
         self.reset = self._make("Reset settings")
         self.about = self._make("About Style Studio")
 
@@ -84,7 +89,7 @@ class WindowActions(QObject):
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger, None, self.show_regions],
-            "&Run": [self.start, self.stop, None, self.add_to_queue, self.apply_to_folder],
+            "&Run": [self.start, self.stop, None, self.render_video, None, self.add_to_queue, self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
                       *(dock.toggleViewAction() for dock in docks)],
             "&Settings": [self.reset],

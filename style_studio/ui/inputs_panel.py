@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QScrollArea, QSlider, QVBoxLayout, QWidget
 
 from ..core import ImageLoadError, Settings, StyleStudioError, check_image_fits
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
@@ -17,7 +17,10 @@ from .widgets import ImageDropZone, StyleRow
 
 log = logging.getLogger(__name__)
 
-IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif);;All files (*)"
+IMAGE_FILTER = (
+    "Images and videos (*.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif *.mp4 *.mov *.m4v *.mkv *.webm *.avi);;"
+    "All files (*)"
+)
 
 
 class InputsPanel(QScrollArea):
@@ -44,7 +47,19 @@ class InputsPanel(QScrollArea):
         self.content: InputImage | None = None
         self.style_rows: list[StyleRow] = []
         self.content_zone = ImageDropZone("Drop a photo here\nor click to open one (Ctrl+O)")
-        self.content_zone.setToolTip("The content image: the picture to repaint")
+        self.content_zone.setToolTip("The content image (or a video): the picture to repaint")
+        self.frame_slider = QSlider(Qt.Orientation.Horizontal)
+        self.frame_slider.setToolTip(
+            "The video's frame the preview and the sliders work on (Render video styles them all)"
+        )
+        self.frame_label = QLabel()
+        self.frame_slider.hide()
+        self.frame_label.hide()
+        self._frame_timer = QTimer(self)
+        self._frame_timer.setSingleShot(True)
+        self._frame_timer.setInterval(150)  # the frame is decoded once the slider rests
+        self._frame_timer.timeout.connect(self._show_chosen_frame)
+        self.frame_slider.valueChanged.connect(self._frame_moved)
         self.style_zone = ImageDropZone("Drop style images here\nor click to add one (Ctrl+Shift+O)", thumb=90)
         self.style_zone.setToolTip("Style images: paintings or textures whose look the picture takes on")
         self._styles_box = QVBoxLayout()
@@ -53,6 +68,8 @@ class InputsPanel(QScrollArea):
         layout = QVBoxLayout(inner)
         layout.addWidget(QLabel("<b>Content</b>"))
         layout.addWidget(self.content_zone)
+        layout.addWidget(self.frame_slider)
+        layout.addWidget(self.frame_label)
         layout.addWidget(QLabel("<b>Styles</b>"))
         layout.addLayout(self._styles_box)
         layout.addWidget(self.style_zone)
@@ -116,13 +133,45 @@ class InputsPanel(QScrollArea):
             self.use_as_style(item)
 
     def use_as_style(self, item: InputImage) -> None:
+        if item.clip is not None:
+            self.error.emit(f"{item.name} is a video: a style is a picture (a painting, a texture)")
+            return
         if self._fits(item, "style"):
             self.add_style(item)
 
     def set_content(self, item: InputImage) -> None:
         self.content = item
         self.content_zone.show_image(item)
+        clip = item.clip
+        self.frame_slider.setVisible(clip is not None)
+        self.frame_label.setVisible(clip is not None)
+        if clip is not None:
+            self.frame_slider.blockSignals(True)
+            self.frame_slider.setRange(0, max(0, clip.frames - 1))
+            self.frame_slider.setValue(clip.frame)
+            self.frame_slider.blockSignals(False)
+            self.frame_label.setText(f"Frame {clip.frame + 1} of {clip.frames} ({clip.frame / clip.rate:.2f} s)")
         self.contentChanged.emit(item)
+
+    # -- a video's frames -------------------------------------------------------------
+
+    def _frame_moved(self, frame: int) -> None:
+        if self.content is not None and self.content.clip is not None:
+            self.frame_label.setText(f"Frame {frame + 1} of {self.content.clip.frames}")
+        self._frame_timer.start()
+
+    def _show_chosen_frame(self) -> None:
+        content = self.content
+        if content is None or content.clip is None or content.path is None:
+            return
+        if self.frame_slider.value() != content.clip.frame:
+            self._load_file(content.path, self.set_content, frame=self.frame_slider.value())
+
+    def show_frame(self, frame: int) -> None:
+        """Make frame ``frame`` (from 0) of the video the content, as moving the slider there does."""
+        self.frame_slider.setValue(frame)
+        self._frame_timer.stop()
+        self._show_chosen_frame()
 
     def add_style(self, item: InputImage) -> None:
         row = StyleRow(item)
@@ -177,9 +226,9 @@ class InputsPanel(QScrollArea):
         for path in paths:
             self._load_file(path, self.use_as_style)
 
-    def _load_file(self, path: str | Path, use: Callable[[InputImage], None]) -> None:
+    def _load_file(self, path: str | Path, use: Callable[[InputImage], None], frame: int = 0) -> None:
         try:
-            use(InputImage.from_file(path))
+            use(InputImage.from_clip(Path(path), frame) if frame else InputImage.from_file(path))
         except ImageLoadError as exc:
             self.error.emit(str(exc))
 

@@ -60,6 +60,7 @@ from .runner import USER, RunController, WeightsCache
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
 from .user_runs import UserRuns
+from .video_runs import VideoRuns
 from .widgets import MessageBanner
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self.unfinished = UnfinishedRuns(self)
         self.runs = UserRuns(self)
         self.files = FileCommands(self)
+        self.video = VideoRuns(self)
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, state = self.store.geometry()
@@ -205,6 +207,8 @@ class MainWindow(QMainWindow):
             (a.quit, self.close),
             (a.start, self.runs.start),
             (a.stop, self.runs.stop),
+            (a.stop, self.video.stop),
+            (a.render_video, lambda: self.video.start()),
             (a.fit, self.view.fit),
             (a.actual_size, self.view.actual_size),
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
@@ -224,6 +228,7 @@ class MainWindow(QMainWindow):
             action.triggered.connect(slot)
         self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
         self.inputs.contentChanged.connect(self._content_changed)
+        self.inputs.contentChanged.connect(self.video.show_result)
         self.inputs.stylesChanged.connect(self._inputs_changed)
         self.inputs.blendChanged.connect(lambda: self._live_changed("style_blend"))
         self.inputs.error.connect(self.show_error)
@@ -437,8 +442,9 @@ class MainWindow(QMainWindow):
     def _update_state(self) -> None:
         running, stopping = self.controller.running, self.controller.stopping
         a = self.commands
-        a.start.setEnabled(self.inputs.ready and (not running or stopping))
-        a.stop.setEnabled(running and not stopping)
+        a.start.setEnabled(self.inputs.ready and (not running or stopping) and not self.video.running)
+        a.stop.setEnabled((running and not stopping) or self.video.running)
+        self.video.update()
         self.run_bar.set_enabled(can_start=a.start.isEnabled(), can_stop=a.stop.isEnabled())
         a.export.setEnabled(self.shown is not None and not self.documents.exporting)
         self._update_weights_label()
@@ -462,6 +468,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         self.queue.closing = True  # a queued job stopped by closing waits for the next start
         self.controller.shutdown()
+        self.video.wait()
         self.queue.wait()
         self.queue.queue.close()
         self.documents.wait()

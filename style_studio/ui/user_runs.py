@@ -71,6 +71,9 @@ class UserRuns:
             return
         if self.window.controller.running and not self.window.controller.stopping:
             return
+        if self.window.video.running:
+            self.window.show_error("The video is rendering: stop it (Esc) to run here.")
+            return
         content = self.window.inputs.content
         if content is None or not self.window.inputs.style_rows:
             self.window.show_error("Add a content image and at least one style image first.")

@@ -300,3 +300,23 @@ def test_worker_processes_take_the_gpus_in_turn_where_there_are_several():
     assert gpu_share(2, 0) is None and gpu_share(4, 1) is None  # one device (or none): every worker shares it
     assert gpu_share(3, 2) == [0, 1, 0]
     assert gpu_share(2, 4) == [0, 1]
+
+
+def test_a_video_is_one_task_on_ray_and_comes_back_as_this_process_makes_it(tmp_path, ray_address):
+    from style_studio.core.io.video import read_frames
+    from tests.clips import camera_pan, streams_of, write_clip
+
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(4), sound="aac")
+    video_fast = [*FAST, "--frame-iterations", "3"]
+    code, _, err = run_cli("batch", str(clip), "--style", STYLES[0], "-o", str(tmp_path / "local"), *video_fast)
+    assert code == 0, err
+    code, _, err = run_cli("batch", str(clip), PHOTOS[0], "--style", STYLES[0], "-o", str(tmp_path / "ray"),
+                           *video_fast, "--ray", ray_address)  # fmt: skip
+    assert code == 0, err
+    assert "2 done" in err
+    made = tmp_path / "ray" / "pan-starry_night.mp4"
+    assert streams_of(made) == {"video": "h264", "audio": "aac"}
+    local = [f.picture.astype(int) for f in read_frames(tmp_path / "local" / made.name)]
+    remote = [f.picture.astype(int) for f in read_frames(made)]
+    assert len(local) == len(remote) == 4
+    assert max(np.abs(a - b).max() for a, b in zip(local, remote, strict=True)) <= 8

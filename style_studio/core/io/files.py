@@ -50,6 +50,15 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
     _sync_folder(path.parent)
 
 
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """``write_atomically`` of ``data``."""
+
+    def write(out: BinaryIO) -> None:
+        out.write(data)
+
+    write_atomically(path, write)
+
+
 def _sync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
     if os.name != "posix":

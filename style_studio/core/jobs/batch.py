@@ -10,27 +10,30 @@ output (``job.write_output``), atomically.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import tomllib
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
 from ..io.imageio import FORMATS
+from ..io.video import OUTPUT_KINDS, is_video_path
 from ..objective.masks import RegionSpec, regions_from_mask
 from ..objective.regions import Regions
 from ..settings import Settings
-from .job import Job
+from .job import Job, VideoOptions
 
-if TYPE_CHECKING:
-    pass
-
+#: A video's output in a batch, unless a jobs file names another.
+VIDEO_SUFFIX: Final = ".mp4"
 JOB_FILE_KEYS: Final = frozenset({"settings", "preset", "jobs"})
-JOB_KEYS: Final = frozenset({"id", "content", "styles", "style", "settings", "output", "regions", "region"})
+JOB_KEYS: Final = frozenset({"id", "content", "styles", "style", "settings", "output", "regions", "region", "video"})
+#: What a video's job may say of its frames in a jobs file (``video = {frame_iterations = 40, ...}``).
+VIDEO_KEYS: Final = frozenset(f.name for f in dataclasses.fields(VideoOptions))
 
 
 class BatchError(StyleStudioError):
@@ -59,10 +62,12 @@ def remove_partial_files(folders: Iterable[Path]) -> list[Path]:
 
 @dataclass(frozen=True)
 class OutputOptions:
-    """How a batch writes its pictures: bits per channel and print resolution (None: each photo's own)."""
+    """How a batch writes its pictures: bits per channel and print resolution (None: each photo's own);
+    and how its videos' frames are made (a video's output is an .mp4 unless a jobs file names another)."""
 
     bit_depth: int = 8
     dpi: float | None = None
+    video: VideoOptions = field(default_factory=VideoOptions)
 
 
 def jobs_from_arguments(
@@ -73,11 +78,15 @@ def jobs_from_arguments(
     suffix: str = ".png",
     options: OutputOptions = OutputOptions(),
 ) -> list[Job]:
-    """Every photo with every style: ``{photo}-{style}{suffix}`` in ``outdir``."""
+    """Every photo with every style: ``{photo}-{style}{suffix}`` in ``outdir`` (a video's: ``.mp4``)."""
     jobs: list[Job] = []
     for photo in photos:
+        video = options.video if is_video_path(photo) else None
         for style in styles:
-            output = outdir / f"{photo.stem}-{style.stem}{suffix}"
+            output = outdir / f"{photo.stem}-{style.stem}{VIDEO_SUFFIX if video else suffix}"
+            if video is not None:
+                jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, video=video))
+                continue
             jobs.append(
                 Job(str(len(jobs) + 1), photo, (style,), settings, output, None, options.bit_depth, options.dpi)
             )
@@ -173,6 +182,8 @@ def _job_from_entry(
     job_settings = _with_overrides(settings, entry.get("settings"), where, problems)
     content_path = folder / content
     style_paths = tuple(folder / s for s in styles)
+    if is_video_path(content_path) or "video" in entry:
+        return _video_job(entry, name, content_path, style_paths, job_settings, outdir, problems, options)
     output_name = entry.get("output", f"{content_path.stem}-{style_paths[0].stem}.png")
     if not isinstance(output_name, str) or Path(output_name).suffix.lower() not in FORMATS:
         problems.append(f"{where}: the output {output_name!r} needs a .png, .jpg, .webp or .tif name")
@@ -181,6 +192,39 @@ def _job_from_entry(
     return Job(
         name, content_path, style_paths, job_settings, outdir / output_name, regions, options.bit_depth, options.dpi
     )
+
+
+def _video_job(
+    entry: Mapping[str, Any],
+    name: str,
+    clip: Path,
+    styles: tuple[Path, ...],
+    settings: Settings,
+    outdir: Path,
+    problems: list[str],
+    options: OutputOptions,
+) -> Job | None:
+    """A jobs file's video: ``video = {frame_iterations = 40, temporal_weight = 1, start = 2, duration = 5}``."""
+    where = f"job {name}"
+    given = entry.get("video", {})
+    if not isinstance(given, Mapping):
+        problems.append(f"{where}: video must be a table of {', '.join(sorted(VIDEO_KEYS))}")
+        return None
+    problems.extend(f"{where}: unknown video entry {k!r}" for k in sorted(set(given) - VIDEO_KEYS))
+    if "regions" in entry or "region" in entry:
+        problems.append(f"{where}: regions are for pictures; a video's job cannot have them")
+    try:
+        video = dataclasses.replace(options.video, **{k: v for k, v in given.items() if k in VIDEO_KEYS})
+    except TypeError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+    if not is_video_path(clip):
+        problems.append(f"{where}: {clip.name} is not a video; a video table is for video clips")
+    output_name = entry.get("output", f"{clip.stem}-{styles[0].stem}{VIDEO_SUFFIX}")
+    if not isinstance(output_name, str) or Path(output_name).suffix.lower() not in OUTPUT_KINDS:
+        problems.append(f"{where}: the output {output_name!r} needs a {', '.join(sorted(OUTPUT_KINDS))} name")
+        return None
+    return Job(name, clip, styles, settings, outdir / output_name, video=video)
 
 
 def _regions_of(

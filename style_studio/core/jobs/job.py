@@ -27,7 +27,8 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
-from ..errors import StyleStudioError
+from ..errors import ImageSaveError, StyleStudioError
+from ..io.files import write_bytes_atomically
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata, save_image
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
@@ -156,6 +157,12 @@ class JobInputs:
     def read(cls, job: Job) -> JobInputs:
         """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture)."""
         inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
+        if job.video is not None:
+            from .video_job import video_key
+
+            styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
+            key = video_key(job, hashlib.sha256(inputs.content).hexdigest(), styles)
+            return dataclasses.replace(inputs, key=key)
         content, styles = inputs.pictures()
         return dataclasses.replace(inputs, key=job_key(job.settings, content, styles, job.regions))
 
@@ -217,6 +224,7 @@ class RenderedJob:
         seconds: how long the render took.
         compute: where it ran ("cpu, fp32", ...).
         dpi: the print resolution to record (the job's, else the photo's; None: the default).
+        encoded: a video's job: the video file, as written (``pixels`` is then empty).
     """
 
     job_id: str
@@ -225,6 +233,7 @@ class RenderedJob:
     seconds: float
     compute: str
     dpi: tuple[float, float] | None = None
+    encoded: bytes | None = None
 
 
 def render_job(
@@ -258,6 +267,10 @@ def render_job(
     from ..progress import CANCELLED
     from ..run.engine import StyleTransfer
 
+    if inputs.job.video is not None:
+        from .video_job import render_video_inputs
+
+        return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
     began = time.perf_counter()
     job = inputs.job
     content, styles = inputs.pictures()
@@ -338,14 +351,35 @@ def write_picture(
 
 def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
     """Write a rendered job to its output, atomically (ImageSaveError when it cannot be)."""
+    if rendered.encoded is not None:
+        try:
+            write_bytes_atomically(job.output, rendered.encoded)
+        except OSError as exc:
+            raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
+        return
     write_picture(rendered.pixels, job.output, rendered.metadata, software=software, bit_depth=job.bit_depth,
                   dpi=rendered.dpi)  # fmt: skip
+
+
+def job_is_video_output(output: Path) -> bool:
+    from ..io.video import OUTPUT_KINDS
+
+    return output.suffix.lower() in OUTPUT_KINDS
 
 
 def output_key(output: Path) -> str | None:
     """The job key recorded in a picture Style Studio wrote; None for any other file or none."""
     if not output.is_file():
         return None
+    if job_is_video_output(output):
+        from ..io.video import video_comment
+
+        text = video_comment(output)
+        try:
+            key = json.loads(text).get(JOB_KEY) if text is not None else None
+        except (ValueError, AttributeError):
+            return None
+        return key if isinstance(key, str) else None
     try:
         text = read_metadata(output)
         key = json.loads(text).get(JOB_KEY) if text is not None else None

@@ -14,27 +14,28 @@ only when complete; the cache folder is then removed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import Cancelled, StyleStudioError
-from ..io.files import cache_folder, file_digest, write_atomically
+from ..io.files import cache_folder, file_digest, write_atomically, write_bytes_atomically
 from ..io.imageio import fit_size, image_hash, load_image
 from ..io.locks import held
 from ..io.video import ClipInfo, probe, read_frames, write_video
 from ..network.weights import identity as weights_identity
-from .job import Job, VideoOptions
+from .job import Job, JobInputs, RenderedJob, VideoOptions
 
 if TYPE_CHECKING:
     from ..objective.temporal import FlowEstimator, FrameGuide
@@ -141,7 +142,7 @@ class FrameCache:
         if fresh:
             self.fresh = [*self.fresh, number]
         state = {"format": STATE_FORMAT, "key": self.key, "done": number, "times": self.times, "fresh": self.fresh}
-        write_atomically(self.folder / STATE, lambda out: _write_bytes(out, json.dumps(state).encode()))
+        write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
 
     def picture(self, number: int) -> np.ndarray:
         with Image.open(self.frame_path(number)) as kept:
@@ -152,11 +153,7 @@ class FrameCache:
             yield self.times[number - 1], self.picture(number)
 
 
-def _write_bytes(out: BinaryIO, data: bytes) -> None:
-    out.write(data)
-
-
-def check_video_job(job: Job) -> ClipInfo:
+def check_video_job(job: Job, read_styles: bool = True) -> ClipInfo:
     """What the job's clip holds, once its inputs and output are checked; nothing is written.
 
     Raises:
@@ -178,7 +175,7 @@ def check_video_job(job: Job) -> ClipInfo:
         raise StyleStudioError(
             f"{job.content.name} is {info.duration:.2f} s long; --start {job.video.start:g} is past its end"
         )
-    for path in job.styles:
+    for path in job.styles if read_styles else ():
         load_image(path)
     return info
 
@@ -193,6 +190,7 @@ def render_video(
     resume: bool = True,
     started: Callable[[int], None] | None = None,
     comment: str | None = None,
+    styles: Sequence[Image.Image] | None = None,
 ) -> RenderedVideo:
     """Render a video job and write its output.
 
@@ -202,6 +200,7 @@ def render_video(
         resume: go on from the frames an earlier render of this job kept; False: start again.
         started: called with the number of frames already kept, before the first frame is made.
         comment: text to record in the video file's metadata (the job key is added).
+        styles: the style pictures, when already decoded (else read from ``job.styles``).
 
     Raises:
         StyleStudioError: bad input, an output that cannot be written, out of memory.
@@ -214,8 +213,8 @@ def render_video(
     options = job.video
     if options is None:
         raise StyleStudioError(f"{job.describe()}: not a video's job")
-    info = check_video_job(job)
-    styles = [load_image(p) for p in job.styles]
+    info = check_video_job(job, read_styles=styles is None)
+    styles = list(styles) if styles is not None else [load_image(p) for p in job.styles]
     key = video_key(job, file_digest(job.content), styles)
     cache = FrameCache(key)
     stop, cancel = stop or CancelToken(), cancel or CancelToken()
@@ -349,3 +348,36 @@ def _render_frame(
     if last is None or last.stop_reason == CANCELLED or transfer.result is None:
         raise Cancelled()
     return np.asarray(transfer.result, dtype=np.uint8), last.compute
+
+
+def render_video_inputs(
+    inputs: JobInputs,
+    weights: NetworkWeights,
+    *,
+    cancel: CancelToken | None = None,
+    progress: Callable[[FrameRecord], None] | Callable[[Progress], None] | None = None,
+) -> RenderedJob:
+    """A video job from its bytes, where its files are not (a batch worker, a Ray task): the video file's bytes.
+
+    The clip is put in this machine's cache folder under the job key, so a
+    worker killed halfway goes on from its kept frames when the job comes back.
+    """
+    from ..io.imageio import decode_image
+
+    began = time.perf_counter()
+    job = inputs.job
+    folder = cache_folder() / "videos" / f"job-{inputs.key}"
+    folder.mkdir(parents=True, exist_ok=True)
+    clip = folder / job.content.name
+    if not clip.is_file() or clip.stat().st_size != len(inputs.content):
+        write_bytes_atomically(clip, inputs.content)
+    output = folder / f"video{job.output.suffix}"
+    styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
+    here = dataclasses.replace(job, content=clip, output=output)
+    report = progress if progress is not None else None
+    rendered = render_video(here, weights, cancel=cancel, progress=report, styles=styles)  # type: ignore[arg-type]
+    encoded = output.read_bytes()
+    shutil.rmtree(folder, ignore_errors=True)
+    metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
+    return RenderedJob(job.id, np.zeros((0, 0, 3), np.uint8), metadata, time.perf_counter() - began, rendered.compute,
+                       encoded=encoded)  # fmt: skip

@@ -1,0 +1,86 @@
+"""A video in the window: its frames as the content, Render video, and the result scrubbed frame by frame."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from style_studio.core.io import video
+from style_studio.ui.qt_images import InputImage
+from tests.clips import camera_pan, write_clip
+from tests.ui.conftest import FAST
+from tests.ui.test_window import drop, files
+
+VIDEO_FAST = dataclasses.replace(FAST, size=64, iterations=4, scales=1)
+
+
+@pytest.fixture
+def clip(tmp_path: Path) -> Path:
+    return write_clip(tmp_path / "pan.mp4", camera_pan(5), sound="aac")
+
+
+def test_opening_a_video_shows_its_first_frame_and_a_frame_slider(window, clip) -> None:
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    content = window.inputs.content
+    assert content.clip is not None and (content.clip.frame, content.clip.frames) == (0, 5)
+    assert window.inputs.frame_slider.isVisibleTo(window.inputs) and window.inputs.frame_slider.maximum() == 4
+    assert window.commands.render_video.isEnabled()
+    window.inputs.show_frame(3)
+    content = window.inputs.content
+    assert content.clip.frame == 3
+    expected = next(iter(video.read_frames(clip, start=3 / content.clip.rate))).picture
+    assert np.array_equal(np.asarray(content.image), expected)
+    assert "frame 4/5" in content.size_text
+
+
+def shown_pixels(window) -> np.ndarray:
+    image = window.view._image.toImage().convertToFormat(QImage.Format.Format_RGB888)
+    rows = [np.frombuffer(image.constScanLine(y), np.uint8, 3 * image.width()) for y in range(image.height())]
+    return np.stack(rows).reshape(image.height(), image.width(), 3)
+
+
+def test_a_dropped_video_becomes_the_content(window, clip) -> None:
+    drop(window.inputs.content_zone, files(clip))
+    assert window.inputs.content.name == "pan.mp4" and window.inputs.content.clip.frames == 5
+
+
+def test_a_video_cannot_be_a_style(window, clip) -> None:
+    messages = []
+    window.inputs.error.connect(messages.append)
+    rows = len(window.inputs.style_rows)
+    window.inputs.use_as_style(InputImage.from_file(clip))
+    assert len(window.inputs.style_rows) == rows
+    assert "is a video: a style is a picture" in messages[-1]
+
+
+def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_window, qtbot, clip, tmp_path):
+    window = make_window(VIDEO_FAST)
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    out = tmp_path / "styled.mp4"
+    window.video.start(out)
+    assert window.video.running and not window.commands.start.isEnabled()
+    with qtbot.waitSignal(window.video.task.finished, timeout=120_000):
+        pass
+    assert not window.video.running
+    info = video.probe(out)
+    assert info.frame_count == 5 and info.sound == "aac"
+    window.inputs.show_frame(2)  # the view shows frame 3 of the result, not of the clip
+    result = next(iter(video.read_frames(out, start=2 / window.inputs.content.clip.rate))).picture
+    assert np.array_equal(shown_pixels(window), result)
+
+
+def test_stopping_a_video_render_keeps_its_frames_for_the_next_one(make_window, qtbot, clip, tmp_path):
+    window = make_window(VIDEO_FAST)
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    out = tmp_path / "styled.mp4"
+    window.video.start(out)
+    task = window.video.task
+    qtbot.waitUntil(lambda: "frame 2 of 5" in window.statusBar().currentMessage(), timeout=60_000)
+    with qtbot.waitSignal(task.finished, timeout=60_000):
+        window.commands.stop.trigger()
+    assert not out.exists()
+    assert "finished frames are kept" in window.banner.text()
