@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from .jobs.video_job import RenderedVideo as RenderedVideo
     from .jobs.video_job import check_video_job as check_video_job
     from .jobs.video_job import render_video as render_video
+    from .jobs.video_job import video_key as video_key
     from .network import weights as weights
     from .network.layers import LAYER_NAMES as LAYER_NAMES
     from .network.layers import PRIMARY_STYLE_LAYERS as PRIMARY_STYLE_LAYERS
@@ -143,6 +144,7 @@ _NAMES: dict[str, str] = {
     "RenderedVideo": "jobs.video_job",
     "check_video_job": "jobs.video_job",
     "render_video": "jobs.video_job",
+    "video_key": "jobs.video_job",
     "LAYER_NAMES": "network.layers",
     "PRIMARY_STYLE_LAYERS": "network.layers",
     "check_image_fits": "network.layers",

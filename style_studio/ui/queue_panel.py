@@ -23,15 +23,20 @@ from ..core import (
     FINISHED,
     CancelToken,
     Checkpoint,
+    FrameRecord,
     Job,
     Progress,
     QueueItem,
+    RenderedVideo,
     RenderQueue,
     StyleStudioError,
+    file_digest,
     job_key,
     load_image,
     output_key,
     picture_metadata,
+    render_video,
+    video_key,
     write_picture,
 )
 from .background import BackgroundTask, Report, TaskOutcome
@@ -158,7 +163,8 @@ class QueueController(QObject):
         self.current: str | None = None
         self.progress_text = ""
         self.closing = False
-        self._writing: BackgroundTask | None = None
+        self._writing: BackgroundTask | None = None  # a picture being written, or a video being rendered
+        self._video_running = False
         self._thumbnails: dict[str, QIcon] = {}
         self._cancel_current = False
         # The queue listens to the runs itself: its own runs' progress and ends, and the user's ends (then it goes on).
@@ -196,6 +202,8 @@ class QueueController(QObject):
         if item_id == self.current:
             self._cancel_current = True
             self.runs.stop()
+            if self._writing is not None and self._video_running:
+                self._writing.cancel()
         else:
             self._forget_progress(item_id)
             self.queue.set_state(item_id, "cancelled")
@@ -213,6 +221,8 @@ class QueueController(QObject):
         self.queue.save()
         if paused and self.current is not None:
             self.runs.stop()
+            if self._writing is not None and self._video_running:
+                self._writing.cancel()  # the finished frames are kept: going on resumes from them
         self.changed.emit()
         if not paused:
             self.start_next()
@@ -224,6 +234,10 @@ class QueueController(QObject):
         if self.closing or self.busy or self.runs.running:
             return
         while (item := self.queue.next_waiting()) is not None:
+            if item.job.video is not None:
+                if self._start_video(item):
+                    return
+                continue
             try:
                 job, render = self._render_job(item)
             except StyleStudioError as exc:
@@ -242,6 +256,56 @@ class QueueController(QObject):
             self.changed.emit()
             self.runs.start(render)
             return
+
+    # -- videos: rendered whole in a task of their own, their finished frames kept when paused ------------
+
+    def _start_video(self, item: QueueItem) -> bool:
+        """Start a queued video; False when it is already made or cannot be rendered (its state says which)."""
+        job = item.job
+        try:
+            styles = [load_image(p) for p in job.styles]
+            key = video_key(job, file_digest(job.content), styles)
+        except (StyleStudioError, OSError) as exc:
+            self.queue.set_state(item.id, "failed", str(exc))
+            self.changed.emit()
+            return False
+        if output_key(job.output) == key:
+            self.queue.set_state(item.id, "done", f"{job.output} (already made)")
+            self.changed.emit()
+            return False
+        weights = self.runs.weights
+
+        def work(report: Report, cancel: CancelToken) -> RenderedVideo:
+            job.output.parent.mkdir(parents=True, exist_ok=True)
+            return render_video(job, weights.get(job.settings.weights), cancel=cancel, progress=report, styles=styles)
+
+        task = BackgroundTask(work, "style-studio-queue-video", failure=f"{job.content.name}: the video failed")
+        task.progressed.connect(self._video_progress)
+        task.finished.connect(lambda outcome: self._video_finished(item, outcome))
+        self.current, self._writing, self._video_running = item.id, task, True
+        self._cancel_current = False
+        self.progress_text = ""
+        self.queue.set_state(item.id, "running")
+        self.changed.emit()
+        task.start()
+        return True
+
+    def _video_progress(self, record: object) -> None:
+        if isinstance(record, FrameRecord) and record.progress is not None:
+            self.progress_text = f"frame {record.frame}/{record.frames}"
+            self.changed.emit()
+
+    def _video_finished(self, item: QueueItem, outcome: TaskOutcome) -> None:
+        self.current, self._writing, self._video_running = None, None, False
+        if outcome.cancelled:
+            # Paused or closed: it goes again later from its kept frames; cancelled: it is not done.
+            self.queue.set_state(item.id, "cancelled" if self._cancel_current else "waiting")
+        elif outcome.error is not None:
+            self.queue.set_state(item.id, "failed", outcome.error)
+        else:
+            self.queue.set_state(item.id, "done", str(item.job.output))
+        self.changed.emit()
+        self.start_next()
 
     def _render_job(self, item: QueueItem) -> tuple[Job, RenderJob]:
         """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
@@ -340,8 +404,10 @@ class QueueController(QObject):
         self.start_next()
 
     def wait(self) -> None:
-        """Let a picture being written finish (closing the window)."""
+        """Let a picture being written finish, and stop a video being rendered (closing the window)."""
         if self._writing is not None:
+            if self._video_running:
+                self._writing.cancel()  # its finished frames are kept
             self._writing.wait()
 
     # -- thumbnails ------------------------------------------------------------------------------------

@@ -84,3 +84,25 @@ def test_stopping_a_video_render_keeps_its_frames_for_the_next_one(make_window, 
         window.commands.stop.trigger()
     assert not out.exists()
     assert "finished frames are kept" in window.banner.text()
+
+
+def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once_made(make_window, qtbot, clip,
+                                                                                        tmp_path) -> None:  # fmt: skip
+    from style_studio.core.io.files import cache_folder
+
+    window = make_window(VIDEO_FAST)
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    assert window.add_to_queue(tmp_path / "out")
+    item = window.queue.queue.items[0]
+    assert item.job.output == tmp_path / "out" / "pan-starry_night.mp4" and item.job.video is not None
+    qtbot.waitUntil(lambda: window.queue.progress_text == "frame 3/5", timeout=60_000)
+    window.queue.set_paused(True)
+    qtbot.waitUntil(lambda: not window.queue.busy, timeout=60_000)
+    assert item.state == "waiting" and not item.job.output.exists()
+    assert len(list((cache_folder() / "videos").glob("*/frame-*.png"))) >= 2  # kept for the next go
+    window.queue.set_paused(False)
+    qtbot.waitUntil(lambda: item.state == "done", timeout=60_000)
+    assert video.probe(item.job.output).frame_count == 5
+    window.queue.retry(item.id)  # the same job again: already made
+    qtbot.waitUntil(lambda: item.state == "done", timeout=10_000)
+    assert "(already made)" in item.reason

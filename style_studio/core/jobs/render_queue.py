@@ -9,6 +9,7 @@ when the app stopped is waiting again.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import uuid
@@ -21,9 +22,10 @@ from .. import settings as settings_mod
 from ..errors import SettingsError
 from ..io.files import data_folder, set_aside, write_atomically
 from ..io.locks import Busy, held
+from ..io.video import is_video_path
 from ..objective.regions import RegionError, Regions
 from ..settings import Settings
-from .job import Job
+from .job import Job, VideoOptions
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,7 @@ class QueueItem:
             "settings": settings_mod.to_dict(job.settings),
             "output": str(job.output),
             "regions": job.regions.to_json() if job.regions else None,
+            "video": dataclasses.asdict(job.video) if job.video else None,
             "state": self.state,
             "reason": self.reason,
         }
@@ -83,6 +86,7 @@ class QueueItem:
         """An item as ``to_json`` wrote it (KeyError, TypeError, SettingsError or RegionError when unreadable)."""
         state = str(data.get("state", "waiting"))
         regions = data.get("regions")
+        video = data.get("video")
         job = Job(
             str(data.get("id") or new_id()),
             Path(data["content"]),
@@ -90,6 +94,7 @@ class QueueItem:
             settings_mod.from_dict(data["settings"]),
             Path(data["output"]),
             Regions.from_json(regions) if regions else None,
+            video=VideoOptions(**video) if video else None,
         )
         # A job that was running when the app stopped goes again.
         state = "waiting" if state in ("running",) or state not in STATES else state
@@ -262,6 +267,9 @@ def item_for(
 ) -> QueueItem:
     """A queue job for a photo and styles (and the regions painted on it), its output named after them in ``folder``."""
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
+    if is_video_path(content):  # a clip: styled whole, without regions (they are painted on one frame)
+        output = unique_output(folder, stem, ".mp4", queue)
+        return QueueItem(Job(new_id(), content, tuple(styles), settings, output, video=VideoOptions()))
     output = unique_output(folder, stem, ".png", queue)
     return QueueItem(Job(new_id(), content, tuple(styles), settings, output, regions))
 
