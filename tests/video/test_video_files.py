@@ -147,7 +147,7 @@ def test_files_that_are_not_videos_get_a_clear_error(tmp_path: Path) -> None:
 
 def test_an_absurd_frame_size_is_refused_before_any_work(tmp_path: Path) -> None:
     clip = write_clip(tmp_path / "wide.mp4", [np.zeros((16, 8200, 3), np.uint8)] * 2)
-    with pytest.raises(VideoError, match=r"8200×16 pixels .* beyond what Style Studio renders"):
+    with pytest.raises(VideoError, match=r"8200×16 pixels a frame is beyond what Style Studio renders"):
         video.probe(clip)
 
 
@@ -156,3 +156,10 @@ def test_outputs_that_cannot_be_written_are_refused_first(tmp_path: Path) -> Non
         video.check_output(tmp_path / "out.avi")
     with pytest.raises(VideoError, match="does not exist"):
         video.check_output(tmp_path / "missing" / "out.mp4")
+
+
+def test_too_many_frames_are_refused_with_what_they_would_take(tmp_path: Path, monkeypatch) -> None:
+    clip = write_clip(tmp_path / "long.mp4", camera_pan(12))
+    monkeypatch.setattr(video, "MAX_FRAMES", 10)  # a real 100,000-frame clip takes minutes to make
+    with pytest.raises(VideoError, match=r"about 12 frames .* \(at most 10; .* hours\): style a part with --start"):
+        video.probe(clip)

@@ -181,10 +181,15 @@ def probe(path: str | os.PathLike[str]) -> ClipInfo:
             path, width, height, rate, duration, frames, rotation, audio[0].codec_context.name if audio else None,
             tuple(notes),
         )  # fmt: skip
-    if max(width, height) > MAX_SIDE or frames > MAX_FRAMES:
+    if max(width, height) > MAX_SIDE:
         raise VideoError(
-            f"{path.name}: {width}×{height} pixels and about {frames} frames is beyond what Style Studio renders "
-            f"(at most {MAX_SIDE} pixels a side and {MAX_FRAMES} frames)"
+            f"{path.name}: {width}×{height} pixels a frame is beyond what Style Studio renders (at most {MAX_SIDE} "
+            f"pixels a side; each frame alone would take {width * height * 3 / 2**20:.0f} MB to decode)"
+        )
+    if frames > MAX_FRAMES:
+        raise VideoError(
+            f"{path.name}: about {frames} frames is beyond what Style Studio renders at once (at most {MAX_FRAMES}; "
+            f"at even 2 s a frame that is {frames * 2 / 3600:.0f} hours): style a part with --start and --duration"
         )
     return info
 
@@ -333,7 +338,10 @@ def write_video(
     os.close(fd)
     part = Path(part_name)
     try:
-        notes = _encode(part, kind, frames, frame_rate, sound_from, start, duration, comment)
+        if kind.container == "gif":
+            notes = _encode_gif(part, frames, frame_rate, sound_from)
+        else:
+            notes = _encode(part, kind, frames, frame_rate, sound_from, start, duration, comment)
         with open(part, "rb+") as written:
             os.fsync(written.fileno())
         os.chmod(part, 0o666 & ~_umask())
@@ -369,6 +377,25 @@ def _write_folder(target: Path, frames: Iterable[tuple[float, np.ndarray]]) -> l
         if part.exists():
             shutil.rmtree(part, ignore_errors=True)
     return []
+
+
+def _encode_gif(
+    part: Path, frames: Iterable[tuple[float, np.ndarray]], frame_rate: float, sound_from: ClipInfo | None
+) -> list[str]:
+    """An animated GIF through Pillow: each frame with its own palette and no dithering, which would
+    itself flicker from frame to frame; each frame shown for as long as the clip shows it."""
+    pictures: list[Image.Image] = []
+    times: list[float] = []
+    for when, picture in frames:
+        pictures.append(Image.fromarray(picture).quantize(255, Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE))
+        times.append(when)
+    if not pictures:
+        raise VideoError(f"{part.name}: no frames to write")
+    step = 1 / frame_rate if frame_rate > 0 else 0.04
+    ends = [*times[1:], times[-1] + step]
+    durations = [max(20, round(1000 * (end - begin))) for begin, end in zip(times, ends, strict=True)]
+    pictures[0].save(part, format="GIF", save_all=True, append_images=pictures[1:], duration=durations, loop=0)
+    return ["the sound is left out: GIF files have none"] if sound_from is not None and sound_from.sound else []
 
 
 def _encode(
