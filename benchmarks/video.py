@@ -13,19 +13,21 @@ and frame by frame (``temporal_weight`` 0: each frame on its own). Printed:
 - each run's mean style loss per frame (the objective's style terms, without
   the temporal term), coherent / frame by frame: goal within 1.10;
 - seconds per frame against one picture rendered at the same size and
-  iterations, and the share of a frame's time spent on flow and warping
+  iterations (the median of three), and the share of a frame's time spent on flow and warping
   (goal at most 5 %).
 
 A contact sheet (inputs, frame by frame, coherent) is written for each clip.
 
     python benchmarks/video.py                         # proxy weights when present
     python benchmarks/video.py --frames 8 --size 128   # quicker
+    python benchmarks/video.py --memory                # peak memory: 24 frames against 96
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -98,13 +100,42 @@ def single_picture_seconds(content: np.ndarray, style: Image.Image, settings, lo
 
 
 def contact_sheet(rows: list[list[np.ndarray]], path: Path, every: int) -> None:
+    """Every ``every``-th frame of each row, rows one above the other, as a JPEG."""
     chosen = [[row[i] for i in range(0, len(row), every)] for row in rows]
     height, width = chosen[0][0].shape[:2]
     sheet = Image.new("RGB", (width * len(chosen[0]) + 2 * len(chosen[0]), height * len(chosen) + 2 * len(chosen)))
     for r, row in enumerate(chosen):
         for c, picture in enumerate(row):
             sheet.paste(Image.fromarray(picture), (c * (width + 2), r * (height + 2)))
-    sheet.save(path)
+    sheet.save(path, quality=90)
+
+
+def peak_memory(frames: int, size: int) -> float:
+    """Peak resident memory (MB) of a process that styles a ``frames``-frame clip at ``size`` px (untrained, 4 its)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import resource, sys, tempfile
+from pathlib import Path
+sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "benchmarks")!r}]
+import video as bench
+from tests.clips import write_clip
+from style_studio.core.jobs.job import Job, VideoOptions
+from style_studio.core.jobs.video_job import render_video
+from style_studio.core.network.weights import load_weights
+from style_studio.core.settings import DEFAULTS
+import dataclasses
+folder = Path(tempfile.mkdtemp())
+clip = write_clip(folder / "clip.mp4", bench.pan_clip({frames}, ({size}, {size} * 2 // 3 // 2 * 2)))
+settings = dataclasses.replace(DEFAULTS, size={size}, iterations=4, scales=1, weights="untrained")
+job = Job("m", clip, (bench.SAMPLES / "style" / "starry_night.jpg",), settings, folder / "out.mp4",
+          video=VideoOptions(frame_iterations=4))
+render_video(job, load_weights("untrained"), resume=False)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -116,8 +147,14 @@ def main() -> None:
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
     parser.add_argument("--style", default="starry_night.jpg")
     parser.add_argument("--clips", nargs="+", choices=("pan", "object"), default=["pan", "object"])
+    parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
     parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
     args = parser.parse_args()
+    if args.memory:
+        short, long = peak_memory(24, 256), peak_memory(96, 256)
+        print(f"{machine()}\npeak memory styling 24 frames: {short:.0f} MB; 96 frames: {long:.0f} MB "
+              f"(ratio {long / short:.2f}; untrained network, 256 px, 4 iterations a frame)")  # fmt: skip
+        return
 
     from style_studio.core.jobs.job import VideoOptions
     from style_studio.core.objective.temporal import FlowEstimator, clip_warping_error
@@ -139,6 +176,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         clips = {"pan": ("camera pan", pan_clip), "object": ("moving object", object_clip)}
+        # Warm-up: the network built and torch's first-run costs paid before anything is timed.
+        single_picture_seconds(pan_clip(1, (width, height))[0], style, settings, loaded)
         for name, make in (clips[c] for c in args.clips):
             inputs = make(args.frames, (width, height))
             clip = write_clip(folder / f"{name.replace(' ', '-')}.mkv", inputs, codec="ffv1", pix_fmt="bgr0")
@@ -150,7 +189,7 @@ def main() -> None:
             flicker_theirs = clip_warping_error(inputs, theirs, flows)
             style_ours = style_losses(ours, inputs, style, settings, loaded)
             style_theirs = style_losses(theirs, inputs, style, settings, loaded)
-            single = single_picture_seconds(inputs[1], style, settings, loaded)
+            single = statistics.median(single_picture_seconds(inputs[i], style, settings, loaded) for i in (1, 2, 3))
             per_frame = coherent.seconds / coherent.frames
             flow_share = coherent.flow_seconds / coherent.seconds
             rows.append([
@@ -159,7 +198,7 @@ def main() -> None:
                 f"{single:.2f}", f"{per_frame / single:.2f}",
                 f"{100 * flow_share:.1f} %",
             ])  # fmt: skip
-            contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.png", every=3)
+            contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.jpg", every=3)
             from style_studio.core.io.video import write_video
 
             write_video(

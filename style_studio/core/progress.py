@@ -129,10 +129,15 @@ class Progress:
         return curves | {"temporal": self.temporal_loss} if self.temporal_loss else curves
 
     def to_json(self) -> dict[str, Any]:
-        """The record as JSON-able data, without the preview; non-finite numbers become null."""
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("preview", "style_map")}
+        """The record as JSON-able data, without the preview; non-finite numbers become null.
+
+        A still picture's record has no ``temporal_loss`` (its shape is pinned: scripts parse it);
+        a video's frame records add it (``FrameRecord.to_json``).
+        """
+        left_out = ("preview", "style_map", "temporal_loss")
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in left_out}
         out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
-        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta", "temporal_loss"):
+        for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
             out[key] = _finite_or_none(out[key])
         return out
 

@@ -234,6 +234,7 @@ class MainWindow(QMainWindow):
         self.inputs.error.connect(self.show_error)
         self.run_bar.startRequested.connect(self.runs.start)
         self.run_bar.stopRequested.connect(self.runs.stop)
+        self.run_bar.stopRequested.connect(self.video.stop)
         self.controls.changed.connect(self._settings_changed)
         self.controls.liveChanged.connect(self._live_changed)
         self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)

@@ -102,6 +102,28 @@ class RunBar(QWidget):
         if not record.within_iteration:  # a part of an iteration carries no new gradient
             self.grad_label.setText(f"∇ {record.grad_norm:.3g}")
 
+    def show_clip_progress(self, frame: int, frames: int, iteration: int, iterations: int, eta: float | None) -> None:
+        """A video's render: the clip's share done, the frame and its iteration, the clip's ETA."""
+        if self.progress.maximum() != frames * STEP_RESOLUTION:
+            self.progress.setRange(0, frames * STEP_RESOLUTION)
+        self.progress.setValue(round((frame - 1 + iteration / max(iterations, 1)) * STEP_RESOLUTION))
+        self.progress.setFormat(
+            self._fitting(
+                f"Video · frame {frame}/{frames} · iteration {iteration}/{iterations}",
+                f"Frame {frame}/{frames} · {iteration}/{iterations}",
+            )
+        )
+        self.rate_label.setText("")
+        self.grad_label.setText("")
+        self.eta_label.setText(f"ETA {duration(eta)}" if eta is not None else "")
+
+    def show_text(self, text: str) -> None:
+        """A state in words (a video stopped or written)."""
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+        self.progress.setFormat(text)
+        self.eta_label.setText("")
+
     def _fitting(self, *texts: str) -> str:
         """The first (longest) of ``texts`` that fits the bar on one line; the last when none does."""
         room = self.progress.contentsRect().width() - 8

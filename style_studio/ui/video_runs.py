@@ -114,6 +114,7 @@ class VideoRuns:
         self.task.progressed.connect(self._progressed)
         self.task.finished.connect(self._finished)
         window.loss_plot.clear()
+        window.run_bar.begin()
         window.show_info(f"Rendering {content.name} to {output.name}: Esc stops after keeping the finished frames")
         self.task.start()
         window._update_state()
@@ -121,6 +122,7 @@ class VideoRuns:
     def stop(self) -> None:
         if self.task is not None:
             self.task.cancel()
+            self.window.run_bar.show_stopping()
             self.window.statusBar().showMessage("Stopping the video: the finished frames are kept…")
 
     def wait(self) -> None:
@@ -133,6 +135,9 @@ class VideoRuns:
         if not isinstance(record, FrameRecord) or record.progress is None:
             return
         progress = record.progress
+        self.window.run_bar.show_clip_progress(
+            record.frame, record.frames, progress.iteration, progress.iterations, record.clip_eta
+        )
         self.window.statusBar().showMessage(
             f"Video: frame {record.frame} of {record.frames} · iteration {progress.iteration}/{progress.iterations}"
             f" · {_clock(record.clip_eta)}"
@@ -145,6 +150,10 @@ class VideoRuns:
         job, self.job = self.job, None
         window = self.window
         window.statusBar().clearMessage()
+        window.run_bar.show_text(
+            "Video stopped — its frames are kept" if outcome.cancelled else
+            "Video failed" if outcome.error is not None else "Video written"
+        )  # fmt: skip
         if outcome.cancelled:
             window.show_info("The video was stopped; its finished frames are kept: Render video again to go on.")
         elif outcome.error is not None:

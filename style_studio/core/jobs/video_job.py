@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -68,7 +69,11 @@ class FrameRecord:
 
     def to_json(self) -> dict[str, object]:
         base = self.progress.to_json() if self.progress is not None else {"done": False}
-        return base | {"frame": self.frame, "frames": self.frames, "fresh": self.fresh, "clip_eta": self.clip_eta}
+        temporal = self.progress.temporal_loss if self.progress is not None else 0.0
+        return base | {
+            "temporal_loss": temporal if math.isfinite(temporal) else None,
+            "frame": self.frame, "frames": self.frames, "fresh": self.fresh, "clip_eta": self.clip_eta,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
