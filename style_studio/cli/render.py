@@ -21,7 +21,7 @@ from ..core import (
     regions_from_mask,
 )
 from .parser import UsageError, settings_from_args
-from .terminal import DownloadBar, Reporter, signals_stop_the_render
+from .terminal import Reporter, load_weights_shown, signals_stop_the_render
 
 if TYPE_CHECKING:
     from ..core import CheckpointStore, LoadedWeights
@@ -74,21 +74,14 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     _check_output(job)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
-    from ..core import imageio, weights
+    from ..core import imageio
 
     content = imageio.load_image(args.content)  # each picture's problem, named, before anything runs
     for path in args.styles:
         imageio.load_image(path)
     job = dataclasses.replace(job, regions=_regions(args, content.size, len(args.styles), stderr))
 
-    bar = DownloadBar(stderr) if progress_mode == "bar" else None
-    try:
-        loaded = weights.load_weights(settings.weights, download=True, progress=bar)
-    finally:
-        if bar:
-            bar.close()
-    if loaded.untrained:
-        stderr.write(f"style-studio: using {loaded.label}\n")
+    loaded = load_weights_shown(settings.weights, progress_mode, stderr)
 
     from ..core import Busy, CheckpointStore
 

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-    from ..core import CancelToken, Progress
+    from ..core import CancelToken, LoadedWeights, Progress
 
 
 class DownloadBar:
@@ -41,12 +41,43 @@ class DownloadBar:
             self._bar.close()
 
 
-class Reporter:
-    """Shows Progress records as a bar, JSON lines, or not at all."""
+def load_weights_shown(choice: str, mode: str, stderr: IO[str]) -> LoadedWeights:
+    """The weights ``choice`` names, downloaded with a bar when ``mode`` is "bar"; untrained ones are named."""
+    from ..core import weights
+
+    bar = DownloadBar(stderr) if mode == "bar" else None
+    try:
+        loaded = weights.load_weights(choice, download=True, progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    if loaded.untrained:
+        stderr.write(f"style-studio: using {loaded.label}\n")
+    return loaded
+
+
+class BarReporter:
+    """What every progress display shares: its mode, where it writes, a tqdm bar once one is shown."""
 
     def __init__(self, mode: str, stdout: IO[str], stderr: IO[str]) -> None:
         self.mode, self.stdout, self.stderr = mode, stdout, stderr
         self._bar: tqdm[None] | None = None
+
+    def _write(self, line: str) -> None:
+        """A line on stderr, above the bar when there is one."""
+        if self._bar is not None:
+            self._bar.write(line, file=self.stderr)
+        else:
+            self.stderr.write(line + "\n")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class Reporter(BarReporter):
+    """Shows Progress records as a bar, JSON lines, or not at all."""
 
     def show(self, record: Progress) -> None:
         if self.mode == "json":
@@ -67,17 +98,6 @@ class Reporter:
         self._bar.set_postfix_str(f"{where} loss {record.total_loss:.4g}", refresh=False)
         # Whole iterations and their parts: the bar moves during a long tiled iteration.
         self._bar.update(round(record.steps_done - self._bar.n, 6))
-
-    def _write(self, line: str) -> None:
-        if self._bar is not None:
-            self._bar.write(line, file=self.stderr)
-        else:
-            self.stderr.write(line + "\n")
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
 
 
 def interrupt(signum: int, frame: object) -> NoReturn:

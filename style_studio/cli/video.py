@@ -11,22 +11,16 @@ from typing import IO, TYPE_CHECKING
 from .. import __version__
 from ..core import Cancelled, CancelToken, Job
 from .parser import UsageError, preset_base, settings_from_args, video_options
-from .terminal import DownloadBar, handling
+from .terminal import BarReporter, handling, load_weights_shown
 
 if TYPE_CHECKING:
-    from tqdm import tqdm
-
     from ..core import FrameRecord
 
 EXIT_INTERRUPTED = 130
 
 
-class FrameReporter:
+class FrameReporter(BarReporter):
     """A clip's progress as a bar of frames (with the frame's iteration), JSON lines, or nothing."""
-
-    def __init__(self, mode: str, stdout: IO[str], stderr: IO[str]) -> None:
-        self.mode, self.stdout, self.stderr = mode, stdout, stderr
-        self._bar: tqdm[None] | None = None
 
     def started(self, kept: int, frames: int) -> None:
         if kept:  # on stderr, beside the JSON lines on stdout
@@ -59,21 +53,10 @@ class FrameReporter:
         else:
             self._bar.refresh()
 
-    def _write(self, line: str) -> None:
-        if self._bar is not None:
-            self._bar.write(line, file=self.stderr)
-        else:
-            self.stderr.write(line + "\n")
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
 
 def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio video``; returns the exit status."""
-    from ..core import Busy, check_video_job, render_video, weights
+    from ..core import Busy, check_video_job, render_video
 
     settings = settings_from_args(args, preset_base(args))
     options = video_options(args)
@@ -86,14 +69,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     for note in info.notes:
         stderr.write(f"style-studio: {info.path.name}: {note}\n")
     mode = args.progress or ("bar" if stderr.isatty() else "none")
-    bar = DownloadBar(stderr) if mode == "bar" else None
-    try:
-        loaded = weights.load_weights(settings.weights, download=True, progress=bar)
-    finally:
-        if bar:
-            bar.close()
-    if loaded.untrained:
-        stderr.write(f"style-studio: using {loaded.label}\n")
+    loaded = load_weights_shown(settings.weights, mode, stderr)
 
     frames = info.frames_between(options.start, options.duration)
     reporter = FrameReporter(mode, stdout, stderr)
