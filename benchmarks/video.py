@@ -199,7 +199,7 @@ def main() -> None:
                 f"{100 * flow_share:.1f} %",
             ])  # fmt: skip
             contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.jpg", every=3)
-            from style_studio.core.io.video import write_video
+            from style_studio.core.io.video_writer import write_video
 
             write_video(
                 args.sheets / f"{name.replace(' ', '-')}.gif",

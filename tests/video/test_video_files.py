@@ -9,7 +9,7 @@ import av
 import numpy as np
 import pytest
 
-from style_studio.core.io import video
+from style_studio.core.io import video, video_writer
 from style_studio.core.io.video import VideoError
 from tests.clips import camera_pan, sound_only, streams_of, write_clip
 
@@ -31,7 +31,7 @@ def test_round_trip_keeps_frames_times_and_the_sound_packet_for_packet(tmp_path:
     frames = _frames(clip)
     assert len(frames) == 24
     assert np.abs(frames[5].picture.astype(int) - pictures[5]).mean() < 6  # H.264 at 4:2:0
-    notes = video.write_video(tmp_path / "out.mp4", ((f.time, f.picture) for f in frames), info.frame_rate, info)
+    notes = video_writer.write_video(tmp_path / "out.mp4", ((f.time, f.picture) for f in frames), info.frame_rate, info)
     assert notes == []
     assert streams_of(tmp_path / "out.mp4") == {"video": "h264", "audio": "aac"}
     assert _audio_packets(tmp_path / "out.mp4") == _audio_packets(clip)
@@ -46,7 +46,7 @@ def test_a_variable_frame_rate_keeps_each_frames_time(tmp_path: Path) -> None:
     clip = write_clip(tmp_path / "vfr.mp4", camera_pan(10), times=times)
     frames = _frames(clip)
     assert [round(f.time, 3) for f in frames] == times
-    video.write_video(tmp_path / "out.mp4", ((f.time, f.picture) for f in frames), 10, None)
+    video_writer.write_video(tmp_path / "out.mp4", ((f.time, f.picture) for f in frames), 10, None)
     assert [round(f.time, 3) for f in _frames(tmp_path / "out.mp4")] == times
 
 
@@ -86,15 +86,15 @@ def test_outputs_take_sound_where_they_can(tmp_path: Path) -> None:
     clip = write_clip(tmp_path / "pan.mp4", camera_pan(12), sound="aac")
     info = video.probe(clip)
     frames = [(f.time, f.picture) for f in _frames(clip)]
-    webm_notes = video.write_video(tmp_path / "out.webm", frames, info.frame_rate, info)
+    webm_notes = video_writer.write_video(tmp_path / "out.webm", frames, info.frame_rate, info)
     assert streams_of(tmp_path / "out.webm") == {"video": "vp9", "audio": "opus"}
     assert webm_notes == ["the sound (aac) is re-encoded as libopus"]
-    gif_notes = video.write_video(tmp_path / "out.gif", frames, info.frame_rate, info)
+    gif_notes = video_writer.write_video(tmp_path / "out.gif", frames, info.frame_rate, info)
     assert streams_of(tmp_path / "out.gif") == {"video": "gif"}
     assert gif_notes == ["the sound is left out: GIF files have none"]
-    video.write_video(tmp_path / "out.mov", frames, info.frame_rate, info)
+    video_writer.write_video(tmp_path / "out.mov", frames, info.frame_rate, info)
     assert _audio_packets(tmp_path / "out.mov") == _audio_packets(clip)
-    video.write_video(tmp_path / "frames", frames, info.frame_rate, info)
+    video_writer.write_video(tmp_path / "frames", frames, info.frame_rate, info)
     assert sorted(p.name for p in (tmp_path / "frames").iterdir())[:2] == ["frame-000001.png", "frame-000002.png"]
     assert len(list((tmp_path / "frames").iterdir())) == 12
 
@@ -104,7 +104,9 @@ def test_a_part_of_the_clip_keeps_its_part_of_the_sound(tmp_path: Path) -> None:
     info = video.probe(clip)
     part = list(video.read_frames(clip, 0.5, 1.0))
     assert len(part) == 12 and part[0].time == pytest.approx(0.0, abs=0.01)
-    video.write_video(tmp_path / "part.mp4", ((f.time, f.picture) for f in part), info.frame_rate, info, 0.5, 1.0)
+    video_writer.write_video(
+        tmp_path / "part.mp4", ((f.time, f.picture) for f in part), info.frame_rate, info, 0.5, 1.0
+    )
     written = video.probe(tmp_path / "part.mp4")
     assert written.frame_count == 12 and written.sound == "aac"
     with av.open(str(tmp_path / "part.mp4")) as container:
@@ -121,7 +123,7 @@ def test_a_failed_write_leaves_nothing_and_an_existing_file_untouched(tmp_path: 
         raise OSError(28, "No space left on device")
 
     with pytest.raises(VideoError, match="No space left"):
-        video.write_video(target, frames(), 12, None)
+        video_writer.write_video(target, frames(), 12, None)
     assert target.read_bytes() == b"the user's earlier video"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mp4"]
 

@@ -34,11 +34,13 @@ from ..errors import Cancelled, StyleStudioError
 from ..io.files import cache_folder, file_digest, write_atomically, write_bytes_atomically
 from ..io.imageio import fit_size, image_hash, load_image
 from ..io.locks import held
-from ..io.video import ClipInfo, probe, read_frames, write_video
+from ..io.video import ClipInfo, probe, read_frames
+from ..io.video_writer import write_video
 from ..network.weights import identity as weights_identity
 from .job import Job, JobInputs, RenderedJob, VideoOptions
 
 if TYPE_CHECKING:
+    from ..objective.objective import GramCache
     from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
@@ -308,8 +310,6 @@ def _report(
 
 def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
     """A frame after the first: one scale (it starts from a finished picture) and ``frame_iterations``."""
-    import dataclasses
-
     return dataclasses.replace(job.settings, scales=1, iterations=options.frame_iterations, init="content")
 
 
@@ -335,15 +335,14 @@ def _render_frame(
     settings: settings_mod.Settings,
     weights: NetworkWeights,
     guide: FrameGuide | None,
-    grams: object,
+    grams: GramCache,
     cancel: CancelToken,
     report: Callable[[Progress], None],
 ) -> tuple[np.ndarray, str]:
-    from ..objective.objective import GramCache
+    """One frame styled: its pixels (8 bits, as kept) and where it was computed."""
     from ..progress import CANCELLED
     from ..run.engine import StyleTransfer
 
-    assert isinstance(grams, GramCache)
     transfer = StyleTransfer(Image.fromarray(content), styles, settings, weights, cancel=cancel, preview_interval=0.5,
                              preview_max_side=256, frame=guide, known_grams=grams)  # fmt: skip
     last = None
