@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QLabel, QScrollArea, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QScrollArea,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
-from ..core import ImageLoadError, Settings, StyleStudioError, check_image_fits
+from ..core import ImageLoadError, Settings, StyleStudioError, VideoOptions, check_image_fits
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .qt_images import InputImage, images_from_mime
 from .widgets import ImageDropZone, StyleRow
@@ -21,6 +32,38 @@ IMAGE_FILTER = (
     "Images and videos (*.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif *.mp4 *.mov *.m4v *.mkv *.webm *.avi);;"
     "All files (*)"
 )
+
+
+class VideoOptionsBox(QWidget):
+    """How Render video makes the frames after the first: their iterations, how closely each follows the last."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        defaults = VideoOptions()
+        self.frame_iterations = QSpinBox()
+        self.frame_iterations.setRange(1, 10_000)
+        self.frame_iterations.setValue(defaults.frame_iterations)
+        self.frame_iterations.setToolTip(
+            "Iterations for each frame after the first (the first gets Iterations): each starts from the last one"
+        )
+        self.temporal_weight = QDoubleSpinBox()
+        self.temporal_weight.setRange(0.0, 1000.0)
+        self.temporal_weight.setDecimals(2)
+        self.temporal_weight.setSingleStep(0.25)
+        self.temporal_weight.setValue(defaults.temporal_weight)
+        self.temporal_weight.setToolTip(
+            "How closely a frame follows the previous one where the motion is clear; 0: each frame on its own "
+            "(strokes flicker)"
+        )
+        form = QFormLayout(self)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Frame iterations", self.frame_iterations)
+        form.addRow("Coherence", self.temporal_weight)
+
+    def options(self) -> VideoOptions:
+        return dataclasses.replace(
+            VideoOptions(), frame_iterations=self.frame_iterations.value(), temporal_weight=self.temporal_weight.value()
+        )
 
 
 class InputsPanel(QScrollArea):
@@ -53,8 +96,9 @@ class InputsPanel(QScrollArea):
             "The video's frame the preview and the sliders work on (Render video styles them all)"
         )
         self.frame_label = QLabel()
-        self.frame_slider.hide()
-        self.frame_label.hide()
+        self.video_options = VideoOptionsBox()
+        for part in (self.frame_slider, self.frame_label, self.video_options):
+            part.hide()
         self._frame_timer = QTimer(self)
         self._frame_timer.setSingleShot(True)
         self._frame_timer.setInterval(150)  # the frame is decoded once the slider rests
@@ -70,6 +114,7 @@ class InputsPanel(QScrollArea):
         layout.addWidget(self.content_zone)
         layout.addWidget(self.frame_slider)
         layout.addWidget(self.frame_label)
+        layout.addWidget(self.video_options)
         layout.addWidget(QLabel("<b>Styles</b>"))
         layout.addLayout(self._styles_box)
         layout.addWidget(self.style_zone)
@@ -143,8 +188,8 @@ class InputsPanel(QScrollArea):
         self.content = item
         self.content_zone.show_image(item)
         clip = item.clip
-        self.frame_slider.setVisible(clip is not None)
-        self.frame_label.setVisible(clip is not None)
+        for part in (self.frame_slider, self.frame_label, self.video_options):
+            part.setVisible(clip is not None)
         if clip is not None:
             self.frame_slider.blockSignals(True)
             self.frame_slider.setRange(0, max(0, clip.frames - 1))

@@ -68,7 +68,8 @@ class QueueIntake:
         regions = self.window.regions.current()
         folder = output_folder or self.output_folder()
         photo, styles = inputs
-        item = item_for(photo, styles, settings, folder, self.window.queue.queue, regions=regions)
+        video = self.window.inputs.video_options.options()
+        item = item_for(photo, styles, settings, folder, self.window.queue.queue, regions=regions, video=video)
         self.window.queue_dock.show()
         self.window.queue_dock.raise_()
         self.window.queue.add([item])

@@ -21,7 +21,6 @@ from ..core import (
     RenderedVideo,
     SettingsError,
     StyleStudioError,
-    VideoOptions,
     render_video,
     video,
 )
@@ -97,7 +96,7 @@ class VideoRuns:
         if output is None:
             return
         job = Job("video", content.path, tuple(p for p in styles if p is not None), ready, output,
-                  video=VideoOptions())  # fmt: skip
+                  video=window.inputs.video_options.options())  # fmt: skip
         problems = job.output_problems()
         if problems:
             window.show_error("; ".join(problems))
@@ -135,6 +134,10 @@ class VideoRuns:
         if not isinstance(record, FrameRecord) or record.progress is None:
             return
         progress = record.progress
+        if progress.iteration == 1 and not progress.within_iteration:
+            self.window.loss_plot.clear()  # each frame's own curves
+        if not progress.within_iteration and not progress.done:
+            self.window.loss_plot.add(progress.iteration, progress.loss_curves())
         self.window.run_bar.show_clip_progress(
             record.frame, record.frames, progress.iteration, progress.iterations, record.clip_eta
         )

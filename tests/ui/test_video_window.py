@@ -12,6 +12,7 @@ from PySide6.QtGui import QImage
 from style_studio.core.io import video
 from style_studio.ui.qt_images import InputImage
 from tests.clips import camera_pan, write_clip
+from tests.conftest import SAMPLES
 from tests.ui.conftest import FAST
 from tests.ui.test_window import drop, files
 
@@ -48,6 +49,16 @@ def test_a_dropped_video_becomes_the_content(window, clip) -> None:
     assert window.inputs.content.name == "pan.mp4" and window.inputs.content.clip.frames == 5
 
 
+def test_the_video_options_show_only_for_a_video(window, clip) -> None:
+    assert not window.inputs.video_options.isVisibleTo(window.inputs)
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    assert window.inputs.video_options.isVisibleTo(window.inputs)
+    window.inputs.use_as_content(InputImage.from_file(SAMPLES / "content" / "coffee.png"))
+    assert not window.inputs.video_options.isVisibleTo(window.inputs)
+    assert not window.inputs.frame_slider.isVisibleTo(window.inputs)
+    assert not window.commands.render_video.isEnabled()
+
+
 def test_a_video_cannot_be_a_style(window, clip) -> None:
     messages = []
     window.inputs.error.connect(messages.append)
@@ -60,11 +71,17 @@ def test_a_video_cannot_be_a_style(window, clip) -> None:
 def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_window, qtbot, clip, tmp_path):
     window = make_window(VIDEO_FAST)
     window.inputs.use_as_content(InputImage.from_file(clip))
+    assert window.inputs.video_options.isVisibleTo(window.inputs)
+    window.inputs.video_options.frame_iterations.setValue(3)  # the frames after the first
     out = tmp_path / "styled.mp4"
+    iterations = []
     window.video.start(out)
+    window.video.task.progressed.connect(lambda r: iterations.append((r.frame, r.progress.iterations)))
     assert window.video.running and not window.commands.start.isEnabled()
     with qtbot.waitSignal(window.video.task.finished, timeout=120_000):
         pass
+    assert {n for frame, n in iterations if frame > 1} == {3}
+    assert window.loss_plot.series("total")  # the last frame's curves
     assert not window.video.running
     info = video.probe(out)
     assert info.frame_count == 5 and info.sound == "aac"
@@ -92,9 +109,11 @@ def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once
 
     window = make_window(VIDEO_FAST)
     window.inputs.use_as_content(InputImage.from_file(clip))
+    window.inputs.video_options.frame_iterations.setValue(5)
     assert window.add_to_queue(tmp_path / "out")
     item = window.queue.queue.items[0]
-    assert item.job.output == tmp_path / "out" / "pan-starry_night.mp4" and item.job.video is not None
+    assert item.job.output == tmp_path / "out" / "pan-starry_night.mp4"
+    assert item.job.video is not None and item.job.video.frame_iterations == 5
     qtbot.waitUntil(lambda: window.queue.progress_text == "frame 3/5", timeout=60_000)
     window.queue.set_paused(True)
     qtbot.waitUntil(lambda: not window.queue.busy, timeout=60_000)

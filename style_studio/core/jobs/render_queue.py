@@ -264,12 +264,16 @@ def item_for(
     folder: Path,
     queue: RenderQueue,
     regions: Regions | None = None,
+    video: VideoOptions | None = None,
 ) -> QueueItem:
-    """A queue job for a photo and styles (and the regions painted on it), its output named after them in ``folder``."""
+    """A queue job for a photo and styles (and the regions painted on it), its output named after them in ``folder``.
+
+    A video's job (``content`` is a clip) makes its frames as ``video`` says (default ``VideoOptions()``).
+    """
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
     if is_video_path(content):  # a clip: styled whole, without regions (they are painted on one frame)
         output = unique_output(folder, stem, ".mp4", queue)
-        return QueueItem(Job(new_id(), content, tuple(styles), settings, output, video=VideoOptions()))
+        return QueueItem(Job(new_id(), content, tuple(styles), settings, output, video=video or VideoOptions()))
     output = unique_output(folder, stem, ".png", queue)
     return QueueItem(Job(new_id(), content, tuple(styles), settings, output, regions))
 
