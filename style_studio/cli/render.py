@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from ..core import (
     Regions,
     RegionSpec,
     StyleStudioError,
+    folder_problem,
     is_video_path,
     regions_from_mask,
 )
@@ -36,11 +36,9 @@ def _check_output(job: Job) -> None:
         raise UsageError(f"{path}: {problems[0].removeprefix(path.name + ': ')}")
     if path.is_dir():
         raise UsageError(f"{path} is a folder; give a file name")
-    folder = path.parent
-    if not folder.is_dir():
-        raise UsageError(f"{path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{path}: the folder {folder} is not writable")
+    problem = folder_problem(path, path.parent)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, stderr: IO[str]) -> Regions | None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .io import imageio as imageio
     from .io import video as video
     from .io.files import file_digest as file_digest
+    from .io.files import folder_problem as folder_problem
     from .io.files import write_atomically as write_atomically
     from .io.imageio import FORMATS as FORMATS
     from .io.imageio import decode_image as decode_image
@@ -127,6 +128,7 @@ _NAMES: dict[str, str] = {
     "FINISHED": "progress",
     "Progress": "progress",
     "file_digest": "io.files",
+    "folder_problem": "io.files",
     "write_atomically": "io.files",
     "FORMATS": "io.imageio",
     "decode_image": "io.imageio",

@@ -27,6 +27,7 @@ from ..core import (
 from .background import BackgroundTask, TaskOutcome
 from .documents import export_folder
 from .qt_images import InputImage, array_to_qimage
+from .run_bar import duration
 
 if TYPE_CHECKING:
     from ..core import CancelToken
@@ -34,13 +35,6 @@ if TYPE_CHECKING:
     from .main_window import MainWindow
 
 VIDEO_FILTER = "MP4 video (*.mp4);;QuickTime movie (*.mov);;WebM video (*.webm);;GIF animation (*.gif)"
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "estimating…"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes} min {secs:02d} s left" if minutes else f"{secs} s left"
 
 
 class VideoRuns:
@@ -143,7 +137,7 @@ class VideoRuns:
         )
         self.window.statusBar().showMessage(
             f"Video: frame {record.frame} of {record.frames} · iteration {progress.iteration}/{progress.iterations}"
-            f" · {_clock(record.clip_eta)}"
+            f" · {f'{duration(record.clip_eta)} left' if record.clip_eta is not None else 'estimating…'}"
         )
         if progress.preview is not None:
             self.window.view.set_image(array_to_qimage(progress.preview))

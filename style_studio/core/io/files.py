@@ -59,6 +59,15 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
     write_atomically(path, write)
 
 
+def folder_problem(target: Path, folder: Path) -> str | None:
+    """Why ``target`` cannot be written in ``folder`` (missing, read-only), said for the user; None: it can."""
+    if not folder.is_dir():
+        return f"{target}: the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"{target}: the folder {folder} is not writable"
+    return None
+
+
 def _sync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
     if os.name != "posix":

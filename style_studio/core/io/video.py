@@ -22,6 +22,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import StyleStudioError
+from .files import folder_problem
 
 #: File endings read as videos (anything else is a picture).
 VIDEO_SUFFIXES = frozenset(
@@ -84,17 +85,16 @@ def check_output(path: str | os.PathLike[str]) -> None:
         VideoError: what is wrong and what would work.
     """
     target = Path(path)
-    if output_is_folder(target):
-        parent = target.parent if not target.is_dir() else target
-    else:
-        if target.suffix.lower() not in OUTPUT_KINDS:
-            known = ", ".join(sorted(OUTPUT_KINDS))
-            raise VideoError(f"{target.name}: cannot write '{target.suffix}' videos; use {known} or a folder")
-        parent = target.parent
-    if not parent.is_dir():
-        raise VideoError(f"{target}: the folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise VideoError(f"{target}: the folder {parent} is not writable")
+    problem = kind_problem(target) or folder_problem(target, target if target.is_dir() else target.parent)
+    if problem is not None:
+        raise VideoError(problem)
+
+
+def kind_problem(path: Path) -> str | None:
+    """Why a video cannot be written as ``path`` (an ending with no ``OUTPUT_KINDS``); None: it can."""
+    if output_is_folder(path) or path.suffix.lower() in OUTPUT_KINDS:
+        return None
+    return f"{path.name}: cannot write '{path.suffix}' videos; use {', '.join(sorted(OUTPUT_KINDS))} or a folder"
 
 
 @dataclass(frozen=True)

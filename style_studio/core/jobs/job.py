@@ -110,13 +110,12 @@ class Job:
         return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
 
     def _video_output_problems(self) -> list[str]:
-        from ..io.video import OUTPUT_KINDS, output_is_folder
+        from ..io.video import kind_problem
 
         problems = self.video.problems() if self.video is not None else []
-        suffix = self.output.suffix.lower()
-        if not output_is_folder(self.output) and suffix not in OUTPUT_KINDS:
-            known = ", ".join(sorted(OUTPUT_KINDS))
-            problems.append(f"{self.output.name}: cannot write '{suffix}' videos; use {known} or a folder")
+        kind = kind_problem(self.output)
+        if kind is not None:
+            problems.append(kind)
         if self.bit_depth != 8:
             problems.append("a video is written with 8 bits per channel")
         return problems

@@ -220,7 +220,7 @@ def render_video(
     options = job.video
     if options is None:
         raise StyleStudioError(f"{job.describe()}: not a video's job")
-    info = check_video_job(job, read_styles=styles is None)
+    info = check_video_job(job, read_styles=False)  # the styles are read once, here
     styles = list(styles) if styles is not None else [load_image(p) for p in job.styles]
     key = video_key(job, file_digest(job.content), styles)
     cache = FrameCache(key)

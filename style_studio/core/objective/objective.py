@@ -240,7 +240,8 @@ class Objective:
     def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
         self.content_targets, _ = self.summarise(vgg_input(inputs.content))
         self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
-        known = inputs.known_grams if inputs.known_grams is not None else GramCache()
+        # With preserved colours the styles' luminance is matched to each frame's: their Gram matrices differ.
+        known = inputs.known_grams if inputs.known_grams is not None and not settings.preserve_colors else GramCache()
         key = (self.style_layers, settings.pooling, type(self).__name__, *(tuple(s.shape) for s in inputs.styles))
         self.style_grams: list[dict[str, Tensor]] = known.get(
             key, lambda: [self.summarise(style)[1] for style in inputs.styles]

@@ -143,39 +143,47 @@ class TemporalTarget:
     Attributes:
         warped: (1, C, H, W) in the optimised image's format (luminance when preserving colours).
         reliable: (1, 1, H, W), 1 where the flow is trusted.
-        weight: the term's weight (``--temporal-weight``).
+        factor: the term's weight (``--temporal-weight``) over its value for an unrelated picture.
     """
 
     warped: Tensor
     reliable: Tensor
-    weight: float
+    factor: Tensor
 
     @classmethod
     def prepare(
         cls, warped: np.ndarray, reliable: np.ndarray, weight: float, size: tuple[int, int], device: torch.device,
         luminance: bool,
     ) -> TemporalTarget:  # fmt: skip
-        """From (H, W, 3) uint8 and (H, W) pictures, resized to ``size`` (width, height) when they differ."""
-        picture = torch.from_numpy(np.ascontiguousarray(warped)).permute(2, 0, 1)[None].float().div_(255)
+        """From (H, W, 3) uint8 and (H, W) pictures, resized to ``size`` (width, height) when they differ.
+
+        An unrelated picture of the same statistics differs from the warped
+        frame by 2·var(warped) on average: dividing by that makes the term about
+        ``weight`` for one and 0 at the warped frame, like the other terms (``losses``).
+        """
+        picture = picture_tensor(warped, size, device, luminance)
         mask = torch.from_numpy(np.ascontiguousarray(reliable, dtype=np.float32))[None, None]
         width, height = size
-        if picture.shape[-2:] != (height, width):
-            picture = torch.nn.functional.interpolate(picture, size=(height, width), mode="bilinear", antialias=True)
+        if mask.shape[-2:] != (height, width):
             mask = torch.nn.functional.interpolate(mask, size=(height, width), mode="area").ge_(0.999).float()
-        if luminance:
-            picture = color.luminance(picture)
-        return cls(picture.to(device), mask.to(device), weight)
+        factor = weight / (2 * picture.var()).clamp_min(1e-4)
+        return cls(picture, mask.to(device), factor)
 
     def term(self, image: Tensor) -> Tensor:
-        """weight · mean over pixels of reliable · (image - warped)², over its value for an unrelated picture.
+        """The factor times the mean over pixels of reliable · (image - warped)²."""
+        return ((image.float() - self.warped).square() * self.reliable).mean() * self.factor
 
-        An unrelated picture of the same statistics differs by 2·var(warped) on
-        average, so the term is about ``weight`` for one and 0 at the warped frame,
-        like the other terms (``losses``).
-        """
-        reference = (2 * self.warped.float().var()).clamp_min(1e-4)
-        squared = (image.float() - self.warped).square() * self.reliable
-        return squared.mean() * (self.weight / reference)
+
+def picture_tensor(picture: np.ndarray, size: tuple[int, int], device: torch.device, luminance: bool) -> Tensor:
+    """An (H, W, 3) uint8 picture as a (1, C, h, w) float tensor in [0, 1] at ``size`` (width, height) on ``device``.
+
+    C is 1 (luminance) when preserving colours, as the optimised image is.
+    """
+    tensor = torch.from_numpy(np.ascontiguousarray(picture)).permute(2, 0, 1)[None].float().div_(255)
+    width, height = size
+    if tensor.shape[-2:] != (height, width):
+        tensor = torch.nn.functional.interpolate(tensor, size=(height, width), mode="bilinear", antialias=True)
+    return (color.luminance(tensor) if luminance else tensor).to(device)
 
 
 def clip_warping_error(inputs: list[np.ndarray], outputs: list[np.ndarray], flows: FlowEstimator) -> float:
@@ -213,7 +221,7 @@ class FrameGuide:
 
     def start_tensor(self, size: tuple[int, int], device: torch.device, luminance: bool) -> Tensor:
         """``start`` as the optimised image's first value at ``size`` (width, height)."""
-        return TemporalTarget.prepare(self.start, self.reliable, 0.0, size, device, luminance).warped
+        return picture_tensor(self.start, size, device, luminance)
 
     def target(self, size: tuple[int, int], device: torch.device, luminance: bool) -> TemporalTarget | None:
         """The temporal term at ``size``; None when its weight is 0."""

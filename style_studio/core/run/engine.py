@@ -82,9 +82,8 @@ class StyleTransfer:
         compute: where and how to compute; None: as ``settings.device`` and
             ``settings.precision`` resolve (tests and benchmarks pass an
             emulated fp16, ``Compute.fp16_emulated``).
-        frame: in a clip, what this frame takes from the previous one: the picture it
-            starts from and the temporal term (``temporal.FrameGuide``); None: a still picture.
-        known_grams: the style images' Gram matrices kept between the frames of a clip.
+        frame: in a clip, what this frame takes from the previous one (``temporal.FrameGuide``); None: a picture.
+        known_grams: the style images' Gram matrices, kept between the frames of a clip.
     """
 
     def __init__(
@@ -111,9 +110,7 @@ class StyleTransfer:
         if regions:
             regions.check(len(styles))
         self.regions = regions or None
-        self.frame = frame
-        # With preserved colours the styles' luminance is matched to each frame's: their Gram matrices differ.
-        self.known_grams = known_grams if not settings.preserve_colors else None
+        self.frame, self.known_grams = frame, known_grams
         self._style_map: Tensor | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
@@ -167,10 +164,7 @@ class StyleTransfer:
     # -- live changes -------------------------------------------------------
 
     def update_settings(self, settings: Settings) -> None:
-        """Take new loss weights (``settings.LIVE_FIELDS``) at the next iteration; thread-safe.
-
-        Other fields of ``settings`` are ignored until the next run.
-        """
+        """Take new loss weights (``LIVE_FIELDS``; others wait for the next run) at the next iteration; thread-safe."""
         self.live.change_settings(settings)
 
     def update_regions(self, regions: Regions | None) -> None:
@@ -335,9 +329,7 @@ class StyleTransfer:
         inputs = ScaleInputs.prepare(
             self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
         )
-        temporal = None
-        if self.frame is not None:
-            temporal = self.frame.target(size, self.compute.device, self.settings.preserve_colors)
+        temporal = self.frame.target(size, self.compute.device, self.settings.preserve_colors) if self.frame else None
         return dataclasses.replace(inputs, temporal=temporal, known_grams=self.known_grams)
 
     def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
