@@ -21,9 +21,10 @@ def _isolated_torch_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checkpoints and the render queue go to folders of the test's own: none from a user or another test is seen."""
-    monkeypatch.setenv("STYLE_STUDIO_CACHE", str(tmp_path / "cache"))
+def _isolated_cache(tmp_path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints, locks and the render queue go to folders of the test's own: none from a user or another test is
+    seen. The cache is beside the test's folder, so that a test sees there only the files it made."""
+    monkeypatch.setenv("STYLE_STUDIO_CACHE", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("STYLE_STUDIO_DATA", str(tmp_path / "data"))
 
 

@@ -8,7 +8,7 @@ this; see ``pyproject.toml``):
 - ``objective``: losses, Gram matrices, capture hooks, regions, tiles;
 - ``settings`` and ``progress``: the settings and the records a run reports;
 - ``network``: VGG19's layers by name, its weights, the device;
-- ``io``: picture and video files, atomic writes, locks;
+- ``io``: picture and video files, the guarded writer every output goes through, locks;
 - ``errors``.
 
 The names below are loaded when first used, so that naming ``Settings`` or
@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from . import settings as settings
     from .errors import Cancelled as Cancelled
     from .errors import ImageLoadError as ImageLoadError
+    from .errors import OutputError as OutputError
     from .errors import SettingsError as SettingsError
     from .errors import StyleStudioError as StyleStudioError
+    from .errors import UnsafePathError as UnsafePathError
     from .io import imageio as imageio
     from .io import video as video
     from .io.files import file_digest as file_digest
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from .io.locks import Busy as Busy
     from .io.locks import folder_lock as folder_lock
     from .io.locks import held as held
+    from .io.outputs import FrameFolder as FrameFolder
+    from .io.outputs import Output as Output
     from .io.video import VideoError as VideoError
     from .io.video import is_video_path as is_video_path
     from .jobs.batch import JobOutcome as JobOutcome
@@ -121,6 +125,8 @@ if TYPE_CHECKING:
 _NAMES: dict[str, str] = {
     "Cancelled": "errors",
     "ImageLoadError": "errors",
+    "OutputError": "errors",
+    "UnsafePathError": "errors",
     "SettingsError": "errors",
     "StyleStudioError": "errors",
     "Settings": "settings",
@@ -137,6 +143,8 @@ _NAMES: dict[str, str] = {
     "read_metadata": "io.imageio",
     "save_image": "io.imageio",
     "Busy": "io.locks",
+    "FrameFolder": "io.outputs",
+    "Output": "io.outputs",
     "folder_lock": "io.locks",
     "held": "io.locks",
     "VideoError": "io.video",

@@ -19,6 +19,15 @@ class ImageSaveError(StyleStudioError):
     """An export failed. Any file that was already at the target path is untouched."""
 
 
+class OutputError(StyleStudioError):
+    """An output that must not be written there: it is an input, it leads outside its folder, it would replace
+    what this job did not make. Nothing was written."""
+
+
+class UnsafePathError(StyleStudioError, ValueError):
+    """A name or path that would lead outside the folder it belongs in; refused before anything is touched."""
+
+
 class SettingsError(StyleStudioError):
     """Settings, a preset or embedded metadata are invalid. Nothing was applied."""
 

@@ -223,12 +223,13 @@ def test_a_failed_write_leaves_the_existing_file_untouched(tmp_path, monkeypatch
 
 def test_a_read_only_folder_is_a_clear_error(tmp_path, monkeypatch):
     import errno
-    import tempfile
+
+    from style_studio.core.io import files
 
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    monkeypatch.setattr(files, "create_private", denied)
     with pytest.raises(ImageSaveError, match="permission denied"):
         save_image(Image.new("RGB", (4, 4)), tmp_path / "out.png")
 

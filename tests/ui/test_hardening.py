@@ -6,7 +6,6 @@ import dataclasses
 import errno
 import gc
 import json
-import tempfile
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from style_studio.core import settings as settings_mod
+from style_studio.core.io import files
 from style_studio.core.io.imageio import save_image
 from style_studio.core.network.device import resolve
 from style_studio.core.run import memory
@@ -107,7 +107,7 @@ def test_a_failed_export_is_a_message_and_the_old_file_is_untouched(
     def fail(*args, **kwargs):
         raise failure
 
-    monkeypatch.setattr(tempfile, "mkstemp", fail)
+    monkeypatch.setattr(files, "create_private", fail)
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
         window.export_to(target)
     assert message in blocker.args[1] and message in window.banner.text()

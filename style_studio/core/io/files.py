@@ -2,29 +2,95 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
+import shutil
 import stat
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
+
+from ..errors import UnsafePathError
 
 # The permissions a plain open() would give a new file (mkstemp makes it 0600).
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+UMASK: Final = os.umask(0)
+os.umask(UMASK)
 
 
-def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
-    """Call ``write`` on a temporary file beside ``path``, sync it, then rename it over ``path``.
+#: What a temporary file or folder of ours is called: ``.<name>.ss-<pid>-<token>.part`` beside its target.
+#: The process id lets a later run tell a stale temporary (its writer is gone) from one being written now.
+TEMPORARY: Final = re.compile(r"^\..*\.ss-(\d+)-[0-9a-f]{8}\.part(\.[A-Za-z0-9]+)?$")
 
-    A careful editor's autosave: a crash, a full disk or an exception in
-    ``write`` leaves any existing file at ``path`` untouched and no temporary
-    file behind. The folder is synced after the rename, so that the new name
-    survives a power cut too. A file that exists keeps its permissions; a
-    symbolic link stays a link, and the file it points to is replaced.
+
+def temporary_beside(path: Path) -> Path:
+    """A new temporary name beside ``path``, one ``sweep_temporaries`` recognises once its process is gone."""
+    return path.with_name(f".{path.name}.ss-{os.getpid()}-{secrets.token_hex(4)}.part")
+
+
+def sweep_temporaries(folder: Path) -> list[Path]:
+    """Remove the temporary files and folders that a killed writer left in ``folder``; returns what was removed.
+
+    Only names of ours (``TEMPORARY``) whose writing process no longer runs
+    are removed: a user's ``.notes.part`` and a write under way now are left.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = TEMPORARY.match(entry.name)
+        if match is None or _process_runs(int(match.group(1))):
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                remove_tree(entry, folder)
+            else:
+                entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process, or a number we cannot ask about: leave it
+    return True
+
+
+def create_private(path: Path) -> None:
+    """Create the new, empty file ``path``, readable by its owner alone until it is given its final mode.
+
+    Raises:
+        OSError: the folder is missing or read-only, or ``path`` exists.
+    """
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+@contextlib.contextmanager
+def replacing(path: Path, before_replace: Callable[[], None] | None = None) -> Iterator[Path]:
+    """Give the block a temporary file beside ``path`` to write; when it ends well, put it in ``path``'s place.
+
+    The rules of a careful editor's autosave: the temporary is synced, given
+    the permissions of the file it replaces (a new file gets what a plain
+    ``open()`` would give it), renamed over ``path`` and the folder synced,
+    so that a crash, a full disk or an exception leaves any existing file at
+    ``path`` untouched and no temporary file behind (a kill leaves one that
+    ``sweep_temporaries`` recognises). A symbolic link stays a link: the file
+    it points to is replaced. ``before_replace`` runs just before the rename
+    (a last check of where the file goes); what it raises leaves ``path`` as it was.
 
     Raises:
         OSError: the folder is missing or read-only, the disk is full, ...
@@ -33,30 +99,42 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
-        mode = 0o666 & ~_UMASK
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix + ".part", dir=path.parent)
-    tmp: Path | None = Path(tmp_name)
+        mode = 0o666 & ~UMASK
+    sweep_temporaries(path.parent)
+    part = temporary_beside(path)
+    create_private(part)
     try:
-        with os.fdopen(fd, "wb") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-        tmp = None
+        yield part
+        with open(part, "rb+") as written:
+            os.fsync(written.fileno())
+        os.chmod(part, mode)
+        if before_replace is not None:
+            before_replace()
+        os.replace(part, path)
     finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
-    _sync_folder(path.parent)
+        part.unlink(missing_ok=True)
+    sync_folder(path.parent)
 
 
-def write_bytes_atomically(path: Path, data: bytes) -> None:
+def write_atomically(
+    path: Path, write: Callable[[BinaryIO], None], before_replace: Callable[[], None] | None = None
+) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then put it in ``path``'s place (``replacing``).
+
+    Raises:
+        OSError: the folder is missing or read-only, the disk is full, ...
+    """
+    with replacing(path, before_replace) as part, open(part, "wb") as out:
+        write(out)
+
+
+def write_bytes_atomically(path: Path, data: bytes, before_replace: Callable[[], None] | None = None) -> None:
     """``write_atomically`` of ``data``."""
 
     def write(out: BinaryIO) -> None:
         out.write(data)
 
-    write_atomically(path, write)
+    write_atomically(path, write, before_replace)
 
 
 def folder_problem(target: Path, folder: Path) -> str | None:
@@ -68,7 +146,7 @@ def folder_problem(target: Path, folder: Path) -> str | None:
     return None
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
     if os.name != "posix":
         return
@@ -101,6 +179,43 @@ def set_aside(path: Path) -> Path:
         number += 1
     os.replace(path, target)
     return target
+
+
+def remove_tree(path: Path, owner: Path) -> None:
+    """Remove the folder ``path`` and all it holds, which must lie inside the folder ``owner`` (its owner).
+
+    The one way Style Studio deletes a folder: a path that leads outside
+    ``owner`` (``..``, a link, an absolute name from a damaged file) or is
+    ``owner`` itself is refused, and a link is never followed. Nothing to
+    remove is not an error.
+
+    Raises:
+        UnsafePathError: ``path`` is not strictly inside ``owner``.
+        OSError: it could not all be removed.
+    """
+    if not os.path.lexists(path):
+        return
+    real_owner = os.path.realpath(owner)
+    real_parent = os.path.realpath(path.parent)
+    inside = real_parent == real_owner or real_parent.startswith(real_owner.rstrip(os.sep) + os.sep)
+    if not inside or path.name in ("", ".", "..") or path.is_symlink():
+        raise UnsafePathError(f"{path}: not removed, it is not a folder inside {owner}")
+    shutil.rmtree(path)
+
+
+#: What a name that becomes a file or folder name may be: letters, digits, '.', '_' and '-', not starting with '.'.
+_SAFE_NAME: Final = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+
+
+def check_name(name: str, what: str = "name") -> str:
+    """``name`` when it can safely become one file or folder name; else UnsafePathError saying what it was.
+
+    Names read from files (queue ids, run ids) reach here before any path is
+    built from them, so ``x/../../victim`` is refused rather than followed.
+    """
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name):
+        raise UnsafePathError(f"{what} {name!r} cannot be a file name (use letters, digits, '.', '_' and '-')")
+    return name
 
 
 def cache_folder() -> Path:

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image, ImageCms, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from ..errors import ImageLoadError, ImageSaveError
-from .files import write_atomically
+from .outputs import Output
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ DEFAULT_DPI: Final = 72.0
 
 def save_image(
     image: Image.Image | np.ndarray,
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Output,
     metadata: str | None = None,
     *,
     quality: int = 95,
@@ -222,13 +222,18 @@ def save_image(
     own result, for 16-bit files). PNG keeps the metadata in an iTXt chunk
     named "style-studio"; JPEG, WebP and TIFF in the ImageDescription.
     ``dpi``: the print resolution to record (default ``DEFAULT_DPI``).
+    ``path``: a file name, or an ``Output`` that also names what it must not be (the job's inputs) and where
+    it must stay; either way the file is written by the guarded writer.
 
     Raises:
         ImageSaveError: unknown extension, 16 bits in a format without them,
             missing or read-only folder, full disk. An existing file at
             ``path`` is left as it was.
+        OutputError: the output is one of its inputs, a folder, or leads outside its folder.
+        Busy: another process is writing the same file.
     """
-    path = Path(path)
+    output = path if isinstance(path, Output) else Output(Path(path))
+    path = output.path
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise ImageSaveError(f"{path}: unknown file type {path.suffix or '(none)'}; use .png, .jpg, .webp or .tif")
@@ -261,7 +266,7 @@ def save_image(
             picture.convert("RGB").save(out, format=fmt, **options)
 
     try:
-        write_atomically(path, write)
+        output.write(write)
     except OSError as exc:
         raise ImageSaveError(f"{path}: {_write_error(exc)}") from None
     return path
