@@ -61,6 +61,8 @@ class RayCluster:
     The inputs and the weights file travel through Ray's object store.
     """
 
+    local_files = False
+
     def __init__(self, address: str) -> None:
         try:
             import ray

@@ -33,12 +33,11 @@ def _check_output(job: Job) -> None:
     path = job.output
     problems = job.output_problems()
     if problems:
-        raise UsageError(f"{path}: {problems[0].removeprefix(path.name + ': ')}")
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder; give a file name")
-    problem = folder_problem(path, path.parent)
-    if problem is not None:
-        raise UsageError(problem)
+        first = problems[0]
+        raise UsageError(first if first.startswith(str(path)) else f"{path}: {first.removeprefix(path.name + ': ')}")
+    folder = folder_problem(path, path.parent)
+    if folder is not None:
+        raise UsageError(folder)
 
 
 def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, stderr: IO[str]) -> Regions | None:
@@ -68,7 +67,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     settings = settings_from_args(args)
     output = Path(args.output)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,
-              bit_depth=args.bit_depth, dpi=args.dpi)  # fmt: skip
+              bit_depth=args.bit_depth, dpi=args.dpi, mask=Path(args.regions) if args.regions else None)  # fmt: skip
     _check_output(job)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
@@ -110,10 +109,11 @@ def _render_run(
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
     try:
         unfinished = store.load(run_id)
-    except StyleStudioError:
+    except StyleStudioError as exc:
         if args.resume:
             raise
-        store.discard(run_id)  # damaged, and not asked for: a fresh run replaces it
+        # Damaged, or a newer version's, and not asked for: kept aside (never deleted), and a fresh run starts.
+        stderr.write(f"style-studio: {store.set_aside(run_id, exc)}; starting from the beginning\n")
         unfinished = None
     if args.resume and unfinished is None:
         stderr.write(f"style-studio: no unfinished run of {output} to resume; starting from the beginning\n")

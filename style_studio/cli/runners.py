@@ -48,7 +48,12 @@ Report = tuple[str, Any]
 
 
 class Runner(Protocol):
-    """Renders jobs somewhere and reports as they progress and end (in any order)."""
+    """Renders jobs somewhere and reports as they progress and end (in any order).
+
+    ``local_files``: its workers run on this machine and read a video's clip where it is, a frame at a time.
+    """
+
+    local_files: bool
 
     def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
         """Render ``work``, taking each job from it only when there is room to start it."""
@@ -76,6 +81,8 @@ def _progress_json(job_id: str, record: Progress) -> dict[str, Any]:
 
 class InProcess:
     """One job at a time in this process: progress every iteration, Stop within one."""
+
+    local_files = True
 
     def __init__(self) -> None:
         self._cancel = CancelToken()
@@ -169,6 +176,8 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
 class ProcessPool:
     """``workers`` jobs at once, each in a process of its own with its share of the CPU's threads
     (and a GPU of its own, in turn, where there are several)."""
+
+    local_files = True
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -287,7 +296,7 @@ def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None
     remove_partial_files(job.output.parent for job in jobs)
     by_id = {job.id: job for job in jobs}
     try:
-        for job_id, report in runner.run(_work(jobs, batch, event)):
+        for job_id, report in runner.run(_work(jobs, batch, event, getattr(runner, "local_files", False))):
             job = by_id[job_id]
             if isinstance(report, dict):
                 event("progress", report)
@@ -301,12 +310,12 @@ def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None
     return batch
 
 
-def _work(jobs: Sequence[Job], batch: BatchRun, event: Event) -> Iterator[JobInputs]:
+def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool) -> Iterator[JobInputs]:
     """The jobs still to do, their files read only when a runner takes them (one job's bytes at a time,
     not 50 photos x 20 styles of 9 MB before the first starts); done and unreadable ones are reported."""
     for job in jobs:
         try:
-            inputs = JobInputs.read(job)
+            inputs = JobInputs.read(job, local=local)
         except OSError as exc:
             _finish(batch, JobOutcome(job, "failed", f"{exc.filename or job.content}: {exc.strerror or exc}"), event)
             continue
@@ -325,7 +334,7 @@ def _written(job: Job, rendered: RenderedJob) -> JobOutcome:
         write_output(job, rendered, f"Style Studio {__version__}")
     except StyleStudioError as exc:
         return JobOutcome(job, "failed", str(exc), rendered.seconds)
-    return JobOutcome(job, "done", rendered.compute, rendered.seconds)
+    return JobOutcome(job, "done", "; ".join([rendered.compute, *rendered.notes]), rendered.seconds)
 
 
 def _finish(batch: BatchRun, outcome: JobOutcome, event: Event) -> None:

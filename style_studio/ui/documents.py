@@ -14,6 +14,7 @@ from ..core import (
     FORMATS,
     CancelToken,
     ImageLoadError,
+    Output,
     RegionError,
     Regions,
     Settings,
@@ -177,22 +178,24 @@ class Documents(QObject):
     def export(
         self,
         image: Image.Image | np.ndarray,
-        path: Path,
+        output: Output,
         metadata: str,
         *,
         bit_depth: int = 8,
         dpi: tuple[float, float] | None = None,
     ) -> bool:
-        """Start writing ``image`` to ``path`` with ``metadata`` embedded; False when one is still being written.
+        """Start writing ``image`` as ``output`` with ``metadata`` embedded; False when one is still being written.
 
         ``image``: a picture, or for 16 bits per channel the run's (H, W, 3) uint16 result.
+        ``output``: the file, guarded: never one of the pictures the result was made from.
         """
+        path = output.path
         if self._export is not None:
             self.error.emit("An export is still being written; try again in a moment.")
             return False
 
         def write(report: Report, cancel: CancelToken) -> None:
-            save_image(image, path, metadata, software=f"{APP_NAME} {__version__}", bit_depth=bit_depth, dpi=dpi)
+            save_image(image, output, metadata, software=f"{APP_NAME} {__version__}", bit_depth=bit_depth, dpi=dpi)
 
         job = BackgroundTask(write, "style-studio-export", failure=f"{path}: the export failed")
         job.finished.connect(lambda outcome: self._exported(path, outcome))

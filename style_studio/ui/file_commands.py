@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QFileDialog
 
 from .. import __version__
-from ..core import picture_metadata
+from ..core import Output, picture_metadata
 from .history import HistoryEntry
 from .weights_dialog import WEIGHTS_FILTER
 
@@ -57,7 +57,9 @@ class FileCommands:
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
         chosen_dpi = self.window.controls.print_dpi.value()
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        started = self.window.documents.export(picture, path, metadata, bit_depth=bit_depth, dpi=dpi)
+        sources = [content, *(r.item for r in self.window.inputs.style_rows)]
+        inputs = tuple(image.path for image in sources if image is not None and image.path is not None)
+        started = self.window.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
             self._exporting = entry
         self.window._update_state()

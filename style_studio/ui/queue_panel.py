@@ -327,8 +327,7 @@ class QueueController(QObject):
         try:
             return store.load(item.run_id, read_state=False)
         except StyleStudioError as exc:
-            log.warning("queued job %s starts again: %s", item.id, exc)
-            store.discard(item.run_id)
+            log.warning("queued job %s starts again: %s", item.id, store.set_aside(item.run_id, exc))
             return None
 
     def _forget_progress(self, item_id: str) -> None:
@@ -385,7 +384,7 @@ class QueueController(QObject):
 
         def write(report: Report, cancel: CancelToken) -> None:
             item.job.output.parent.mkdir(parents=True, exist_ok=True)
-            write_picture(result, item.job.output, metadata, software=f"Style Studio {__version__}")
+            write_picture(result, item.job.target(), metadata, software=f"Style Studio {__version__}")
 
         job = BackgroundTask(write, "style-studio-queue-write", failure=f"{item.job.output}: could not be written")
         job.finished.connect(lambda written: self._written(item, result, written))

@@ -171,7 +171,8 @@ def test_a_killed_batch_is_finished_by_running_it_again_and_leaves_no_temporary_
     process.kill()
     process.wait()
     assert [p.name for p in out.iterdir()] == ["chelsea-starry_night.png"]
-    (out / ".coffee-starry_night.abc123.png.part").write_bytes(b"half a picture")  # as a kill mid-write leaves
+    # What a kill mid-write leaves: the killed process's temporary, swept by the next run.
+    (out / f".coffee-starry_night.png.ss-{process.pid}-0123abcd.part").write_bytes(b"half a picture")
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     statuses = [s["status"] for s in json.loads(done.stdout.splitlines()[-1])["summary"]]

@@ -23,9 +23,9 @@ def test_a_jobs_inputs_are_read_only_when_the_runner_takes_it(tmp_path, monkeypa
     reads = []
     real_read = JobInputs.read.__func__
 
-    def counting_read(cls, job):
+    def counting_read(cls, job, **options):
         reads.append(job.id)
-        return real_read(cls, job)
+        return real_read(cls, job, **options)
 
     monkeypatch.setattr(JobInputs, "read", classmethod(counting_read))
     read_when_taken = []

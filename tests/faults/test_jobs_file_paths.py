@@ -33,7 +33,7 @@ def test_an_output_outside_the_output_folder_is_refused_and_nothing_is_written(i
     # A hidden temporary file beside the escaped output, as a killed batch would leave there: it must stay.
     (tmp_path / ".escaped.x.png.part").write_text("someone else's")
     code, _, err = run(inputs, tmp_path, output.format(tmp=tmp_path))
-    assert code == 2 and "is outside the output folder" in err, err
+    assert code == 2 and "leads outside the output folder" in err, err
     assert not (tmp_path / "escaped.png").exists() and not (tmp_path / "out").exists()
     assert (tmp_path / ".escaped.x.png.part").exists()
 
@@ -43,7 +43,7 @@ def test_an_output_through_a_link_that_leaves_the_folder_is_refused(inputs, tmp_
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "out" / "link").symlink_to(tmp_path / "elsewhere")
     code, _, err = run(inputs, tmp_path, "link/escaped.png")
-    assert code == 2 and "is outside the output folder" in err
+    assert code == 2 and "leads outside the output folder" in err
     assert not (tmp_path / "elsewhere" / "escaped.png").exists()
 
 
@@ -52,7 +52,7 @@ def test_an_output_that_is_an_input_picture_is_refused(inputs, tmp_path):
     jobs = inputs / "jobs.json"
     jobs.write_text(json.dumps({"jobs": [{"content": "cat.png", "styles": ["starry.jpg"], "output": "cat.png"}]}))
     code, _, err = run_cli("batch", "--jobs", str(jobs), "-o", str(inputs), *FAST)
-    assert code == 2 and "is one of the batch's input pictures" in err
+    assert code == 2 and "is one of the job's inputs" in err
     assert (inputs / "cat.png").read_bytes() == before
 
 

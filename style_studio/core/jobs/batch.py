@@ -10,8 +10,10 @@ output (``job.write_output``), atomically.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ import tomllib
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
+from ..io.files import sweep_temporaries
 from ..io.imageio import FORMATS
 from ..io.video import OUTPUT_KINDS, is_video_path
 from ..objective.masks import RegionSpec, regions_from_mask
@@ -48,13 +51,9 @@ class BatchError(StyleStudioError):
 
 
 def remove_partial_files(folders: Iterable[Path]) -> list[Path]:
-    """Remove the temporary files a killed batch left while writing (``files.write_atomically``'s ``.*.part``)."""
-    removed = []
-    for folder in set(folders):
-        for part in folder.glob(".*.part") if folder.is_dir() else ():
-            part.unlink(missing_ok=True)
-            removed.append(part)
-    return removed
+    """Remove the temporary files a killed batch left while writing (``files.sweep_temporaries``: only ours,
+    and only those whose writer is gone)."""
+    return [part for folder in set(folders) for part in sweep_temporaries(folder)]
 
 
 # -- making the jobs -----------------------------------------------------------------------
@@ -85,11 +84,10 @@ def jobs_from_arguments(
         for style in styles:
             output = outdir / f"{photo.stem}-{style.stem}{VIDEO_SUFFIX if video else suffix}"
             if video is not None:
-                jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, video=video))
+                jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, video=video, within=outdir))
                 continue
-            jobs.append(
-                Job(str(len(jobs) + 1), photo, (style,), settings, output, None, options.bit_depth, options.dpi)
-            )
+            jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, None, options.bit_depth,
+                            options.dpi, within=outdir))  # fmt: skip
     return jobs
 
 
@@ -118,7 +116,9 @@ def jobs_from_file(path: Path, outdir: Path, base: Settings, options: OutputOpti
     folder = path.parent
     settings = base
     preset = document.get("preset")
-    if preset is not None:
+    if preset is not None and _path_problem(preset, "the preset"):
+        problems.append(_path_problem(preset, "the preset") or "")
+    elif preset is not None:
         try:
             settings = settings_mod.loads((folder / str(preset)).read_bytes(), source=str(preset))
         except OSError as exc:
@@ -166,7 +166,11 @@ def _job_from_entry(
     if not isinstance(entry, Mapping):
         problems.append(f"job {number}: expected a table with content and styles")
         return None
-    name = str(entry.get("id", number))
+    name = entry.get("id", number)
+    if isinstance(name, bool) or not isinstance(name, str | int) or not str(name).strip() or "\0" in str(name):
+        problems.append(f"job {number}: its id must be a name or a number, got {name!r}")
+        return None
+    name = str(name)
     where = f"job {name}"
     problems.extend(f"{where}: unknown entry {k!r}" for k in sorted(set(entry) - JOB_KEYS))
     content = entry.get("content")
@@ -176,9 +180,14 @@ def _job_from_entry(
         return None
     if isinstance(styles, str):
         styles = [styles]
-    if not isinstance(styles, list) or not styles or not all(isinstance(s, str) for s in styles):
+    if not isinstance(styles, list) or not styles or not all(isinstance(s, str) and s for s in styles):
         problems.append(f'{where}: no style images (give styles = ["painting.jpg", ...])')
         return None
+    for text in [content, *styles, *([entry["output"]] if isinstance(entry.get("output"), str) else [])]:
+        problem = _path_problem(text, f"{where}: the file name")
+        if problem:
+            problems.append(problem)
+            return None
     job_settings = _with_overrides(settings, entry.get("settings"), where, problems)
     content_path = folder / content
     style_paths = tuple(folder / s for s in styles)
@@ -189,9 +198,9 @@ def _job_from_entry(
         problems.append(f"{where}: the output {output_name!r} needs a .png, .jpg, .webp or .tif name")
         return None
     regions = _regions_of(entry, folder, len(style_paths), where, problems)
-    return Job(
-        name, content_path, style_paths, job_settings, outdir / output_name, regions, options.bit_depth, options.dpi
-    )
+    mask = folder / entry["regions"] if regions is not None else None
+    return Job(name, content_path, style_paths, job_settings, outdir / output_name, regions, options.bit_depth,
+               options.dpi, mask=mask, within=outdir)  # fmt: skip
 
 
 def _video_job(
@@ -213,10 +222,10 @@ def _video_job(
     problems.extend(f"{where}: unknown video entry {k!r}" for k in sorted(set(given) - VIDEO_KEYS))
     if "regions" in entry or "region" in entry:
         problems.append(f"{where}: regions are for pictures; a video's job cannot have them")
-    try:
-        video = dataclasses.replace(options.video, **{k: v for k, v in given.items() if k in VIDEO_KEYS})
-    except TypeError as exc:
-        problems.append(f"{where}: {exc}")
+    video = dataclasses.replace(options.video, **{k: v for k, v in given.items() if k in VIDEO_KEYS})
+    video_problems = video.problems()
+    if video_problems:
+        problems.extend(f"{where}: video {p.removeprefix('--').replace('-', '_', 1)}" for p in video_problems)
         return None
     if not is_video_path(clip):
         problems.append(f"{where}: {clip.name} is not a video; a video table is for video clips")
@@ -224,7 +233,7 @@ def _video_job(
     if not isinstance(output_name, str) or Path(output_name).suffix.lower() not in OUTPUT_KINDS:
         problems.append(f"{where}: the output {output_name!r} needs a {', '.join(sorted(OUTPUT_KINDS))} name")
         return None
-    return Job(name, clip, styles, settings, outdir / output_name, video=video)
+    return Job(name, clip, styles, settings, outdir / output_name, video=video, within=outdir)
 
 
 def _regions_of(
@@ -241,6 +250,10 @@ def _regions_of(
     if not isinstance(mask, str) or not isinstance(specs, list) or not all(isinstance(t, str) for t in specs):
         problems.append(f'{where}: give regions = "MASK.png" and region = ["COLOUR=STYLE[:STRENGTH]", ...]')
         return None
+    problem = _path_problem(mask, f"{where}: the regions mask")
+    if problem:
+        problems.append(problem)
+        return None
     try:
         parsed = [RegionSpec.parse(text, style_count) for text in specs]
         return regions_from_mask(folder / mask, parsed, style_count)[0]
@@ -249,23 +262,53 @@ def _regions_of(
         return None
 
 
+class _Files:
+    """A batch's input files, to ask whether an output is one of them (``outputs.same_file``, indexed)."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.by_path: dict[str, Path] = {}
+        self.by_identity: dict[tuple[int, int], Path] = {}
+        for path in paths:
+            self.by_path.setdefault(os.path.normcase(os.path.realpath(path)), path)
+            with contextlib.suppress(OSError):
+                info = os.stat(path)
+                self.by_identity.setdefault((info.st_dev, info.st_ino), path)
+
+    def find(self, path: Path) -> Path | None:
+        found = self.by_path.get(os.path.normcase(os.path.realpath(path)))
+        if found is None:
+            with contextlib.suppress(OSError):
+                info = os.stat(path)
+                found = self.by_identity.get((info.st_dev, info.st_ino))
+        return found
+
+
+def _path_problem(text: object, what: str) -> str | None:
+    """Why a jobs file's ``text`` cannot name a file (not text, empty, a NUL byte); None: it can."""
+    if not isinstance(text, str) or not text.strip():
+        return f"{what} must be a file name, got {text!r}"
+    if "\0" in text:
+        return f"{what} {text!r} holds a NUL character, which no file name can"
+    return None
+
+
 def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
     """Raise BatchError listing every problem that would make jobs fail, or write where they must not.
 
     Every output must be inside ``outdir`` (after following links: a jobs file
-    cannot write elsewhere) and none may be one of the batch's input pictures.
+    cannot write elsewhere; checked again when each is written) and none may
+    be one of the batch's inputs, of its own job or of another.
     """
     problems = []
     seen: dict[Path, str] = {}
     ids: set[str] = set()
-    folder = outdir.resolve()
-    inputs = {path.resolve() for job in jobs for path in (job.content, *job.styles)}
+    inputs = _Files(path for job in jobs for path in job.inputs)
     for job in jobs:
+        job = dataclasses.replace(job, within=job.within or outdir)
         output = job.output.resolve()
-        if output.parent != folder and folder not in output.parents:
-            problems.append(f"job {job.id}: its output {job.output} is outside the output folder {outdir}")
-        elif output in inputs:
-            problems.append(f"job {job.id}: its output {job.output} is one of the batch's input pictures")
+        other = inputs.find(job.output)
+        if other is not None and other not in job.inputs:  # its own inputs: output_problems says so
+            problems.append(f"job {job.id}: its output {job.output} is another job's input ({other.name})")
         if job.id in ids:
             problems.append(f"job {job.id}: another job has the same id")
         ids.add(job.id)

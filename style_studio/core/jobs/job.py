@@ -16,7 +16,9 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import math
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,11 +30,13 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import ImageSaveError, StyleStudioError
-from ..io.files import write_bytes_atomically
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata, save_image
+from ..io.outputs import Output
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
 from ..settings import FLOW_METHODS, Settings
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..progress import Progress
@@ -66,18 +70,28 @@ class VideoOptions:
     duration: float | None = None
 
     def problems(self) -> list[str]:
+        """What is wrong with the options, said as the command line's flags; empty: nothing.
+
+        Any value of any type gives a message, never an exception: options come from jobs files and queue.json.
+        """
         found = []
-        if not 1 <= self.frame_iterations <= 100_000:
-            found.append(f"--frame-iterations must be from 1 to 100000, got {self.frame_iterations}")
-        if not 0 <= self.temporal_weight <= 1e6:
-            found.append(f"--temporal-weight must be from 0 to 1000000, got {self.temporal_weight:g}")
-        if self.flow not in FLOW_METHODS:
+        iterations = self.frame_iterations
+        if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 100_000:
+            found.append(f"--frame-iterations must be a whole number from 1 to 100000, got {iterations!r}")
+        if not _finite(self.temporal_weight) or not 0 <= self.temporal_weight <= 1e6:
+            found.append(f"--temporal-weight must be a number from 0 to 1000000, got {self.temporal_weight!r}")
+        if not isinstance(self.flow, str) or self.flow not in FLOW_METHODS:
             found.append(f"--flow must be one of {', '.join(FLOW_METHODS)}, got {self.flow!r}")
-        if self.start < 0:
-            found.append(f"--start must be 0 or more seconds, got {self.start:g}")
-        if self.duration is not None and self.duration <= 0:
-            found.append(f"--duration must be more than 0 seconds, got {self.duration:g}")
+        if not _finite(self.start) or self.start < 0:
+            found.append(f"--start must be 0 or more seconds, got {self.start!r}")
+        if self.duration is not None and (not _finite(self.duration) or self.duration <= 0):
+            found.append(f"--duration must be more than 0 seconds, got {self.duration!r}")
         return found
+
+
+def _finite(value: object) -> bool:
+    """Whether ``value`` is a real, finite number (not a bool, a string, NaN or infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +108,8 @@ class Job:
         bit_depth: 8, or 16 for print (.png and .tif).
         dpi: the print resolution to record; None: the photo's own (else 72).
         video: for a video's job (``content`` is a clip), how its frames are made; None: a picture's.
+        mask: the mask file ``regions`` were read from, an input like the photo (the output may not be it).
+        within: a folder the output must stay inside, checked again when it is written (a batch's ``-o``).
     """
 
     id: str
@@ -105,9 +121,20 @@ class Job:
     bit_depth: int = 8
     dpi: float | None = None
     video: VideoOptions | None = None
+    mask: Path | None = None
+    within: Path | None = None
 
     def describe(self) -> str:
         return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """Every file the job reads: its photo or clip, its styles, its regions' mask."""
+        return (self.content, *self.styles, *((self.mask,) if self.mask is not None else ()))
+
+    def target(self) -> Output:
+        """Where the job's result goes, guarded: never one of its inputs, never outside ``within``."""
+        return Output(self.output, self.inputs, self.within)
 
     def _video_output_problems(self) -> list[str]:
         from ..io.video import kind_problem
@@ -121,11 +148,14 @@ class Job:
         return problems
 
     def output_problems(self) -> list[str]:
-        """What is wrong with the output's options (its format, bit depth and resolution); empty: nothing."""
+        """What is wrong with the output: its format, bit depth and resolution, and where it is (an input, a
+        folder, outside ``within``); empty: nothing."""
         if self.video is not None:
-            return self._video_output_problems()
+            from ..io.video import output_is_folder
+
+            return self._video_output_problems() + self.target().problems(folder=output_is_folder(self.output))
+        problems = self.target().problems()
         suffix = self.output.suffix.lower()
-        problems = []
         if suffix not in FORMATS:
             problems.append(
                 f"{self.output.name}: unknown output type {suffix or '(none)'}; use .png, .jpg, .webp or .tif"
@@ -151,17 +181,27 @@ class JobInputs:
     content: bytes
     styles: tuple[bytes, ...]
     key: str = ""
+    content_file: Path | None = None
 
     @classmethod
-    def read(cls, job: Job) -> JobInputs:
-        """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture)."""
-        inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
+    def read(cls, job: Job, *, local: bool = False) -> JobInputs:
+        """The job's files, read and keyed (OSError when one cannot be read, ImageLoadError when not a picture).
+
+        ``local``: the job renders on this machine, so a video's clip is not read into memory
+        (``content`` is empty and ``content_file`` names it); a Ray task elsewhere needs its bytes.
+        """
         if job.video is not None:
+            from ..io.files import file_digest
             from .video_job import video_key
 
+            clip = b"" if local else job.content.read_bytes()
+            inputs = cls(
+                job, clip, tuple(p.read_bytes() for p in job.styles), content_file=job.content if local else None
+            )
             styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
-            key = video_key(job, hashlib.sha256(inputs.content).hexdigest(), styles)
-            return dataclasses.replace(inputs, key=key)
+            digest = file_digest(job.content) if local else hashlib.sha256(clip).hexdigest()
+            return dataclasses.replace(inputs, key=video_key(job, digest, styles))
+        inputs = cls(job, job.content.read_bytes(), tuple(p.read_bytes() for p in job.styles))
         content, styles = inputs.pictures()
         return dataclasses.replace(inputs, key=job_key(job.settings, content, styles, job.regions))
 
@@ -224,6 +264,8 @@ class RenderedJob:
         compute: where it ran ("cpu, fp32", ...).
         dpi: the print resolution to record (the job's, else the photo's; None: the default).
         encoded: a video's job: the video file, as written (``pixels`` is then empty).
+        encoded_file: a video's job rendered on this machine: where the video file is (``hand_over`` removes it).
+        notes: what the user should be told (an unreadable checkpoint set aside, where it is kept).
     """
 
     job_id: str
@@ -233,6 +275,8 @@ class RenderedJob:
     compute: str
     dpi: tuple[float, float] | None = None
     encoded: bytes | None = None
+    encoded_file: Path | None = None
+    notes: tuple[str, ...] = ()
 
 
 def render_job(
@@ -253,7 +297,8 @@ def render_job(
     Args:
         run_id: the checkpoint's name; default ``batch-<job key>`` (the same job in any batch).
         resume: a checkpoint to go on from, None to start afresh, or "auto": go on from the
-            run's checkpoint when a killed batch left one it can be gone on from.
+            run's checkpoint when a killed batch left one it can be gone on from (one it cannot use is
+            set aside, never deleted, and ``RenderedJob.notes`` says where it is kept).
         started: called once the run is set up (a resume accepted), before its first iteration.
         keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
             else it is removed as soon as the job is rendered.
@@ -278,18 +323,25 @@ def render_job(
     run_id = run_id or f"batch-{key}"
     automatic = resume == "auto"
     if resume == "auto":
-        resume = _unfinished(checkpoints, run_id)
+        resume = None
     transfer_from = functools.partial(
         StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
         checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
         regions=regions,
     )  # fmt: skip
+    notes: list[str] = []
+    if automatic and checkpoints is not None:
+        try:
+            resume = checkpoints.load(run_id, read_state=False)
+        except StyleStudioError as exc:  # damaged, or a newer version's: kept aside, and the job starts again
+            notes.append(checkpoints.set_aside(run_id, exc))
+            resume = None
     try:
         transfer = transfer_from(resume=resume)
-    except StyleStudioError:
+    except StyleStudioError as exc:
         if not automatic or resume is None or checkpoints is None:
             raise
-        checkpoints.discard(run_id)  # it cannot be gone on from (damaged): the job starts again
+        notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
         transfer = transfer_from(resume=None)
     if started is not None:
         started()
@@ -318,28 +370,22 @@ def render_job(
     if checkpoints is not None and not keep_checkpoint:
         checkpoints.discard(run_id)
     dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
-    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi)
-
-
-def _unfinished(checkpoints: CheckpointStore | None, run_id: str) -> Checkpoint | None:
-    if checkpoints is None:
-        return None
-    try:
-        return checkpoints.load(run_id, read_state=False)
-    except StyleStudioError:
-        return None  # damaged or from a newer version: the job starts again (and a new save replaces it)
+    for note in notes:
+        log.warning("%s", note)
+    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi, notes=tuple(notes))
 
 
 def write_picture(
     picture: Image.Image | np.ndarray,
-    output: Path,
+    output: Output,
     metadata: str,
     *,
     software: str,
     bit_depth: int = 8,
     dpi: tuple[float, float] | None = None,
 ) -> None:
-    """Write a finished picture with its metadata, atomically (ImageSaveError when it cannot be).
+    """Write a finished picture with its metadata through the guarded writer (ImageSaveError or OutputError
+    when it cannot be; an existing file is then as it was).
 
     ``picture``: a PIL image, an (H, W, 3) uint8 or uint16 array, or a float one in [0, 1].
     """
@@ -349,14 +395,22 @@ def write_picture(
 
 
 def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
-    """Write a rendered job to its output, atomically (ImageSaveError when it cannot be)."""
-    if rendered.encoded is not None:
+    """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
+    if rendered.encoded is not None or rendered.encoded_file is not None:
         try:
-            write_bytes_atomically(job.output, rendered.encoded)
+            if rendered.encoded is not None:
+                job.target().write_bytes(rendered.encoded)
+            elif rendered.encoded_file is not None:
+                with open(rendered.encoded_file, "rb") as video:
+                    job.target().write(functools.partial(shutil.copyfileobj, video))
         except OSError as exc:
             raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
+        finally:
+            from .video_job import hand_over
+
+            hand_over(rendered)
         return
-    write_picture(rendered.pixels, job.output, rendered.metadata, software=software, bit_depth=job.bit_depth,
+    write_picture(rendered.pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
                   dpi=rendered.dpi)  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from .. import settings as settings_mod
 from ..errors import SettingsError
-from ..io.files import data_folder, set_aside, write_atomically
+from ..io.files import check_name, data_folder, set_aside, write_atomically
 from ..io.locks import Busy, held
 from ..io.video import is_video_path
 from ..objective.regions import RegionError, Regions
@@ -83,22 +83,50 @@ class QueueItem:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> QueueItem:
-        """An item as ``to_json`` wrote it (KeyError, TypeError, SettingsError or RegionError when unreadable)."""
+        """An item as ``to_json`` wrote it.
+
+        Raises:
+            ValueError (UnsafePathError among them), KeyError, TypeError, SettingsError or RegionError: it
+            cannot be read, or says something no item may (an id that is not a plain name, a path with a NUL,
+            video options out of their range, an output that is one of its inputs).
+        """
+        if not isinstance(data, Mapping):
+            raise TypeError("a queued job must be a table")
         state = str(data.get("state", "waiting"))
         regions = data.get("regions")
         video = data.get("video")
+        if video is not None and not isinstance(video, Mapping):
+            raise TypeError("its video options must be a table")
+        options = VideoOptions(**video) if video else None
+        if options is not None and options.problems():
+            raise ValueError("; ".join(options.problems()))
+        styles = data["styles"]
+        if not isinstance(styles, list) or not styles:
+            raise TypeError("its styles must be a list of files")
         job = Job(
-            str(data.get("id") or new_id()),
-            Path(data["content"]),
-            tuple(Path(s) for s in data["styles"]),
+            check_name(str(data.get("id") or new_id()), "a queued job's id"),
+            _path(data["content"]),
+            tuple(_path(s) for s in styles),
             settings_mod.from_dict(data["settings"]),
-            Path(data["output"]),
+            _path(data["output"]),
             Regions.from_json(regions) if regions else None,
-            video=VideoOptions(**video) if video else None,
+            video=options,
         )
+        problem = next(iter(job.target().problems()), None)
+        if problem is not None:
+            raise ValueError(problem)
         # A job that was running when the app stopped goes again.
         state = "waiting" if state in ("running",) or state not in STATES else state
         return cls(job, state, str(data.get("reason", "")))
+
+
+def _path(value: object) -> Path:
+    """A file named in queue.json (TypeError or ValueError when it cannot be one)."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"expected a file name, got {value!r}")
+    if "\0" in value:
+        raise ValueError(f"{value!r} holds a NUL character")
+    return Path(value)
 
 
 def new_id() -> str:

@@ -25,7 +25,6 @@ import logging
 import math
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -37,7 +36,7 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import StyleStudioError
-from ..io.files import cache_folder, set_aside, write_atomically
+from ..io.files import cache_folder, check_name, remove_tree, set_aside, write_atomically
 from ..io.locks import held, in_use_elsewhere
 from ..objective.regions import Regions
 from ..settings import Settings
@@ -249,7 +248,8 @@ class CheckpointStore:
         self.notices: list[str] = []
 
     def folder(self, run_id: str) -> Path:
-        return self.root / run_id
+        """Run ``run_id``'s folder (UnsafePathError for an id that is not a plain name: ids come from files)."""
+        return self.root / check_name(run_id, "a run id")
 
     def claim(self, run_id: str) -> AbstractContextManager[None]:
         """Hold run ``run_id`` for this process while the block runs: its checkpoint is this process's to write.
@@ -257,7 +257,10 @@ class CheckpointStore:
         Raises:
             Busy: another Style Studio process (a window, a render) is running it.
         """
-        return held(self.root / f"{run_id}.lock", f"the run {run_id} is under way in another Style Studio process")
+        return held(self._lock(run_id), f"the run {run_id} is under way in another Style Studio process")
+
+    def _lock(self, run_id: str) -> Path:
+        return self.root / f"{check_name(run_id, 'a run id')}.lock"
 
     def save(self, checkpoint: Checkpoint, inputs: tuple[Image.Image, Sequence[Image.Image]] | None = None) -> None:
         """Write ``checkpoint`` (and, the first time, the run's input images) atomically.
@@ -317,6 +320,8 @@ class CheckpointStore:
                 raise ValueError("not a Style Studio checkpoint")
             if document.get("version", 0) > VERSION:
                 raise NewerCheckpointError(f"the checkpoint in {folder} was written by a newer Style Studio")
+            if document.get("run_id") != run_id:
+                raise ValueError("it names another run")
             checkpoint = Checkpoint(
                 run_id=document["run_id"],
                 settings=settings_mod.from_dict(document["settings"]),
@@ -352,7 +357,7 @@ class CheckpointStore:
         if not self.root.is_dir():
             return found
         for folder in self.root.iterdir():
-            if not folder.is_dir() or in_use_elsewhere(self.root / f"{folder.name}.lock"):
+            if not folder.is_dir() or folder.is_symlink() or in_use_elsewhere(self.root / f"{folder.name}.lock"):
                 continue  # another window or render is running it: not unfinished, and not ours
             try:
                 checkpoint = self.load(folder.name, read_state=False)
@@ -362,7 +367,7 @@ class CheckpointStore:
                 )
                 continue
             except StyleStudioError as exc:
-                self.notices.append(self._set_aside(folder, exc))
+                self.notices.append(self._move_aside(folder, exc))
                 continue
             if checkpoint is None:
                 continue
@@ -374,7 +379,13 @@ class CheckpointStore:
             log.warning("%s", notice)
         return sorted(found, key=lambda c: c.saved_at, reverse=True)
 
-    def _set_aside(self, folder: Path, problem: StyleStudioError) -> str:
+    def set_aside(self, run_id: str, problem: StyleStudioError) -> str:
+        """Move run ``run_id``'s checkpoint, which cannot be used (``problem``), out of the way without deleting it;
+        returns what the user should be told (where it is kept). A newer version's is moved too: this version
+        starts the run again, and that version can still resume the moved one by hand."""
+        return self._move_aside(self.folder(run_id), problem)
+
+    def _move_aside(self, folder: Path, problem: StyleStudioError) -> str:
         aside = self.root.with_name(f"{self.root.name}.unreadable")
         try:
             aside.mkdir(parents=True, exist_ok=True)
@@ -386,10 +397,14 @@ class CheckpointStore:
 
     def discard(self, run_id: str) -> None:
         """Remove run ``run_id``'s checkpoint, if there is one (never one another process is running)."""
-        if in_use_elsewhere(self.root / f"{run_id}.lock"):
+        folder = self.folder(run_id)
+        if in_use_elsewhere(self._lock(run_id)):
             return
-        shutil.rmtree(self.folder(run_id), ignore_errors=True)
-        (self.root / f"{run_id}.lock").unlink(missing_ok=True)
+        try:
+            remove_tree(folder, self.root)
+        except OSError as exc:
+            log.warning("could not remove the checkpoint in %s: %s", folder, exc)
+        self._lock(run_id).unlink(missing_ok=True)
 
 
 def _step_scale(value: Any) -> float | None:
