@@ -61,10 +61,12 @@ def write_clip(
     times: list[float] | None = None,
     rotate: int = 0,
     pix_fmt: str | None = None,
+    sound_rate: int = 48000,
 ) -> Path:
     """Encode ``pictures`` as ``path`` with PyAV; ``sound``: an audio codec for a 440 Hz tone of the same length.
 
-    ``times`` gives each frame's time in seconds (a variable frame rate); ``rotate`` tags the stream's display rotation.
+    ``times`` gives each frame's time in seconds (a variable frame rate; a clock that starts at 100 s, as a
+    camera's may); ``rotate`` tags the stream's display rotation; the sound starts with the first frame.
     """
     height, width = pictures[0].shape[:2]
     time_base = Fraction(1, 1000)
@@ -77,7 +79,7 @@ def write_clip(
             stream.set_display_rotation(rotate)
         audio = None
         if sound is not None:
-            audio = out.add_stream(sound, rate=48000)
+            audio = out.add_stream(sound, rate=sound_rate)
             audio.layout = "stereo"
         for index, picture in enumerate(pictures):
             frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
@@ -88,14 +90,15 @@ def write_clip(
             out.mux(stream.encode(frame))
         out.mux(stream.encode(None))
         if audio is not None:
-            seconds = (times[-1] if times else len(pictures) / rate) + 0.1
-            samples = int(48000 * seconds)
-            tone = (0.3 * np.sin(2 * math.pi * 440 * np.arange(samples) / 48000)).astype(np.float32)
+            first = times[0] if times else 0.0
+            seconds = (times[-1] - first if times else len(pictures) / rate) + 0.1
+            samples = int(sound_rate * seconds)
+            tone = (0.3 * np.sin(2 * math.pi * 440 * np.arange(samples) / sound_rate)).astype(np.float32)
             block = 1024
             for begin in range(0, samples, block):
                 chunk = np.stack([tone[begin : begin + block]] * 2)
                 frame = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="stereo")
-                frame.sample_rate, frame.pts = 48000, begin
+                frame.sample_rate, frame.pts = sound_rate, begin + round(first * sound_rate)
                 out.mux(audio.encode(frame))
             out.mux(audio.encode(None))
     return path

@@ -107,9 +107,14 @@ def _add_video(sub: Any) -> None:
         "--progress", choices=PROGRESS_MODES, default=None,
         help="bar (default on a terminal), json (one object per iteration on stdout, with the frame's number), none",
     )  # fmt: skip
-    v.add_argument(
+    kept = v.add_mutually_exclusive_group()
+    kept.add_argument(
         "--resume", action="store_true",
         help="go on from the frames an earlier run of the same command made (after Ctrl+C, a kill or a crash)",
+    )  # fmt: skip
+    kept.add_argument(
+        "--restart", action="store_true",
+        help="remove the frames an earlier run of the same command kept, and start again from the first frame",
     )  # fmt: skip
 
 

@@ -30,6 +30,10 @@ class FrameReporter(BarReporter):
 
             self._bar = tqdm(total=frames, initial=kept, file=self.stderr, unit="frame", dynamic_ncols=True)
 
+    def say(self, notice: str) -> None:
+        """Tell the user something now, on stderr (beside the JSON lines on stdout)."""
+        self._write(f"style-studio: {notice}")
+
     def show(self, record: FrameRecord) -> None:
         progress = record.progress
         if self.mode == "json":
@@ -87,8 +91,10 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     try:
         with handling(wanted, stopping):
             rendered = render_video(
-                job, loaded, stop=stop, cancel=cancel, progress=reporter.show, resume=args.resume,
+                job, loaded, stop=stop, cancel=cancel, progress=reporter.show,
+                resume=True if args.resume else False if args.restart else None,
                 started=lambda kept: reporter.started(kept, frames), comment=f"Style Studio {__version__}",
+                say=reporter.say,
             )  # fmt: skip
     except (KeyboardInterrupt, Cancelled):
         reporter.close()
@@ -97,17 +103,13 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             "run the same command with --resume to go on\n"
         )
         return EXIT_INTERRUPTED
-    except Busy:
-        raise UsageError(
-            f"style-studio: {job.output}: this clip is being rendered by another style-studio process"
-        ) from None
+    except Busy as exc:
+        raise UsageError(str(exc)) from None
     finally:
         reporter.close()
     for note in rendered.notes[len(info.notes) :]:
         stderr.write(f"style-studio: {note}\n")
     if mode != "json":
-        stderr.write(
-            f"style-studio: wrote {rendered.output} ({rendered.frames} frames, {rendered.seconds:.1f} s, "
-            f"{rendered.compute})\n"
-        )
+        facts = [f"{rendered.frames} frames", f"{rendered.seconds:.1f} s", rendered.compute]
+        stderr.write(f"style-studio: wrote {rendered.output} ({', '.join(f for f in facts if f)})\n")
     return 0

@@ -15,7 +15,7 @@ from style_studio.cli import main
 from style_studio.core.io import video
 from style_studio.core.io.files import cache_folder
 from style_studio.core.objective.temporal import FlowEstimator, clip_warping_error
-from tests.clips import camera_pan, moving_object, sound_only, streams_of, textured, write_clip
+from tests.clips import camera_pan, moving_object, sound_only, streams_of, write_clip
 
 QUICK = ["--size", "64", "--iterations", "12", "--frame-iterations", "6", "--weights", "untrained"]
 
@@ -23,13 +23,6 @@ QUICK = ["--size", "64", "--iterations", "12", "--frame-iterations", "6", "--wei
 @pytest.fixture(autouse=True)
 def _tiny(tiny_network: None) -> None:
     """The tiny test network for "untrained"."""
-
-
-@pytest.fixture
-def style(tmp_path: Path) -> Path:
-    path = tmp_path / "style.png"
-    Image.fromarray(textured(64, 64, seed=5)).save(path)
-    return path
 
 
 def run(*argv: str | Path) -> tuple[int, str, str]:

@@ -102,12 +102,18 @@ def test_ctrl_c_stops_after_the_frame_keeps_it_and_resume_finishes(tmp_path: Pat
     assert out.is_file() and kept_frames() == []
 
 
-def test_without_resume_a_new_render_starts_again(tmp_path: Path, inputs) -> None:
+def test_without_resume_kept_frames_are_named_not_lost_and_restart_starts_again(tmp_path: Path, inputs) -> None:
     clip, style = inputs
     out = tmp_path / "styled.mp4"
     process = subprocess.Popen(command(clip, style, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stop_at(process, frame=3, iteration=2, how=signal.SIGKILL)
     process.wait(timeout=60)
+    kept = kept_frames()
+    assert len(kept) == 2
     again = subprocess.run(command(clip, style, out), capture_output=True, text=True, timeout=300, env=os.environ)
-    assert again.returncode == 0, again.stderr
-    assert sorted({json.loads(line)["frame"] for line in again.stdout.splitlines()}) == [1, 2, 3, 4, 5, 6]
+    assert again.returncode == 2, again.stderr
+    assert "2 frame(s) from an earlier render" in again.stderr and "--resume" in again.stderr
+    assert "--restart" in again.stderr and kept_frames() == kept and not out.exists()
+    restarted = subprocess.run(command(clip, style, out, "--restart"), capture_output=True, text=True, timeout=300)
+    assert restarted.returncode == 0, restarted.stderr
+    assert sorted({json.loads(line)["frame"] for line in restarted.stdout.splitlines()}) == [1, 2, 3, 4, 5, 6]

@@ -107,6 +107,8 @@ class ClipInfo:
         duration: seconds.
         frame_count: frames, as the headers say or as duration × rate estimates.
         rotation: degrees counter-clockwise the stored frames are turned to be shown.
+        start_time: seconds on the file's clock at its first frame (a camera's .ts starts anywhere);
+            every other time here counts from it.
         sound: the audio stream's codec name, or None.
         notes: what will not be kept (subtitles, chapters, a second audio stream).
     """
@@ -120,6 +122,12 @@ class ClipInfo:
     rotation: int = 0
     sound: str | None = None
     notes: tuple[str, ...] = field(default=())
+    start_time: float = 0.0
+
+    def seconds_between(self, start: float, duration: float | None) -> float:
+        """How long [start, start + duration) is within the clip, in seconds."""
+        end = self.duration if duration is None else min(self.duration, start + duration)
+        return max(0.0, end - max(0.0, start))
 
     def frames_between(self, start: float, duration: float | None) -> int:
         """Roughly how many frames lie in [start, start + duration)."""
@@ -161,8 +169,9 @@ def probe(path: str | os.PathLike[str]) -> ClipInfo:
         first = _first_frame(container, stream, path)
         rotation = _rotation(first)
         width, height = (first.height, first.width) if rotation % 180 else (first.width, first.height)
-        rate = float(stream.average_rate or stream.guessed_rate or 0) or 25.0
-        duration = _duration(container, stream)
+        origin = _start_time(stream, first)
+        duration = _duration(container, stream, origin)
+        rate = _frame_rate(stream, duration)
         frames = stream.frames or max(1, round(duration * rate))
         notes = []
         audio = container.streams.audio
@@ -174,7 +183,7 @@ def probe(path: str | os.PathLike[str]) -> ClipInfo:
             notes.append("its chapters are not kept")
         info = ClipInfo(
             path, width, height, rate, duration, frames, rotation, audio[0].codec_context.name if audio else None,
-            tuple(notes),
+            tuple(notes), origin,
         )  # fmt: skip
     if max(width, height) > MAX_SIDE:
         raise VideoError(
@@ -200,11 +209,29 @@ def _first_frame(container: Any, stream: Any, path: Path) -> Any:
     raise VideoError(f"{path.name}: the video has no frames")
 
 
-def _duration(container: Any, stream: Any) -> float:
+def _start_time(stream: Any, first: Any) -> float:
+    """Seconds on the file's clock at the first frame: the stream's declared start, else the first frame's time."""
+    if stream.start_time is not None and stream.time_base is not None:
+        return float(stream.start_time * stream.time_base)
+    return float(first.time) if first.time is not None else 0.0
+
+
+def _frame_rate(stream: Any, duration: float) -> float:
+    """Frames per second: the average the headers give, unless it is far beyond what the frames can be
+    (a file that declares 1000 fps for a handful of frames); then the count over the duration."""
+    rate = float(stream.average_rate or stream.guessed_rate or 0) or 25.0
+    if stream.frames and duration > 0 and rate > 1.5 * stream.frames / duration:
+        return float(stream.frames) / duration
+    return rate
+
+
+def _duration(container: Any, stream: Any, origin: float) -> float:
+    """Seconds from the first frame to the end: the stream's own duration, else to where the file ends."""
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration) * float(stream.time_base)
     if container.duration is not None:
-        return float(container.duration) / 1_000_000
+        begins = float(container.start_time or 0) / 1_000_000
+        return max(0.0, begins + float(container.duration) / 1_000_000 - origin)
     return 0.0
 
 
@@ -265,25 +292,75 @@ def read_frames(path: str | os.PathLike[str], start: float = 0.0, duration: floa
     count = 0
     with _open(path) as container:
         stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        if start > 0 and stream.time_base is not None:
-            container.seek(int(start / stream.time_base), stream=stream, backward=True, any_frame=False)
-        end = math.inf if duration is None else start + duration
-        try:
-            for frame in container.decode(stream):
-                when = float(frame.time) if frame.time is not None else count / float(stream.average_rate or 25)
-                if when < start - 1e-6:
-                    continue
-                if when >= end - 1e-6:
-                    break
-                yield ClipFrame(count, when - start, frame_to_rgb(frame))
-                count += 1
-        except (av.FFmpegError, ValueError) as exc:
-            raise VideoError(
-                f"{path.name}: the video is damaged after frame {count} ({error_reason(exc)})", frames_readable=count
-            ) from None
+        origin = float(stream.start_time * stream.time_base) if stream.start_time is not None else 0.0
+        step = 1 / float(stream.average_rate or stream.guessed_rate or 25)
+    end = math.inf if duration is None else start + duration
+    clock = _Clock(step)
+    try:
+        for frame in _decoded_from(path, start + origin if start > 0 else 0.0):
+            stamp = float(frame.time) - origin if frame.time is not None else None
+            when = clock.time_of(stamp)
+            if when < start - 1e-6:
+                continue
+            if when >= end - 1e-6:
+                break
+            yield ClipFrame(count, max(0.0, when - start), frame_to_rgb(frame))
+            count += 1
+    except (av.FFmpegError, ValueError) as exc:
+        raise VideoError(
+            f"{path.name}: the video is damaged after frame {count} ({error_reason(exc)})", frames_readable=count
+        ) from None
     if count == 0:
         raise VideoError(f"{path.name}: no frames between {start:g} s and {end:g} s")
+
+
+def _decoded_from(path: Path, seconds: float) -> Iterator[Any]:
+    """The decoded video frames from the key frame at or before ``seconds`` on the file's clock.
+
+    A file that cannot seek there exactly (an MPEG transport stream may land
+    past the point, or nowhere) is decoded from its start instead.
+    """
+    if seconds > 0:
+        with _open(path) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            container.seek(int(seconds / stream.time_base), stream=stream, backward=True, any_frame=False)
+            frames = container.decode(stream)
+            first = next(frames, None)
+            if first is not None and first.time is not None and float(first.time) <= seconds + 1e-6:
+                yield first
+                yield from frames
+                return
+    with _open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        yield from container.decode(stream)
+
+
+class _Clock:
+    """Each frame's time from the clip's first frame, always moving forward.
+
+    A clip joined from parts whose clocks each start again at 0 (or a
+    damaged stamp) would put frames before their predecessors; such a frame
+    is given the previous frame's time plus the time its predecessor took
+    (the nominal frame step when unknown), and the clip goes on from there.
+    """
+
+    def __init__(self, step: float) -> None:
+        self.step, self.last, self.shift, self.gap = step, -math.inf, 0.0, step
+
+    def time_of(self, stamp: float | None) -> float:
+        if stamp is None:
+            when = self.last + self.gap if self.last > -math.inf else 0.0
+        else:
+            when = stamp + self.shift
+            if self.last > -math.inf and when <= self.last + 1e-3:  # backwards, or a clock that starts again
+                self.shift += self.last + self.gap - when
+                when = self.last + self.gap
+        if self.last > -math.inf and when > self.last:
+            self.gap = when - self.last
+        self.last = when
+        return when
 
 
 def video_comment(path: str | os.PathLike[str]) -> str | None:

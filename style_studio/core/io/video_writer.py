@@ -1,17 +1,16 @@
 """Writing a video: the whole file in one pass, from frames already kept on disk, with the clip's sound.
 
 The sound is copied packet for packet where the container takes its codec
-and re-encoded where it does not; a GIF is written by Pillow (no sound). The
-file appears under its name only when complete: a temporary file beside it
-is renamed.
+and re-encoded where it does not (resampled to a rate the encoder takes); a
+GIF is written by Pillow (no sound); a folder of frames by ``FrameFolder``.
+Every kind goes through the one guarded writer (``outputs.Output``): the
+file appears under its name only when complete, never over an input.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -20,81 +19,79 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from .files import temporary_beside
+from .outputs import FrameFolder, Output
 from .video import OUTPUT_KINDS, ClipInfo, OutputKind, VideoError, check_output, error_reason, output_is_folder
 
 
 def write_video(
-    output: str | os.PathLike[str],
+    output: Output | str | os.PathLike[str],
     frames: Iterable[tuple[float, np.ndarray]],
     frame_rate: float,
     sound_from: ClipInfo | None = None,
     start: float = 0.0,
     duration: float | None = None,
     comment: str | None = None,
+    key: str = "",
 ) -> list[str]:
     """Write ``frames`` ((time from the start in seconds, (H, W, 3) uint8)) as ``output``, atomically.
 
-    ``output`` is a video (``OUTPUT_KINDS``) or a folder of numbered PNGs. The
-    sound of ``sound_from`` between ``start`` and ``start + duration`` goes
-    with it where the output can hold sound. ``comment`` is recorded in the
-    file's metadata (``video_comment`` reads it back).
+    ``output`` is a video (``OUTPUT_KINDS``) or a folder of numbered PNGs
+    (marked as the job ``key``'s). The sound of ``sound_from`` between
+    ``start`` and ``start + duration`` (seconds from the clip's first frame)
+    goes with it where the output can hold sound. ``comment`` is recorded in
+    the file's metadata (``video_comment`` reads it back).
 
     Returns:
         Notes for the user: what was re-encoded or left out.
 
     Raises:
         VideoError: the file cannot be written (nothing is left at ``output``).
+        OutputError: the output may not be written there (an input, outside its folder, a folder of other files).
     """
     import av
 
-    target = Path(output)
+    output = output if isinstance(output, Output) else Output(Path(output))
+    target = output.path
     check_output(target)
     if output_is_folder(target):
-        return _write_folder(target, frames)
+        try:
+            FrameFolder(output, key).write(picture for _, picture in frames)
+        except OSError as exc:
+            raise VideoError(f"{target}: cannot write the frames ({exc.strerror or exc})") from None
+        return []
     kind = OUTPUT_KINDS[target.suffix.lower()]
-    fd, part_name = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    part = Path(part_name)
     try:
-        if kind.container == "gif":
-            notes = _encode_gif(part, frames, frame_rate, sound_from)
-        else:
-            notes = _encode(part, kind, frames, frame_rate, sound_from, start, duration, comment)
-        with open(part, "rb+") as written:
-            os.fsync(written.fileno())
-        os.chmod(part, 0o666 & ~_umask())
-        os.replace(part, target)
+        with output.replacing() as part:
+            if kind.container == "gif":
+                return _encode_gif(part, frames, frame_rate, sound_from)
+            return _encode(part, kind, frames, frame_rate, sound_from, start, duration, comment)
     except OSError as exc:
         raise VideoError(f"{target}: cannot write the video ({exc.strerror or exc})") from None
     except (av.FFmpegError, ValueError) as exc:  # an encoder or muxer refused
         raise VideoError(f"{target}: cannot write the video ({error_reason(exc)})") from None
-    finally:
-        part.unlink(missing_ok=True)
-    return notes
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def check_writable(output: Output, sound_from: ClipInfo | None, start: float, key: str = "") -> None:
+    """Write two tiny frames with a moment of the clip's sound as ``output`` would be written, and throw them
+    away: what the encoders or the folder refuse is found before the first frame is made, not after the last.
 
-
-def _write_folder(target: Path, frames: Iterable[tuple[float, np.ndarray]]) -> list[str]:
-    """Numbered PNGs in a new folder, renamed into place when all are written (an existing folder is replaced)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    Raises:
+        VideoError, OutputError: as ``write_video`` would.
+    """
+    target = output.path
+    check_output(target)
+    if output_is_folder(target):
+        FrameFolder(output, key).check()
+        return
+    output.check()
+    trial = Output(Path(f"{temporary_beside(target)}{target.suffix}"))
+    black = np.zeros((16, 16, 3), np.uint8)
+    step = 1 / max(sound_from.frame_rate if sound_from else 25.0, 1.0)
     try:
-        for number, (_, picture) in enumerate(frames, start=1):
-            Image.fromarray(picture).save(part / f"frame-{number:06d}.png")
-        if target.is_dir():
-            shutil.rmtree(target)
-        os.replace(part, target)
-    except OSError as exc:
-        raise VideoError(f"{target}: cannot write the frames ({exc.strerror or exc})") from None
+        write_video(trial, [(0.0, black), (step, black)], 1 / step, sound_from, start, 2 * step)
     finally:
-        if part.exists():
-            shutil.rmtree(part, ignore_errors=True)
-    return []
+        trial.path.unlink(missing_ok=True)
 
 
 def _encode_gif(
@@ -182,6 +179,8 @@ class _SoundTrack:
         notes: list[str],
     ) -> None:
         self.out, self.kind, self.source, self.notes = out, kind, source, notes
+        # Times from the clip's first frame: a camera's .ts starts its clock anywhere.
+        self.origin = source.start_time if source is not None else 0.0
         self.start, self.end = start, math.inf if duration is None else start + duration
         self.container: Any = None
         self.packets: Iterator[Any] = iter(())
@@ -205,14 +204,14 @@ class _SoundTrack:
         if self.copy:
             self.stream = self.out.add_stream_from_template(source)
         else:
-            self.stream = self.out.add_stream(self.kind.sound_codec, rate=source.codec_context.sample_rate or 48000)
+            self.stream = self.out.add_stream(self.kind.sound_codec, rate=_sample_rate(self.kind.sound_codec, source))
             self.notes.append(f"the sound ({self.source.sound}) is re-encoded as {self.stream.codec_context.name}")
             self.resampler = av.AudioResampler(
                 format=self.stream.codec_context.format, layout=self.stream.codec_context.layout,
                 rate=self.stream.codec_context.sample_rate,
             )  # fmt: skip
         if self.start > 0 and source.time_base is not None:
-            self.container.seek(int(self.start / source.time_base), stream=source, backward=True)
+            self.container.seek(int((self.start + self.origin) / source.time_base), stream=source, backward=True)
         self.packets = iter(self.container.demux(source))
         self.source_stream = source
 
@@ -225,7 +224,7 @@ class _SoundTrack:
                 return
             if packet.pts is None:
                 continue
-            at = float(packet.pts * packet.time_base)
+            at = float(packet.pts * packet.time_base) - self.origin
             if at >= self.end:
                 return
             if at - self.start > when:
@@ -236,7 +235,7 @@ class _SoundTrack:
             self._mux(packet)
 
     def _mux(self, packet: Any) -> None:
-        shift = round(self.start / packet.time_base)
+        shift = round((self.start + self.origin) / packet.time_base)
         if self.copy:
             packet.pts -= shift
             if packet.dts is not None:
@@ -258,3 +257,14 @@ class _SoundTrack:
                 self.out.mux(self.stream.encode(converted))
             self.out.mux(self.stream.encode(None))
         self.container.close()
+
+
+def _sample_rate(codec: str, source: Any) -> int:
+    """The source's sample rate if the encoder takes it, else the nearest it takes above (Opus: 48 kHz only)."""
+    import av
+
+    wanted = int(source.codec_context.sample_rate or 48000)
+    rates = sorted(av.codec.Codec(codec, "w").audio_rates or [])
+    if not rates or wanted in rates:
+        return wanted
+    return next((r for r in rates if r >= wanted), rates[-1])

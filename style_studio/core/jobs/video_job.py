@@ -19,7 +19,6 @@ import functools
 import hashlib
 import json
 import math
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,11 +30,20 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import Cancelled, StyleStudioError
-from ..io.files import cache_folder, file_digest, write_atomically, write_bytes_atomically
+from ..io.files import (
+    cache_folder,
+    check_name,
+    file_digest,
+    remove_tree,
+    set_aside,
+    write_atomically,
+    write_bytes_atomically,
+)
 from ..io.imageio import fit_size, image_hash, load_image
 from ..io.locks import held
 from ..io.video import ClipInfo, probe, read_frames
-from ..io.video_writer import write_video
+from ..io.video_writer import check_writable, write_video
+from ..network.layers import check_image_fits
 from ..network.weights import identity as weights_identity
 from .job import Job, JobInputs, RenderedJob, VideoOptions
 
@@ -108,11 +116,13 @@ class FrameCache:
     """A clip's finished frames (``frame-000001.png``, ...) and its state file, in the cache folder."""
 
     def __init__(self, key: str) -> None:
-        self.key = key
-        self.folder = cache_folder() / "videos" / key
+        self.key = check_name(key, "a video's key")
+        self.root = cache_folder() / "videos"
+        self.folder = self.root / key
         self.done = 0
         self.times: list[float] = []
         self.fresh: list[int] = []
+        self.compute = ""
 
     @property
     def lock(self) -> Path:
@@ -121,8 +131,14 @@ class FrameCache:
     def frame_path(self, number: int) -> Path:
         return self.folder / f"frame-{number:06d}.png"
 
-    def load(self) -> bool:
-        """Read what an earlier render left; False when there is nothing usable (it is then cleared)."""
+    def load(self) -> str | None:
+        """Read what an earlier render left (``done`` frames); returns a notice when it could not be read.
+
+        A folder that cannot be read is never deleted: it is set aside beside
+        the others (``<key>.unreadable-<time>``) and the notice says where.
+        """
+        if not self.folder.exists():
+            return None
         try:
             state = json.loads((self.folder / STATE).read_text())
             if state.get("format") != STATE_FORMAT or state.get("key") != self.key:
@@ -130,26 +146,47 @@ class FrameCache:
             done, times = int(state["done"]), [float(t) for t in state["times"]]
             if len(times) != done or not all(self.frame_path(n).is_file() for n in range(1, done + 1)):
                 raise ValueError("frames missing")
-        except (OSError, ValueError, KeyError, TypeError):
-            self.clear()
-            return False
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            return self._set_aside(exc)
         self.done, self.times, self.fresh = done, times, [int(n) for n in state.get("fresh", [])]
-        return True
+        self.compute = str(state.get("compute", ""))
+        return None
+
+    def _set_aside(self, problem: Exception) -> str:
+        try:
+            kept = set_aside(self.folder)
+        except OSError as exc:
+            raise StyleStudioError(
+                f"the frames an earlier render kept in {self.folder} cannot be read ({problem}) nor moved aside "
+                f"({exc.strerror or exc}); move that folder away to start again"
+            ) from None
+        return f"the frames an earlier render kept could not be read ({problem}); they are kept in {kept}"
 
     def clear(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        """Remove the kept frames (the video is written, or the user asked to start again)."""
+        remove_tree(self.folder, self.root)
         self.done, self.times, self.fresh = 0, [], []
 
-    def keep(self, number: int, picture: np.ndarray, when: float, fresh: bool) -> None:
-        """Keep frame ``number`` (the next one) and then the state that counts it: a kill between them loses nothing."""
+    def keep(self, number: int, picture: np.ndarray, when: float, fresh: bool, compute: str) -> None:
+        """Keep frame ``number`` (the next one) and then the state that counts it: a kill between them loses nothing.
+
+        Raises:
+            StyleStudioError: the cache cannot be written (full, read-only); the frames before are kept.
+        """
         assert number == self.done + 1
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.frame_path(number), lambda out: Image.fromarray(picture).save(out, format="PNG"))
-        self.done, self.times = number, [*self.times, when]
-        if fresh:
-            self.fresh = [*self.fresh, number]
-        state = {"format": STATE_FORMAT, "key": self.key, "done": number, "times": self.times, "fresh": self.fresh}
-        write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.frame_path(number), lambda out: Image.fromarray(picture).save(out, format="PNG"))
+            times, fresh_frames = [*self.times, when], [*self.fresh, number] if fresh else self.fresh
+            state = {"format": STATE_FORMAT, "key": self.key, "done": number, "times": times, "fresh": fresh_frames,
+                     "compute": compute}  # fmt: skip
+            write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
+        except OSError as exc:
+            raise StyleStudioError(
+                f"frame {number} cannot be kept in {self.folder} ({exc.strerror or exc}); "
+                f"the {number - 1} frames before it are kept: free some space and run again with --resume"
+            ) from None
+        self.done, self.times, self.fresh, self.compute = number, times, fresh_frames, compute
 
     def picture(self, number: int) -> np.ndarray:
         with Image.open(self.frame_path(number)) as kept:
@@ -160,8 +197,15 @@ class FrameCache:
             yield self.times[number - 1], self.picture(number)
 
 
+class KeptFramesError(StyleStudioError):
+    """An earlier render of the same job kept frames, and neither going on nor starting again was asked for."""
+
+
 def check_video_job(job: Job, read_styles: bool = True) -> ClipInfo:
     """What the job's clip holds, once its inputs and output are checked; nothing is written.
+
+    With ``read_styles``, the output is also tried (``check_writable``): what
+    its encoders or its folder refuse is found now, before any frame is made.
 
     Raises:
         StyleStudioError: a bad option, clip, style picture or output, with what is wrong.
@@ -182,8 +226,14 @@ def check_video_job(job: Job, read_styles: bool = True) -> ClipInfo:
         raise StyleStudioError(
             f"{job.content.name} is {info.duration:.2f} s long; --start {job.video.start:g} is past its end"
         )
-    for path in job.styles if read_styles else ():
-        load_image(path)
+    layers = [*job.settings.content_layers, *job.settings.active_style_layers]
+    if layers:  # a thin clip is refused now, not at its first frame
+        check_image_fits(
+            Image.new("RGB", (info.width, info.height)), job.settings.size, layers, f"the frames of {job.content.name}"
+        )
+    if read_styles:
+        styles = [load_image(path) for path in job.styles]
+        check_writable(job.target(), info, job.video.start, video_key(job, file_digest(job.content), styles))
     return info
 
 
@@ -194,8 +244,9 @@ def render_video(
     stop: CancelToken | None = None,
     cancel: CancelToken | None = None,
     progress: Callable[[FrameRecord], None] | None = None,
-    resume: bool = True,
+    resume: bool | None = True,
     started: Callable[[int], None] | None = None,
+    say: Callable[[str], None] | None = None,
     comment: str | None = None,
     styles: Sequence[Image.Image] | None = None,
 ) -> RenderedVideo:
@@ -204,14 +255,18 @@ def render_video(
     Args:
         stop: set to stop after the frame being made (it is kept).
         cancel: set to stop at once (the frame being made is lost; those before it are kept).
-        resume: go on from the frames an earlier render of this job kept; False: start again.
+        resume: go on from the frames an earlier render of this job kept; False: remove them and start again;
+            None: neither was asked, so kept frames are an error (``KeptFramesError``) rather than lost.
         started: called with the number of frames already kept, before the first frame is made.
+        say: called with what the user should know at once (kept frames that could not be read, set aside).
         comment: text to record in the video file's metadata (the job key is added).
         styles: the style pictures, when already decoded (else read from ``job.styles``).
 
     Raises:
-        StyleStudioError: bad input, an output that cannot be written, out of memory.
-        Busy: another process is rendering the same job.
+        StyleStudioError: bad input, an output that cannot be written, out of memory, a cache that cannot be
+            written (the frames so far are kept).
+        KeptFramesError: ``resume`` is None and an earlier render kept frames.
+        Busy: another process is rendering the same job or writing the same output.
         Cancelled: ``stop`` or ``cancel`` was set; the frames made so far are kept for ``resume``.
     """
     from ..run.cancel import CancelToken
@@ -226,22 +281,33 @@ def render_video(
     cache = FrameCache(key)
     stop, cancel = stop or CancelToken(), cancel or CancelToken()
     busy = f"{job.content.name} is being rendered to the same video by another style-studio process"
-    with held(cache.lock, busy):
-        if not (resume and cache.load()):
+    target = job.target()
+    notes: list[str] = []
+    with target.claim(), held(cache.lock, busy):
+        check_writable(target, info, options.start, key)
+        notice = cache.load()
+        if notice is not None:
+            say(notice) if say is not None else notes.append(notice)
+        if cache.done and resume is None:
+            raise KeptFramesError(
+                f"{cache.done} frame(s) from an earlier render of this clip with these settings are kept: "
+                "add --resume to go on from them, or --restart to start again"
+            )
+        if cache.done and resume is False:
             cache.clear()
         if started is not None:
             started(cache.done)
         compute, flow_seconds = _render_frames(job, options, info, styles, weights, cache, stop, cancel, progress)
         document = json.dumps({"job_key": key, **({"note": comment} if comment else {})})
-        notes = write_video(
-            job.output, cache.frames(), info.frame_rate, info, options.start, options.duration, comment=document
+        notes += write_video(
+            target, cache.frames(), info.frame_rate, info, options.start, options.duration, comment=document, key=key
         )
-        frames = cache.done
+        frames, times = cache.done, cache.times
         cache.clear()
-    expected = info.frames_between(options.start, options.duration)
-    if frames < 0.9 * expected - 1:
-        notes.insert(0, f"{job.content.name} ends after {frames} of the {expected} frames its headers announce "
-                        "(damaged or cut short?): the frames before the end were styled")  # fmt: skip
+    span, last = info.seconds_between(options.start, options.duration), times[-1] if times else 0.0
+    if last < span - max(2 / info.frame_rate, 0.1 * span):  # by time: a declared frame rate can be far off
+        notes.insert(0, f"{job.content.name} ends after {frames} frames, at {last:.2f} s of the {span:.2f} s its "
+                        "headers announce (damaged or cut short?): the frames before the end were styled")  # fmt: skip
     seconds = time.perf_counter() - began
     return RenderedVideo(job.output, frames, seconds, compute, (*info.notes, *notes), key, flow_seconds)
 
@@ -261,13 +327,12 @@ def _render_frames(
     from ..objective.objective import GramCache
     from ..objective.temporal import FlowEstimator
 
-    width, height = fit_size(info.width, info.height, job.settings.size)
-    size = (width - width % 2, height - height % 2)  # even: what 4:2:0 video needs
+    size = render_size(info, job.settings.size)
     total = max(info.frames_between(options.start, options.duration), cache.done)
     flows = FlowEstimator(options.flow)
     grams = GramCache()
     previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
-    compute = ""
+    compute = cache.compute or "frames kept from an earlier render"
     made, making_since, flow_seconds = 0, time.perf_counter(), 0.0
     for clip_frame in read_frames(job.content, options.start, options.duration):
         number = clip_frame.index + 1
@@ -286,12 +351,19 @@ def _render_frames(
         per_frame = (time.perf_counter() - making_since) / made if made else None
         report = functools.partial(_report, progress, number, total, fresh, per_frame)
         picture, compute = _render_frame(content, styles, settings, weights, guide, grams, cancel, report)
-        cache.keep(number, picture, clip_frame.time, fresh)
+        cache.keep(number, picture, clip_frame.time, fresh, compute)
         made += 1
         previous = (content, picture)
     if cache.done == 0:
         raise StyleStudioError(f"{job.content.name}: no frames to style")
     return compute, flow_seconds
+
+
+def render_size(info: ClipInfo, longest: int) -> tuple[int, int]:
+    """The size frames are styled at: the clip's shape with its longer side ``longest``, each side even (what
+    4:2:0 video needs) and at least 2, however thin the clip."""
+    width, height = fit_size(info.width, info.height, longest)
+    return max(2, width - width % 2), max(2, height - height % 2)
 
 
 def _report(
@@ -361,27 +433,61 @@ def render_video_inputs(
     cancel: CancelToken | None = None,
     progress: Callable[[FrameRecord], None] | Callable[[Progress], None] | None = None,
 ) -> RenderedJob:
-    """A video job from its bytes, where its files are not (a batch worker, a Ray task): the video file's bytes.
+    """A video job rendered by a batch worker; the batch's own process writes the result to its output.
 
-    The clip is put in this machine's cache folder under the job key, so a
-    worker killed halfway goes on from its kept frames when the job comes back.
+    On this machine (``inputs.content_file``) the clip is read where it is,
+    one frame at a time, and the video is left in the cache for the writer
+    (``RenderedJob.encoded_file``). Elsewhere (a Ray task) the clip's bytes
+    are put in this machine's cache folder under the job key, so a worker
+    killed halfway goes on from its kept frames when the job comes back, and
+    the video's bytes are sent back. What a failed job left is removed.
     """
     from ..io.imageio import decode_image
 
     began = time.perf_counter()
     job = inputs.job
-    folder = cache_folder() / "videos" / f"job-{inputs.key}"
+    videos = cache_folder() / "videos"
+    folder = videos / f"job-{check_name(inputs.key, 'a job key')}"
+    _sweep_old_jobs(videos)
     folder.mkdir(parents=True, exist_ok=True)
-    clip = folder / job.content.name
-    if not clip.is_file() or clip.stat().st_size != len(inputs.content):
-        write_bytes_atomically(clip, inputs.content)
-    output = folder / f"video{job.output.suffix}"
-    styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
-    here = dataclasses.replace(job, content=clip, output=output)
-    report = progress if progress is not None else None
-    rendered = render_video(here, weights, cancel=cancel, progress=report, styles=styles)  # type: ignore[arg-type]
-    encoded = output.read_bytes()
-    shutil.rmtree(folder, ignore_errors=True)
-    metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
-    return RenderedJob(job.id, np.zeros((0, 0, 3), np.uint8), metadata, time.perf_counter() - began, rendered.compute,
-                       encoded=encoded)  # fmt: skip
+    handed_over = False
+    try:
+        clip = inputs.content_file
+        if clip is None:
+            clip = folder / f"clip{job.content.suffix}"
+            if not clip.is_file() or clip.stat().st_size != len(inputs.content):
+                write_bytes_atomically(clip, inputs.content)
+        output = folder / f"video{job.output.suffix}"
+        styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
+        here = dataclasses.replace(job, content=clip, output=output, within=None, mask=None)
+        rendered = render_video(here, weights, cancel=cancel, progress=progress, styles=styles)  # type: ignore[arg-type]
+        metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
+        seconds = time.perf_counter() - began
+        nothing = np.zeros((0, 0, 3), np.uint8)
+        if inputs.content_file is not None:
+            handed_over = True
+            return RenderedJob(job.id, nothing, metadata, seconds, rendered.compute, encoded_file=output)
+        return RenderedJob(job.id, nothing, metadata, seconds, rendered.compute, encoded=output.read_bytes())
+    finally:
+        if not handed_over:
+            remove_tree(folder, videos)
+
+
+#: A batch video's working folder untouched this long is a killed worker's that never came back.
+_STALE_JOB_SECONDS: Final = 14 * 24 * 3600.0
+
+
+def _sweep_old_jobs(videos: Path) -> None:
+    try:
+        folders = [f for f in videos.glob("job-*") if f.is_dir() and not f.is_symlink()]
+        for old in folders:
+            if time.time() - old.stat().st_mtime > _STALE_JOB_SECONDS:
+                remove_tree(old, videos)
+    except OSError:
+        pass  # a cache: what cannot be swept now is swept another time
+
+
+def hand_over(rendered: RenderedJob) -> None:
+    """Remove the working folder a local video job left for the writer (its video is written, or failed)."""
+    if rendered.encoded_file is not None:
+        remove_tree(rendered.encoded_file.parent, cache_folder() / "videos")
