@@ -45,7 +45,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             with handling([signal.SIGTERM], interrupt):  # kill, a job scheduler, a logout: as Ctrl+C
                 return batch(args, stdout, stderr)
     except UsageError as exc:
-        stderr.write(f"{exc}\n")
+        message = str(exc)
+        stderr.write(f"{message if message.startswith('style-studio:') else f'style-studio: error: {message}'}\n")
         return EXIT_USAGE
     except StyleStudioError as exc:
         stderr.write(f"style-studio: error: {exc}\n")
