@@ -147,28 +147,21 @@ def _add_batch(sub: Any) -> None:
 
 
 def add_video_options(parser: argparse.ArgumentParser) -> None:
-    """How a video's frames are made, and which part of the clip (``VideoOptions``)."""
-    defaults = VideoOptions()
-    parser.add_argument(
-        "--frame-iterations", type=int, default=defaults.frame_iterations, metavar="N",
-        help="iterations for each frame after the first, which gets --iterations "
-        f"(default {defaults.frame_iterations})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--temporal-weight", type=float, default=defaults.temporal_weight, metavar="W",
-        help="how strongly a frame is kept close to the previous one where the flow is reliable; "
-        f"0: each frame on its own (flickers) (default {defaults.temporal_weight:g})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--flow", choices=settings_mod.FLOW_METHODS, default=defaults.flow, help="the optical-flow method (default dis)"
-    )
-    parser.add_argument("--start", type=float, default=0.0, metavar="SECONDS", help="where in the clip to begin")
-    parser.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="how much of the clip to style")
+    """How a video's frames are made, and which part of the clip: one option per ``VideoOptions`` field."""
+    _add_described(parser, VideoOptions, VideoOptions(), typed_defaults=True)
 
 
 def video_options(args: argparse.Namespace) -> VideoOptions:
     """The ``VideoOptions`` the options give."""
-    return VideoOptions(args.frame_iterations, args.temporal_weight, args.flow, args.start, args.duration)
+    return VideoOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(VideoOptions)})
+
+
+def as_flags(problem: str, kind: type = VideoOptions) -> str:
+    """A core message about a field (``frame_iterations must be ...``) said with its option (``--frame-iterations``)."""
+    for f in dataclasses.fields(kind):
+        if problem.startswith(f"{f.name} "):
+            return _flag(f.name, f.metadata["about"]) + problem[len(f.name) :]
+    return problem
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
@@ -185,13 +178,33 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
 
 def add_settings_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] = ()) -> None:
     """One option per setting, from its ``About``; each defaults to None, so only those typed are used."""
-    for field in dataclasses.fields(settings_mod.Settings):
-        about = settings_mod.about(field.name)
+    _add_described(parser, settings_mod.Settings, settings_mod.DEFAULTS, leave_out)
+
+
+def _flag(name: str, about: settings_mod.About) -> str:
+    return about.flag or "--" + name.replace("_", "-")
+
+
+def _add_described(
+    parser: argparse.ArgumentParser,
+    kind: type,
+    defaults: object,
+    leave_out: tuple[str, ...] = (),
+    typed_defaults: bool = False,
+) -> None:
+    """One option per field of ``kind`` (``Settings``, ``VideoOptions``), each made from its ``About``.
+
+    ``typed_defaults``: an option left out takes the field's default (else None, so that a preset's value stays).
+    """
+    for field in dataclasses.fields(kind):
+        about = field.metadata["about"]
         if field.name in leave_out or about.flag == "":
             continue
-        flag = about.flag or "--" + field.name.replace("_", "-")
-        default = getattr(settings_mod.DEFAULTS, field.name)
-        kwargs: dict[str, Any] = {"dest": field.name, "default": None, "help": _help(about, field.name, default)}
+        default = getattr(defaults, field.name)
+        kwargs: dict[str, Any] = {
+            "dest": field.name, "default": default if typed_defaults else None,
+            "help": _help(about, field.name, default),
+        }  # fmt: skip
         if field.type == "bool":
             kwargs.update(action="store_const", const=not about.inverted)
         else:
@@ -202,7 +215,7 @@ def add_settings_options(parser: argparse.ArgumentParser, leave_out: tuple[str, 
                 kwargs.update(type=int)
             elif field.type in ("float", "float | None"):
                 kwargs.update(type=float)
-        parser.add_argument(flag, **kwargs)
+        parser.add_argument(_flag(field.name, about), **kwargs)
 
 
 def _help(about: settings_mod.About, name: str, default: object) -> str:

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING
 
 from .. import __version__
 from ..core import Cancelled, CancelToken, Job
-from .parser import UsageError, preset_base, settings_from_args, video_options
+from .parser import UsageError, as_flags, preset_base, settings_from_args, video_options
 from .terminal import BarReporter, handling, load_weights_shown
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
               video=options)  # fmt: skip
     problems = job.output_problems()
     if problems:
-        raise UsageError("; ".join(problems))
+        raise UsageError("; ".join(as_flags(p) for p in problems))
     info = check_video_job(job)  # the clip, the styles and the output, before the weights load
     for note in info.notes:
         stderr.write(f"style-studio: {info.path.name}: {note}\n")

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from .jobs.batch import remove_partial_files as remove_partial_files
     from .jobs.batch import summary_rows as summary_rows
     from .jobs.job import JOB_KEY as JOB_KEY
+    from .jobs.job import MAX_DPI as MAX_DPI
     from .jobs.job import Job as Job
     from .jobs.job import JobInputs as JobInputs
     from .jobs.job import RenderedJob as RenderedJob
@@ -197,6 +198,7 @@ _NAMES: dict[str, str] = {
     "remove_partial_files": "jobs.batch",
     "summary_rows": "jobs.batch",
     "JOB_KEY": "jobs.job",
+    "MAX_DPI": "jobs.job",
     "Job": "jobs.job",
     "JobInputs": "jobs.job",
     "RenderedJob": "jobs.job",

@@ -55,15 +55,20 @@ def _default_style_layers() -> tuple[tuple[str, float], ...]:
 
 @dataclass(frozen=True)
 class About:
-    """What a setting is: the one description the command line's options, the jobs file and the help are made from.
+    """What a setting is, described once: the command line's option, the jobs file's key, the window's tooltip
+    and range, and validation are all made from it.
 
     Attributes:
         help: what it does, in a phrase (the option's help text).
-        low, high: its range, where it has one (``_check`` enforces the same bounds).
+        low, high: its range, where it has one: ``check`` enforces it, the window's field takes it.
         choices: the values it takes, where they are few.
         metavar: how the command line shows its value.
         flag: the command line's option when not ``--name-with-dashes``; "" for none.
         inverted: a true/false setting whose flag turns it off (``--nondeterministic``).
+        tip: what the window's tooltip says (default: ``help``), for a person rather than a script.
+        zero: what 0 means when it is allowed outside ``[low, high]`` ("automatic").
+        above: ``low`` itself is not allowed (a step size > 0).
+        unit: how a value is counted in messages ("pixels", "seconds").
     """
 
     help: str
@@ -73,6 +78,84 @@ class About:
     metavar: str | None = None
     flag: str | None = None
     inverted: bool = False
+    tip: str | None = None
+    zero: str | None = None
+    above: bool = False
+    unit: str = ""
+
+    @property
+    def tooltip(self) -> str:
+        return self.tip or self.help[:1].upper() + self.help[1:] + "."
+
+    def check(self, name: str, value: object, kind: type, optional: bool = False) -> str | None:
+        """Why ``value`` cannot be setting ``name`` of type ``kind`` (int or float), said for the user; None: it can.
+
+        Any value of any type gives a message, never an exception: settings come from files.
+        """
+        if value is None and optional:
+            return None
+        whole = kind is int
+        fits = _is_int(value) if whole else _is_number(value)
+        number: Any = value if fits else math.nan  # an int stays one: 10**400 compares, never overflows
+        if fits and self.zero is not None and number == 0:
+            return None
+        if fits and self.low is not None and (number <= self.low if self.above else number < self.low):
+            fits = False
+        if fits and self.high is not None and number > self.high:
+            fits = False
+        if fits:
+            return None
+        what = "a whole number" if whole else "a number"
+        if self.unit:
+            what += f" of {self.unit}"
+        if self.low is not None and self.high is not None:
+            span = f"from {_number(self.low)} to {_number(self.high)}"
+        elif self.low is not None:
+            span = f"{'>' if self.above else '>='} {_number(self.low)}"
+        else:
+            span = ""
+        text = f"{what} {span}".strip()
+        if self.zero is not None:
+            text = f"0 ({self.zero}) or {text}"
+        if optional:
+            text += " or null"
+        return f"{name} must be {text}, got {_shown(value)}"
+
+
+def _number(value: float) -> str:
+    """A bound as people write it: 100000, 0.05, 9223372036854775807."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def described(kind: type) -> dict[str, About]:
+    """Each field of a settings-like dataclass (``Settings``, ``VideoOptions``) -> its ``About``."""
+    return {f.name: f.metadata["about"] for f in dataclasses.fields(kind)}
+
+
+def check_fields(kind: type, values: Mapping[str, Any]) -> list[str]:
+    """Every bounded field of ``kind`` whose value in ``values`` is outside what its ``About`` allows."""
+    problems = []
+    for f in dataclasses.fields(kind):
+        about = f.metadata["about"]
+        number = _number_kind(f.type)
+        if number is not None and f.name in values:
+            problem = about.check(f.name, values[f.name], number[0], optional=number[1])
+            if problem is not None:
+                problems.append(problem)
+        elif about.choices and f.name in values and values[f.name] not in about.choices:
+            problems.append(f"{f.name} must be one of {', '.join(about.choices)}, got {_shown(values[f.name])}")
+    return problems
+
+
+def _number_kind(annotation: object) -> tuple[type, bool] | None:
+    """(int or float, whether None is allowed) for a field annotated as a number; None for any other."""
+    text = str(annotation).replace(" ", "")
+    for name, kind in (("int", int), ("float", float)):
+        if text == name:
+            return kind, False
+        if text in (f"{name}|None", f"None|{name}"):
+            return kind, True
+    return None
 
 
 def _about(help: str, **kwargs: Any) -> dict[str, About]:
@@ -89,68 +172,135 @@ class Settings:
     says what it is, for the command line and the help.
     """
 
-    size: int = field(default=512, metadata=_about("longest side in pixels", low=MIN_SIZE, high=MAX_SIZE))
+    size: int = field(
+        default=512,
+        metadata=_about("longest side in pixels", low=MIN_SIZE, high=MAX_SIZE, unit="pixels",
+                        tip="Longest side of the result in pixels. Larger takes longer and needs more memory."),
+    )  # fmt: skip
     iterations: int = field(
         default=300,
         metadata=_about("optimiser steps at the first (coarsest) scale, one forward and backward pass each",
-                        low=1, high=100_000),
+                        low=1, high=100_000,
+                        tip="Optimisation steps at the first scale. More steps: a more finished picture."),
     )  # fmt: skip
     scales: int = field(
         default=0,
         metadata=_about(f"coarse-to-fine scales, each coarser one half the size; 0: one up to {SCREEN_SIDE} px, "
-                        "then one more per doubling", low=0, high=MAX_SCALES),
+                        "then one more per doubling", low=1, high=MAX_SCALES, zero="automatic",
+                        tip="Coarse-to-fine: paint at half the size first (halved again for each further scale), "
+                        "then refine at full size. 2-3 scales give larger, more coherent strokes. Auto: one scale "
+                        f"up to {SCREEN_SIDE} px; a large picture settles at screen size, then each doubling "
+                        "refines it. 1 = full size only."),
     )  # fmt: skip
     # The composition settles at the coarse scales, the finer ones refine it.
     finer_iterations: float = field(
         default=0.5,
         metadata=_about("iterations at each finer scale, as a share of the previous scale's", low=0.05, high=1,
-                        metavar="SHARE"),
+                        metavar="SHARE",
+                        tip="Iterations at each finer scale, as a share of the previous scale's. The composition "
+                        "settles at the coarse scales; the finer ones only refine it, and each costs four times as "
+                        "much per iteration."),
     )  # fmt: skip
-    optimizer: str = field(default="lbfgs", metadata=_about("the optimiser", choices=OPTIMIZERS))
-    init: str = field(default="content", metadata=_about("the picture the run starts from", choices=INITS))
+    optimizer: str = field(
+        default="lbfgs",
+        metadata=_about("the optimiser", choices=OPTIMIZERS,
+                        tip="L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings."),
+    )  # fmt: skip
+    init: str = field(
+        default="content",
+        metadata=_about("the picture the run starts from", choices=INITS,
+                        tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
+                        "painterly, less faithful) or the first style image."),
+    )  # fmt: skip
     content_layers: tuple[str, ...] = field(
-        default=("relu4_2",), metadata=_about("the layers whose activations keep the photo's content", metavar="L1,L2")
-    )
+        default=("relu4_2",),
+        metadata=_about("the layers whose activations keep the photo's content", metavar="L1,L2",
+                        tip="The layer whose activations must match the content image. Deeper layers keep the "
+                        "layout but let details change; shallower ones keep the photo almost as it is."),
+    )  # fmt: skip
     style_layers: tuple[tuple[str, float], ...] = field(
         default_factory=_default_style_layers,
         metadata=_about("style layers with weights, e.g. relu1_1:1,relu2_1:0.5 (a layer absent or at 0 is not "
-                        "computed)", metavar="L:W,..."),
+                        "computed)", metavar="L:W,...",
+                        tip="How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
+                        "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
+                        "0 turns the layer off. Changes apply to a running optimisation at once."),
     )  # fmt: skip
-    content_weight: float = field(default=1.0, metadata=_about("weight of the content term", low=0))
-    style_weight: float = field(default=3.0, metadata=_about("weight of the style terms", low=0))
-    tv_weight: float = field(default=0.1, metadata=_about("weight of the smoothing (total variation) term", low=0))
+    content_weight: float = field(
+        default=1.0,
+        metadata=_about("weight of the content term", low=0,
+                        tip="How much of the content image's layout to keep. Higher: more photo, less painting."),
+    )  # fmt: skip
+    style_weight: float = field(
+        default=3.0,
+        metadata=_about("weight of the style terms", low=0,
+                        tip="How strongly the picture takes on the style. Higher: more painting, less photo."),
+    )  # fmt: skip
+    tv_weight: float = field(
+        default=0.1,
+        metadata=_about("weight of the smoothing (total variation) term", low=0,
+                        tip="Smoothing. Higher removes speckle and noise but blurs fine strokes."),
+    )  # fmt: skip
     style_blend: tuple[float, ...] = field(
         default=(), metadata=_about("blend weight of each style picture (default: equal)", metavar="W1,W2")
     )
     style_scale: float = field(
-        default=1.0, metadata=_about("style picture size relative to the output", low=0.1, high=4)
-    )
-    preserve_colors: bool = field(default=False, metadata=_about("keep the photo's colours"))
+        default=1.0,
+        metadata=_about("style picture size relative to the output", low=0.1, high=4,
+                        tip="Size of the style image relative to the result. Smaller: finer, more repeated "
+                        "strokes; larger: bigger strokes."),
+    )  # fmt: skip
+    preserve_colors: bool = field(
+        default=False,
+        metadata=_about("keep the photo's colours",
+                        tip="Keep the photo's own colours and take only the style's brushwork and texture."),
+    )  # fmt: skip
     # Max is VGG's own; average pooling (Gatys et al.) smooths the gradients.
-    pooling: str = field(default="max", metadata=_about("the network's pooling", choices=POOLINGS))
-    seed: int = field(default=0, metadata=_about("the random seed: the same seed, the same picture", low=0))
-    device: str = field(default="auto", metadata=_about("auto, cpu, cuda, cuda:N or mps", metavar="DEVICE"))
+    pooling: str = field(
+        default="max",
+        metadata=_about("the network's pooling", choices=POOLINGS,
+                        tip="Max is VGG's own pooling; average pooling gives smoother, softer textures."),
+    )  # fmt: skip
+    seed: int = field(
+        default=0,
+        metadata=_about("the random seed: the same seed, the same picture", low=0, high=2**63 - 1,
+                        tip="The random seed: the same seed and settings give the same picture on the same device."),
+    )  # fmt: skip
+    device: str = field(
+        default="auto",
+        metadata=_about("auto, cpu, cuda, cuda:N or mps", metavar="DEVICE",
+                        tip="Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU."),
+    )  # fmt: skip
     precision: str = field(
         default="auto",
-        metadata=_about("the arithmetic's precision (auto: bf16 or fp16 where fast)", choices=PRECISIONS),
-    )
+        metadata=_about("the arithmetic's precision (auto: bf16 or fp16 where fast)", choices=PRECISIONS,
+                        tip="Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
+                        "32-bit floats elsewhere. The picture looks the same."),
+    )  # fmt: skip
     weights: str = field(
         default="imagenet",
         metadata=_about("VGG19 weights: imagenet (downloaded once), untrained, or a .pth file",
-                        metavar="imagenet|untrained|PATH"),
+                        metavar="imagenet|untrained|PATH",
+                        tip="The trained network that judges content and style. ImageNet VGG19 gives real results; "
+                        "untrained features only transfer colour and texture."),
     )  # fmt: skip
     step_size: float | None = field(
-        default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0)
+        default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0, above=True)
     )
     tile: int = field(
         default=0,
         metadata=_about("evaluate in tiles whose core is at most N px on a side: the same result in bounded memory "
-                        "(0: only when the picture would not fit)", low=0, high=MAX_SIZE, metavar="N"),
+                        "(0: only when the picture would not fit)", low=MIN_TILE, high=MAX_SIZE, metavar="N",
+                        zero="automatic", unit="pixels",
+                        tip="Work on a large picture in tiles of this size: the same result, in less memory, a "
+                        "little slower. Auto: only when the picture would not fit in memory otherwise."),
     )  # fmt: skip
     deterministic: bool = field(
         default=True,
         metadata=_about("let a GPU pick faster kernels whose results vary slightly from run to run",
-                        flag="--nondeterministic", inverted=True),
+                        flag="--nondeterministic", inverted=True,
+                        tip="The same seed and settings give the same picture, on a GPU too. Off, a GPU may pick "
+                        "faster kernels whose results differ slightly from run to run."),
     )  # fmt: skip
 
     @property
@@ -324,12 +474,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _range(name: str) -> tuple[float, float]:
-    described = about(name)
-    assert described.low is not None and described.high is not None
-    return described.low, described.high
-
-
 def _check(d: Mapping[str, Any]) -> list[str]:
     """Every problem with a settings dict (as ``to_dict`` makes it)."""
     problems: list[str] = []
@@ -338,39 +482,7 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         if not ok:
             problems.append(message)
 
-    need(
-        _is_int(d["size"]) and MIN_SIZE <= d["size"] <= MAX_SIZE,
-        f"size must be a whole number of pixels from {MIN_SIZE} to {MAX_SIZE}, got {_shown(d['size'])}",
-    )
-    for key in ("iterations",):
-        low, high = _range(key)
-        need(
-            _is_int(d[key]) and low <= d[key] <= high,
-            f"{key} must be a whole number from {low:g} to {high:g}, got {_shown(d[key])}",
-        )
-    need(
-        _is_int(d["scales"]) and 0 <= d["scales"] <= MAX_SCALES,
-        f"scales must be a whole number from 1 to {MAX_SCALES}, or 0 for automatic, got {_shown(d['scales'])}",
-    )
-    for key in ("finer_iterations", "style_scale"):
-        low, high = _range(key)
-        need(
-            _is_number(d[key]) and low <= d[key] <= high,
-            f"{key} must be a number from {low:g} to {high:g}, got {_shown(d[key])}",
-        )
-    need(
-        _is_int(d["tile"]) and (d["tile"] == 0 or MIN_TILE <= d["tile"] <= MAX_SIZE),
-        f"tile must be 0 (automatic) or a whole number of pixels from {MIN_TILE} to {MAX_SIZE}, "
-        f"got {_shown(d['tile'])}",
-    )
-    need(
-        d["optimizer"] in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {_shown(d['optimizer'])}"
-    )
-    need(d["init"] in INITS, f"init must be one of {', '.join(INITS)}, got {_shown(d['init'])}")
-    need(d["pooling"] in POOLINGS, f"pooling must be one of {', '.join(POOLINGS)}, got {_shown(d['pooling'])}")
-    need(
-        d["precision"] in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {_shown(d['precision'])}"
-    )
+    problems += check_fields(Settings, d)  # every bounded number and every choice, from its About
     need(
         isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
         f"device must be auto, cpu, cuda, cuda:N or mps, got {_shown(d['device'])}",
@@ -381,13 +493,6 @@ def _check(d: Mapping[str, Any]) -> list[str]:
     )
     for key in ("preserve_colors", "deterministic"):
         need(isinstance(d[key], bool), f"{key} must be true or false, got {_shown(d[key])}")
-    need(_is_int(d["seed"]) and 0 <= d["seed"] < 2**63, f"seed must be a whole number >= 0, got {_shown(d['seed'])}")
-    for key in ("content_weight", "style_weight", "tv_weight"):
-        need(_is_number(d[key]) and d[key] >= 0, f"{key} must be a number >= 0, got {_shown(d[key])}")
-    need(
-        d["step_size"] is None or (_is_number(d["step_size"]) and d["step_size"] > 0),
-        f"step_size must be a number > 0 or null, got {_shown(d['step_size'])}",
-    )
 
     content = d["content_layers"]
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):

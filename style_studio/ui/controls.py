@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
 )
 from superqt import QCollapsible
 
-from ..core import IMAGENET, LAYER_NAMES, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
+from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
-from .widgets import LayerSlider, LogSlider
+from .widgets import LayerSlider, LogSlider, bounded
 
 CHOOSE_FILE = "choose-file"
 
@@ -37,64 +37,16 @@ SIZE_PRESETS = (
     ("A3 print at 300 dpi (4961 px)", 4961, 300),
 )
 
-TIPS = {
-    "style_layer": (
-        "How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
-        "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
-        "0 turns the layer off. Changes apply to a running optimisation at once."
-    ),
-    "content_layer": (
-        "The layer whose activations must match the content image. Deeper layers keep the "
-        "layout but let details change; shallower ones keep the photo almost as it is."
-    ),
-    "content_weight": "How much of the content image's layout to keep. Higher: more photo, less painting.",
-    "style_weight": "How strongly the picture takes on the style. Higher: more painting, less photo.",
-    "tv_weight": "Smoothing. Higher removes speckle and noise but blurs fine strokes.",
-    "size": "Longest side of the result in pixels. Larger takes longer and needs more memory.",
-    "iterations": "Optimisation steps at the first scale. More steps: a more finished picture.",
-    "scales": (
-        "Coarse-to-fine: paint at half the size first (halved again for each further scale), then "
-        "refine at full size. 2-3 scales give larger, more coherent strokes. Auto: one scale up to "
-        f"{settings_mod.SCREEN_SIDE} px; a large picture settles at screen size, then each doubling "
-        "refines it. 1 = full size only."
-    ),
-    "finer_iterations": (
-        "Iterations at each finer scale, as a share of the previous scale's. The composition settles at "
-        "the coarse scales; the finer ones only refine it, and each costs four times as much per iteration."
-    ),
-    "print_dpi": (
-        "The print resolution recorded in exported pictures: how many pixels make an inch on paper. "
-        "Photo's own: the photo's, or 72 when it has none."
-    ),
-    "tile": (
-        "Work on a large picture in tiles of this size: the same result, in less memory, a little slower. "
-        "Auto: only when the picture would not fit in memory otherwise."
-    ),
-    "optimizer": "L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
-    "init": (
-        "Where the picture starts: the content photo (keeps layout best), random noise (more "
-        "painterly, less faithful) or the first style image."
-    ),
-    "seed": "The random seed: the same seed and settings give the same picture on the same device.",
-    "preserve_colors": "Keep the photo's own colours and take only the style's brushwork and texture.",
-    "style_scale": (
-        "Size of the style image relative to the result. Smaller: finer, more repeated strokes; larger: bigger strokes."
-    ),
-    "pooling": "Max is VGG's own pooling; average pooling gives smoother, softer textures.",
-    "device": "Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU.",
-    "precision": (
-        "Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
-        "32-bit floats elsewhere. The picture looks the same."
-    ),
-    "deterministic": (
-        "The same seed and settings give the same picture, on a GPU too. Off, a GPU may pick faster "
-        "kernels whose results differ slightly from run to run."
-    ),
-    "weights": (
-        "The trained network that judges content and style. ImageNet VGG19 gives real results; "
-        "untrained features only transfer colour and texture."
-    ),
-}
+#: Tooltips of the fields that are not settings (each setting's is its ``About.tooltip``).
+PRINT_DPI_TIP = (
+    "The print resolution recorded in exported pictures: how many pixels make an inch on paper. "
+    "Photo's own: the photo's, or 72 when it has none."
+)
+
+
+def tip(name: str) -> str:
+    """The window's tooltip for setting ``name``: its description's, the one the command line's help comes from."""
+    return settings_mod.about(name).tooltip
 
 
 def _combo(items: list[tuple[str, str]], tip: str) -> QComboBox:
@@ -173,7 +125,7 @@ class ControlsPanel(QWidget):
             self.more_layers.expand(animate=False)
         box.addWidget(self.more_layers)
         form = QFormLayout()
-        self.content_layer = _combo([(n, n) for n in LAYER_NAMES], TIPS["content_layer"])
+        self.content_layer = _combo([(n, n) for n in LAYER_NAMES], tip("content_layers"))
         self.content_layer.currentIndexChanged.connect(self._content_layer_changed)
         form.addRow("Content layer", self.content_layer)
         box.addLayout(form)
@@ -181,7 +133,7 @@ class ControlsPanel(QWidget):
 
     def _layer_slider(self, name: str) -> LayerSlider:
         slider = LayerSlider(name, 0.0)
-        slider.setToolTip(TIPS["style_layer"])
+        slider.setToolTip(tip("style_layers"))
         slider.valueChanged.connect(lambda *_: self._live("style_layers"))
         self.layer_sliders[name] = slider
         return slider
@@ -197,7 +149,7 @@ class ControlsPanel(QWidget):
             ("style_weight", self.style_weight, "Style"),
             ("tv_weight", self.tv_weight, "Smoothing"),
         ):
-            widget.setToolTip(TIPS[key])
+            widget.setToolTip(tip(key))
             widget.valueChanged.connect(lambda *_, key=key: self._live(key))
             form.addRow(label, widget)
         return group
@@ -206,23 +158,16 @@ class ControlsPanel(QWidget):
         group = QGroupBox("Picture")
         form = QFormLayout(group)
         self.output_size = QSpinBox()
-        self.output_size.setRange(settings_mod.MIN_SIZE, settings_mod.MAX_SIZE)
         self.output_size.setSingleStep(64)
         self.output_size.setSuffix(" px")
         self.iterations = QSpinBox()
-        self.iterations.setRange(1, 100_000)
         self.iterations.setSingleStep(50)
         self.scales = QSpinBox()
-        self.scales.setRange(0, settings_mod.MAX_SCALES)
-        self.scales.setSpecialValueText("Auto")
         self.finer_iterations = QSpinBox()
-        self.finer_iterations.setRange(5, 100)
         self.finer_iterations.setSingleStep(5)
         self.finer_iterations.setSuffix(" %")
         self.tile = QSpinBox()
-        self.tile.setRange(0, settings_mod.MAX_SIZE)
         self.tile.setSingleStep(256)
-        self.tile.setSpecialValueText("Auto")
         self.tile.setSuffix(" px")
         self.schedule = QLabel()
         self.schedule.setWordWrap(True)
@@ -232,47 +177,52 @@ class ControlsPanel(QWidget):
         self.needs.setToolTip(
             "The memory the run will need, and how long it will take at the speed the last run measured"
         )
-        self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], TIPS["optimizer"])
+        self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], tip("optimizer"))
         self.init = _combo(
-            [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], TIPS["init"]
+            [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], tip("init")
         )
         self.seed = QSpinBox()
-        self.seed.setRange(0, 2**31 - 1)
         self.preserve_colors = QCheckBox("Preserve content colours")
         self.style_scale = QDoubleSpinBox()
-        self.style_scale.setRange(0.1, 4.0)
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
-        self.pooling = _combo([("Max", "max"), ("Average", "avg")], TIPS["pooling"])
+        self.pooling = _combo([("Max", "max"), ("Average", "avg")], tip("pooling"))
         self.print_dpi = QSpinBox()
-        self.print_dpi.setRange(0, 2400)
+        self.print_dpi.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts
         self.print_dpi.setSingleStep(50)
         self.print_dpi.setSpecialValueText("Photo's own")
         self.print_dpi.setSuffix(" dpi")
+        self.print_dpi.setToolTip(PRINT_DPI_TIP)
+        #: The spin boxes of bounded settings, by setting: their ranges and tooltips are their descriptions'.
+        self.bounded: dict[str, QSpinBox | QDoubleSpinBox] = {
+            "size": self.output_size, "iterations": self.iterations, "scales": self.scales,
+            "finer_iterations": self.finer_iterations, "tile": self.tile, "seed": self.seed,
+            "style_scale": self.style_scale,
+        }  # fmt: skip
+        for name, spin in self.bounded.items():
+            bounded(spin, settings_mod.about(name), scale=100.0 if name == "finer_iterations" else 1.0)
         size_row = QWidget()
         size_layout = QHBoxLayout(size_row)
         size_layout.setContentsMargins(0, 0, 0, 0)
         size_layout.addWidget(self.output_size, 1)
         size_layout.addWidget(self._size_presets())
-        self.output_size.setToolTip(TIPS["size"])
         form.addRow("Size", size_row)
-        for key, widget, label in (
-            ("iterations", self.iterations, "Iterations"),
-            ("scales", self.scales, "Scales"),
-            ("finer_iterations", self.finer_iterations, "Finer scales"),
-            ("optimizer", self.optimizer, "Optimiser"),
-            ("init", self.init, "Start from"),
-            ("seed", self.seed, "Seed"),
-            ("style_scale", self.style_scale, "Style scale"),
-            ("pooling", self.pooling, "Pooling"),
-            ("tile", self.tile, "Tiles"),
-            ("print_dpi", self.print_dpi, "Print resolution"),
+        for widget, label in (
+            (self.iterations, "Iterations"),
+            (self.scales, "Scales"),
+            (self.finer_iterations, "Finer scales"),
+            (self.optimizer, "Optimiser"),
+            (self.init, "Start from"),
+            (self.seed, "Seed"),
+            (self.style_scale, "Style scale"),
+            (self.pooling, "Pooling"),
+            (self.tile, "Tiles"),
+            (self.print_dpi, "Print resolution"),
         ):
-            widget.setToolTip(TIPS[key])
             form.addRow(label, widget)
         form.insertRow(4, "", self.schedule)
         form.insertRow(5, "", self.needs)
-        self.preserve_colors.setToolTip(TIPS["preserve_colors"])
+        self.preserve_colors.setToolTip(tip("preserve_colors"))
         form.addRow(self.preserve_colors)
         for spin in (self.output_size, self.iterations, self.scales, self.finer_iterations, self.tile, self.seed):
             spin.valueChanged.connect(self._changed)
@@ -316,12 +266,12 @@ class ControlsPanel(QWidget):
         group = QGroupBox("Computation")
         form = QFormLayout(group)
         self.device = _combo(
-            [("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")], TIPS["device"]
+            [("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")], tip("device")
         )
         self.device.setEditable(False)
         self.precision = _combo(
             [("Automatic", "auto"), ("32-bit (fp32)", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16")],
-            TIPS["precision"],
+            tip("precision"),
         )
         weights_row = QHBoxLayout()
         self.weights = _combo(
@@ -330,7 +280,7 @@ class ControlsPanel(QWidget):
                 ("Untrained (colour and texture only)", UNTRAINED),
                 ("Choose file…", CHOOSE_FILE),
             ],
-            TIPS["weights"],
+            tip("weights"),
         )
         self.weights.setMinimumContentsLength(18)
         self.weights.activated.connect(self._weights_activated)
@@ -342,7 +292,7 @@ class ControlsPanel(QWidget):
         self.weights_browse.clicked.connect(self.chooseWeightsFile)
         weights_row.addWidget(self.weights_browse)
         self.deterministic = QCheckBox("Same seed, same picture")
-        self.deterministic.setToolTip(TIPS["deterministic"])
+        self.deterministic.setToolTip(tip("deterministic"))
         form.addRow("Device", self.device)
         form.addRow("Precision", self.precision)
         form.addRow(self.deterministic)

@@ -22,9 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..core import ImageLoadError, Settings, StyleStudioError, VideoOptions, check_image_fits
+from ..core import settings as settings_mod
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .qt_images import InputImage, images_from_mime
-from .widgets import ImageDropZone, StyleRow
+from .widgets import ImageDropZone, StyleRow, bounded
 
 log = logging.getLogger(__name__)
 
@@ -39,22 +40,15 @@ class VideoOptionsBox(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        defaults = VideoOptions()
+        defaults, about = VideoOptions(), settings_mod.described(VideoOptions)
         self.frame_iterations = QSpinBox()
-        self.frame_iterations.setRange(1, 10_000)
+        bounded(self.frame_iterations, about["frame_iterations"])
         self.frame_iterations.setValue(defaults.frame_iterations)
-        self.frame_iterations.setToolTip(
-            "Iterations for each frame after the first (the first gets Iterations): each starts from the last one"
-        )
         self.temporal_weight = QDoubleSpinBox()
-        self.temporal_weight.setRange(0.0, 1000.0)
         self.temporal_weight.setDecimals(2)
         self.temporal_weight.setSingleStep(0.25)
+        bounded(self.temporal_weight, about["temporal_weight"])
         self.temporal_weight.setValue(defaults.temporal_weight)
-        self.temporal_weight.setToolTip(
-            "How closely a frame follows the previous one where the motion is clear; 0: each frame on its own "
-            "(strokes flicker)"
-        )
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Frame iterations", self.frame_iterations)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QSlider,
+    QSpinBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 from superqt import QElidingLabel
 
 from ..core import ImageLoadError
+from ..core import settings as settings_mod
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 
 _STEPS = 1000
@@ -327,3 +329,21 @@ class MessageBanner(QFrame):
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()
+
+
+#: The largest value a QSpinBox holds.
+_SPIN_MAX = 2**31 - 1
+
+
+def bounded(spin: QSpinBox | QDoubleSpinBox, about: settings_mod.About, scale: float = 1.0) -> None:
+    """Give ``spin`` the range and tooltip ``about`` describes (shown ``scale`` times larger, e.g. 100 for %);
+    a setting where 0 means something (``about.zero``) shows it at 0 ("Auto")."""
+    low = 0.0 if about.zero is not None else (about.low or 0.0) * scale
+    high = (about.high if about.high is not None else _SPIN_MAX) * scale
+    if isinstance(spin, QSpinBox):
+        spin.setRange(round(low), min(round(high), _SPIN_MAX))
+    else:
+        spin.setRange(low, high)
+    if about.zero is not None:
+        spin.setSpecialValueText(about.zero.capitalize() if about.zero != "automatic" else "Auto")
+    spin.setToolTip(about.tooltip)

@@ -49,10 +49,10 @@ def test_any_jobs_file_entry_gives_jobs_or_a_clean_batch_error(entry: dict[str, 
     ("video", "message"),
     [
         ('{ frame_iterations = "abc" }', "frame_iterations must be a whole number"),
-        ('{ start = "2" }', "start must be 0 or more seconds, got '2'"),
+        ('{ start = "2" }', "start must be a number of seconds >= 0, got '2'"),
         ("{ frame_iterations = 1.5 }", "frame_iterations must be a whole number"),
-        ("{ start = nan }", "start must be 0 or more seconds, got nan"),
-        ("{ duration = inf }", "duration must be more than 0 seconds, got inf"),
+        ("{ start = nan }", "start must be a number of seconds >= 0, got nan"),
+        ("{ duration = inf }", "duration must be a number of seconds > 0 or null, got inf"),
         ("{ flow = 3 }", "flow must be one of"),
     ],
 )
@@ -73,7 +73,7 @@ def test_json_infinity_and_a_nul_in_a_path_are_refused(tmp_path: Path) -> None:
     jobs.write_text(json.dumps({"jobs": entries}))
     code, _, err = run_cli("batch", "--jobs", str(jobs), "-o", str(tmp_path / "out"))
     assert code == 2 and "Traceback" not in err, err
-    assert "start must be 0 or more seconds, got inf" in err and err.count("NUL") == 2
+    assert "start must be a number of seconds >= 0, got inf" in err and err.count("NUL") == 2
 
 
 def queue_document(item: dict[str, object]) -> str:

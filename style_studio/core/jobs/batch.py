@@ -225,7 +225,7 @@ def _video_job(
     video = dataclasses.replace(options.video, **{k: v for k, v in given.items() if k in VIDEO_KEYS})
     video_problems = video.problems()
     if video_problems:
-        problems.extend(f"{where}: video {p.removeprefix('--').replace('-', '_', 1)}" for p in video_problems)
+        problems.extend(f"{where}: video {problem}" for problem in video_problems)
         return None
     if not is_video_path(clip):
         problems.append(f"{where}: {clip.name} is not a video; a video table is for video clips")

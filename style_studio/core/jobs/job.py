@@ -21,7 +21,7 @@ import math
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -51,47 +51,47 @@ DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 MAX_DPI: Final = 10_000
 
 
+def _about(help: str, **kwargs: Any) -> dict[str, settings_mod.About]:
+    return {"about": settings_mod.About(help, **kwargs)}
+
+
 @dataclass(frozen=True)
 class VideoOptions:
     """What makes a job a video's: how its frames after the first are made, and which part of the clip.
 
-    Attributes:
-        frame_iterations: iterations for each frame after the first (the first gets ``settings.iterations``).
-        temporal_weight: the weight keeping a frame close to the previous one; 0: each frame on its own.
-        flow: the optical-flow method (``temporal.FLOW_METHODS``).
-        start: seconds into the clip to begin at.
-        duration: seconds to style from ``start``; None: to the end.
+    Each field's ``About`` (as ``Settings``' are) makes its command-line option, its jobs-file key (in the
+    ``video`` table), the window's field and the check of its value.
     """
 
-    frame_iterations: int = 60
-    temporal_weight: float = 1.0
-    flow: str = "dis"
-    start: float = 0.0
-    duration: float | None = None
+    frame_iterations: int = field(
+        default=60,
+        metadata=_about("iterations for each frame after the first, which gets --iterations", low=1, high=100_000,
+                        metavar="N", tip="Iterations for each frame after the first (the first gets Iterations): "
+                        "each starts from the last one."),
+    )  # fmt: skip
+    temporal_weight: float = field(
+        default=1.0,
+        metadata=_about("how strongly a frame is kept close to the previous one where the flow is reliable; "
+                        "0: each frame on its own (flickers)", low=0, high=1_000_000, metavar="W",
+                        tip="How closely a frame follows the previous one where the motion is clear; 0: each "
+                        "frame on its own (strokes flicker)."),
+    )  # fmt: skip
+    flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
+    start: float = field(
+        default=0.0, metadata=_about("where in the clip to begin", low=0, metavar="SECONDS", unit="seconds")
+    )
+    duration: float | None = field(
+        default=None,
+        metadata=_about("how much of the clip to style (default: to its end)", low=0, above=True, metavar="SECONDS",
+                        unit="seconds"),
+    )  # fmt: skip
 
     def problems(self) -> list[str]:
-        """What is wrong with the options, said as the command line's flags; empty: nothing.
+        """What is wrong with the options, each naming its field (the jobs file's key); empty: nothing.
 
         Any value of any type gives a message, never an exception: options come from jobs files and queue.json.
         """
-        found = []
-        iterations = self.frame_iterations
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 100_000:
-            found.append(f"--frame-iterations must be a whole number from 1 to 100000, got {iterations!r}")
-        if not _finite(self.temporal_weight) or not 0 <= self.temporal_weight <= 1e6:
-            found.append(f"--temporal-weight must be a number from 0 to 1000000, got {self.temporal_weight!r}")
-        if not isinstance(self.flow, str) or self.flow not in FLOW_METHODS:
-            found.append(f"--flow must be one of {', '.join(FLOW_METHODS)}, got {self.flow!r}")
-        if not _finite(self.start) or self.start < 0:
-            found.append(f"--start must be 0 or more seconds, got {self.start!r}")
-        if self.duration is not None and (not _finite(self.duration) or self.duration <= 0):
-            found.append(f"--duration must be more than 0 seconds, got {self.duration!r}")
-        return found
-
-
-def _finite(value: object) -> bool:
-    """Whether ``value`` is a real, finite number (not a bool, a string, NaN or infinity)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return settings_mod.check_fields(VideoOptions, dataclasses.asdict(self))
 
 
 @dataclass(frozen=True, eq=False)

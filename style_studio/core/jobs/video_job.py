@@ -224,7 +224,7 @@ def check_video_job(job: Job, read_styles: bool = True) -> ClipInfo:
     assert job.video is not None
     if job.video.start >= info.duration > 0:
         raise StyleStudioError(
-            f"{job.content.name} is {info.duration:.2f} s long; --start {job.video.start:g} is past its end"
+            f"{job.content.name} is {info.duration:.2f} s long; a start at {job.video.start:g} s is past its end"
         )
     layers = [*job.settings.content_layers, *job.settings.active_style_layers]
     if layers:  # a thin clip is refused now, not at its first frame
