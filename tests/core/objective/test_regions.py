@@ -21,7 +21,7 @@ from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.run.image_hooks import GradientNorm, KeepPhoto
 from style_studio.core.settings import Settings
 from tests.conftest import SAMPLES
-from tests.core.test_tiles import gradient_of, relative
+from tests.core.objective.test_tiles import gradient_of, relative
 
 FP32 = resolve("cpu", "fp32")
 SIZE = (301, 229)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import png
@@ -13,9 +12,10 @@ from PIL import Image, ImageCms
 
 from style_studio.core.errors import ImageSaveError
 from style_studio.core.io import imageio
+from tests.conftest import ROOT
 
 #: Adobe RGB (1998), as an ICC profile (ghostscript's a98.icc, "No copyright, use freely").
-ADOBE_RGB = (Path(__file__).parents[1] / "data" / "adobe-rgb-1998.icc").read_bytes()
+ADOBE_RGB = (ROOT / "tests" / "data" / "adobe-rgb-1998.icc").read_bytes()
 METADATA = '{"format": "style-studio", "version": 1, "settings": {}}'
 
 

@@ -491,7 +491,7 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
 ):
     # Each read is a wait for a GPU's queue to drain; torch's L-BFGS made about 45
     # a step. Counted on the CPU: scalar reads through the dispatcher, and tolist().
-    from tests.core.test_lbfgs import DeviceReads
+    from tests.core.run.test_lbfgs import DeviceReads
 
     lists = []
     original = torch.Tensor.tolist

@@ -20,6 +20,7 @@ from style_studio.core.io.outputs import FrameFolder, Output
 from style_studio.core.io.video_writer import write_video
 from style_studio.core.jobs.render_queue import RenderQueue
 from style_studio.core.run.checkpoints import CheckpointStore
+from tests.conftest import ROOT
 
 
 def frames(count: int, value: int = 90) -> list[np.ndarray]:
@@ -123,7 +124,7 @@ def test_a_video_killed_while_encoding_leaves_a_temporary_the_next_run_removes(t
         "        yield n / 12, np.full((16, 16, 3), n % 255, np.uint8)\n"
         f"write_video({str(tmp_path / 'out.mp4')!r}, frames(), 12.0)\n"
     )
-    subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], check=False, timeout=120)
+    subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=False, timeout=120)
     left = [p.name for p in tmp_path.iterdir()]
     assert "out.mp4" not in left and len(left) == 1, left  # the killed encode's temporary, nothing else
     write_video(Output(tmp_path / "out.mp4"), [(0.0, frames(1)[0])], 12.0)
@@ -136,7 +137,7 @@ def test_two_processes_never_write_one_output_at_once(tmp_path: Path) -> None:
         holder = subprocess.run(
             [sys.executable, "-c", f"from style_studio.core.io.outputs import Output; from pathlib import Path\n"
              f"with Output(Path({str(target.path)!r})).claim(): pass"],
-            cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=120,
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert holder.returncode != 0 and "being written by another Style Studio process" in holder.stderr
 
