@@ -49,12 +49,12 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], stderr: IO[str]) -> int:
     """A checked batch's jobs, its output folder held by this process."""
-    from ..core import weights
+    from ..core import load_weights
     from .ray_cluster import RayCluster
     from .runners import BatchProgress, InProcess, ProcessPool, Runner, print_summary, run_batch
 
     for choice in sorted({job.settings.weights for job in jobs}):
-        loaded = weights.load_weights(choice, download=True)  # every problem before anything runs
+        loaded = load_weights(choice, download=True)  # every problem before anything runs
         if loaded.untrained:
             stderr.write(f"style-studio: using {loaded.label}\n")
     mode = args.progress or ("bar" if stderr.isatty() else "none")

@@ -18,6 +18,7 @@ from ..core import (
     StyleStudioError,
     folder_problem,
     is_video_path,
+    load_image,
     regions_from_mask,
 )
 from .parser import UsageError, settings_from_args
@@ -71,11 +72,9 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     _check_output(job)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
-    from ..core import imageio
-
-    content = imageio.load_image(args.content)  # each picture's problem, named, before anything runs
+    content = load_image(args.content)  # each picture's problem, named, before anything runs
     for path in args.styles:
-        imageio.load_image(path)
+        load_image(path)
     job = dataclasses.replace(job, regions=_regions(args, content.size, len(args.styles), stderr))
 
     loaded = load_weights_shown(settings.weights, progress_mode, stderr)

@@ -43,11 +43,11 @@ class DownloadBar:
 
 def load_weights_shown(choice: str, mode: str, stderr: IO[str]) -> LoadedWeights:
     """The weights ``choice`` names, downloaded with a bar when ``mode`` is "bar"; untrained ones are named."""
-    from ..core import weights
+    from ..core import load_weights
 
     bar = DownloadBar(stderr) if mode == "bar" else None
     try:
-        loaded = weights.load_weights(choice, download=True, progress=bar)
+        loaded = load_weights(choice, download=True, progress=bar)
     finally:
         if bar:
             bar.close()

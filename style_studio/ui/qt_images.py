@@ -10,7 +10,7 @@ from PIL import Image
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QUrl
 from PySide6.QtGui import QImage
 
-from ..core import ImageLoadError, StyleStudioError, decode_image, is_video_path, load_image, video
+from ..core import ImageLoadError, StyleStudioError, decode_image, is_video_path, load_image, probe, read_frames
 
 
 def array_to_qimage(array: np.ndarray) -> QImage:
@@ -75,9 +75,9 @@ class InputImage:
     def from_clip(cls, path: Path, frame: int) -> InputImage:
         """Frame ``frame`` (from 0) of a video: the picture still runs and the sliders work on."""
         try:
-            info = video.probe(path)
+            info = probe(path)
             frame = max(0, min(frame, info.frame_count - 1))
-            picture = next(iter(video.read_frames(path, start=frame / info.frame_rate))).image()
+            picture = next(iter(read_frames(path, start=frame / info.frame_rate))).image()
         except StyleStudioError as exc:
             raise ImageLoadError(str(exc)) from None
         return cls(picture, path.name, path, ClipFrameRef(frame, info.frame_count, info.frame_rate))

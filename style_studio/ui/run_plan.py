@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core import RunPlan, Settings, Target, memory, plan_run
+from ..core import RunPlan, Settings, Target, available_bytes, plan_run
 from .run_bar import duration
 from .store import Store
 
@@ -30,7 +30,7 @@ class RunPlanner:
             guessed_gpu = settings.device == "auto" and speed is not None and not speed[1].startswith("cpu")
             device_type = "cuda" if guessed_gpu else settings.device.split(":")[0].replace("auto", "cpu")
             precision = "fp32" if settings.precision == "auto" else settings.precision
-        available = memory.available_bytes("cpu") if device_type == "cpu" else (seen.available if seen else None)
+        available = available_bytes("cpu") if device_type == "cpu" else (seen.available if seen else None)
         return Target(device_type, precision, available)
 
     def plan(

@@ -21,8 +21,8 @@ from ..core import (
     RenderedVideo,
     SettingsError,
     StyleStudioError,
+    read_frames,
     render_video,
-    video,
 )
 from .background import BackgroundTask, TaskOutcome
 from .documents import export_folder
@@ -173,7 +173,7 @@ class VideoRuns:
         if content.path != clip or not output.is_file():
             return
         try:
-            frames = video.read_frames(output, start=content.clip.frame / content.clip.rate)
+            frames = read_frames(output, start=content.clip.frame / content.clip.rate)
             picture = next(iter(frames)).picture
         except (StyleStudioError, StopIteration):
             return

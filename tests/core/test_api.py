@@ -17,3 +17,11 @@ def test_settings_progress_and_the_run_plan_load_without_torch():
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_the_api_offers_no_module_of_the_inner_layers():
+    """io, network, objective, run and jobs are offered by name only: the import contracts cannot be bypassed."""
+    from types import ModuleType
+
+    modules = {name for name in core.__all__ if isinstance(getattr(core, name), ModuleType)}
+    assert modules == {"errors", "progress", "settings"}
