@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core import CheckpointStore, JobInputs, RenderedJob, StyleStudioError, render_job
-from .runners import Report, _taken, _weights
+from .runners import RunnerReport, _taken, _weights
 
 if TYPE_CHECKING:
     from ..core import NetworkWeights
@@ -87,7 +87,7 @@ class RayCluster:
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
         return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
 
-    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
         ray = self._ray
         work = iter(work)
         resources = ray.cluster_resources()

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 #: A runner's report: (job id, a Progress record as JSON) while it renders, or
 #: (job id, RenderedJob) / (job id, StyleStudioError) when it is done.
-Report = tuple[str, Any]
+RunnerReport = tuple[str, Any]
 
 
 class Runner(Protocol):
@@ -55,7 +55,7 @@ class Runner(Protocol):
 
     local_files: bool
 
-    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
         """Render ``work``, taking each job from it only when there is room to start it."""
         ...
 
@@ -87,11 +87,11 @@ class InProcess:
     def __init__(self) -> None:
         self._cancel = CancelToken()
 
-    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
         for inputs in work:
             if self._cancel.cancelled:
                 return
-            reports: queue.Queue[Report | None] = queue.Queue()
+            reports: queue.Queue[RunnerReport | None] = queue.Queue()
             thread = threading.Thread(target=self._render, args=(inputs, reports), name="style-studio-job", daemon=True)
             thread.start()
             try:
@@ -108,7 +108,7 @@ class InProcess:
                     self._cancel.cancel()
                     thread.join()
 
-    def _render(self, inputs: JobInputs, reports: queue.Queue[Report | None]) -> None:
+    def _render(self, inputs: JobInputs, reports: queue.Queue[RunnerReport | None]) -> None:
         job = inputs.job.id
         try:
             rendered = render_job(
@@ -183,7 +183,7 @@ class ProcessPool:
         self.workers = workers
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
-    def run(self, work: Iterable[JobInputs]) -> Iterator[Report]:
+    def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
         work = iter(work)
         context = multiprocessing.get_context("spawn")  # no inherited torch threads or locks
         manager = context.Manager()
@@ -243,7 +243,7 @@ def _taken(work: Iterator[JobInputs], room: Callable[[], bool]) -> Iterator[JobI
         yield inputs
 
 
-def _drain(reports: Any) -> Iterator[Report]:
+def _drain(reports: Any) -> Iterator[RunnerReport]:
     while True:
         try:
             yield reports.get_nowait()

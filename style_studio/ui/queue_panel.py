@@ -40,7 +40,7 @@ from ..core import (
     write_picture,
 )
 from .background import BackgroundTask, Report, TaskOutcome
-from .runner import QUEUE, RenderJob, RunController, RunOutcome
+from .runner import QUEUE, RunController, RunOutcome, RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ class QueueController(QObject):
                     return
                 continue
             try:
-                job, render = self._render_job(item)
+                job, render = self._run_request(item)
             except StyleStudioError as exc:
                 self.queue.set_state(item.id, "failed", str(exc))
                 self.changed.emit()
@@ -307,14 +307,14 @@ class QueueController(QObject):
         self.changed.emit()
         self.start_next()
 
-    def _render_job(self, item: QueueItem) -> tuple[Job, RenderJob]:
+    def _run_request(self, item: QueueItem) -> tuple[Job, RunRequest]:
         """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
         job = item.job
         content = load_image(job.content)
         styles = tuple(load_image(p) for p in job.styles)
         regions = job.regions.resized(*content.size) if job.regions else None
         names = tuple(p.name for p in job.styles)
-        render = RenderJob(
+        render = RunRequest(
             content, styles, job.settings, job.content.name, names, self._checkpoint(item), regions, item.run_id, QUEUE
         )
         return job, render

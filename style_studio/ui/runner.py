@@ -55,7 +55,7 @@ PREVIEW_READY: Final = "preview-ready"
 
 
 @dataclass(frozen=True)
-class RenderJob:
+class RunRequest:
     """What a run needs: the pictures and the settings (weights are named in the settings)."""
 
     content: Image.Image
@@ -96,7 +96,7 @@ class RunOutcome:
     regions: Regions | None = None
     #: The job key of the finished picture (``core.job_key``): its settings, pictures and regions.
     key: str | None = None
-    #: Whose run it was (``RenderJob.owner``).
+    #: Whose run it was (``RunRequest.owner``).
     owner: str = "user"
 
 
@@ -158,7 +158,7 @@ def _lower_this_threads_priority() -> None:
 class RenderSession:
     """One run's work, done in its job's thread; live settings and previews cross threads here."""
 
-    def __init__(self, job: RenderJob, weights: WeightsCache, checkpoints: CheckpointStore | None = None) -> None:
+    def __init__(self, job: RunRequest, weights: WeightsCache, checkpoints: CheckpointStore | None = None) -> None:
         self.job = job
         self._weights = weights
         self._checkpoints = checkpoints
@@ -310,7 +310,7 @@ class RunController(QObject):
         checkpoints: where runs save their checkpoints (None: nowhere).
     """
 
-    started = Signal(object)  # RenderJob
+    started = Signal(object)  # RunRequest
     planned = Signal(object)  # RunPlan: what the run that started will do
     progressed = Signal(object)  # Progress
     preview = Signal(QImage)
@@ -330,7 +330,7 @@ class RunController(QObject):
         self._closing = False
         self._job: BackgroundTask | None = None
         self._session: RenderSession | None = None
-        self._pending: RenderJob | None = None
+        self._pending: RunRequest | None = None
         self._stopping = False
         self.style_map_layer: str | None = None
 
@@ -342,7 +342,7 @@ class RunController(QObject):
     def stopping(self) -> bool:
         return self._stopping
 
-    def start(self, render: RenderJob) -> None:
+    def start(self, render: RunRequest) -> None:
         if self._job is not None:
             self._pending = render
             self.stop()
@@ -369,7 +369,7 @@ class RunController(QObject):
 
     @property
     def owner(self) -> str | None:
-        """Whose the run under way is (``RenderJob.owner``); None when none runs."""
+        """Whose the run under way is (``RunRequest.owner``); None when none runs."""
         return self._session.job.owner if self._session is not None else None
 
     def change(self, fields: Mapping[str, object]) -> None:

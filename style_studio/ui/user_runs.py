@@ -24,7 +24,7 @@ from ..core import (
 )
 from .history import HistoryEntry
 from .regions_panel import style_map_image
-from .runner import QUEUE, USER, RenderJob, RunOutcome
+from .runner import QUEUE, USER, RunOutcome, RunRequest
 from .weights_dialog import WeightsDialog
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class UserRuns:
                 return
         self.window.banner.hide()
         rows = self.window.inputs.style_rows
-        job = RenderJob(
+        job = RunRequest(
             content.image,
             tuple(r.item.image for r in rows),
             settings,

@@ -6,13 +6,13 @@ import numpy as np
 
 from style_studio.core import settings as settings_mod
 from style_studio.ui.qt_images import array_to_qimage
-from style_studio.ui.runner import PREVIEW_READY, RenderJob, RenderSession, WeightsCache
+from style_studio.ui.runner import PREVIEW_READY, RenderSession, RunRequest, WeightsCache
 
 
 def test_the_latest_preview_wins_and_the_gui_is_signalled_once(qtbot):
     from PIL import Image
 
-    job = RenderJob(Image.new("RGB", (8, 8)), (Image.new("RGB", (8, 8)),), settings_mod.DEFAULTS)
+    job = RunRequest(Image.new("RGB", (8, 8)), (Image.new("RGB", (8, 8)),), settings_mod.DEFAULTS)
     session = RenderSession(job, WeightsCache())
     signals = []
     session._report = signals.append
