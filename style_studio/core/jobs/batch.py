@@ -2,10 +2,10 @@
 
 A job whose output already carries its job key is skipped, so a batch that
 was killed is finished by running the same command again. Rendering a job
-(``job.render_job``) needs only the inputs' bytes and the weights, not their
+(``render.render_job``) needs only the inputs' bytes and the weights, not their
 files: a worker on another machine can do it (``batch`` runs jobs in this
 process, in a process pool, or on Ray); the submitting process writes every
-output (``job.write_output``), atomically.
+output (``render.write_output``), through its guarded output.
 """
 
 from __future__ import annotations

@@ -13,24 +13,20 @@ a batch or queue that was stopped is finished by running it again.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import logging
-import math
-import shutil
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
-from ..errors import ImageSaveError, StyleStudioError
-from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata, save_image
+from ..errors import StyleStudioError
+from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata
 from ..io.outputs import Output
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
@@ -39,10 +35,7 @@ from ..settings import FLOW_METHODS, Settings
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ..progress import Progress
-    from ..run.cancel import CancelToken
-    from ..run.checkpoints import Checkpoint, CheckpointStore
-    from ..run.compute import NetworkWeights
+    pass
 
 #: The metadata entry that says which job made an output.
 JOB_KEY: Final = "job_key"
@@ -192,7 +185,6 @@ class JobInputs:
         """
         if job.video is not None:
             from ..io.files import file_digest
-            from .video_job import video_key
 
             clip = b"" if local else job.content.read_bytes()
             inputs = cls(
@@ -230,6 +222,19 @@ def job_key(
     if regions:  # as fitted to the photo, whatever the size of the mask they came from
         digest.update(f"regions:{regions.resized(*content.size).digest()}".encode())
     return digest.hexdigest()[:32]
+
+
+def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
+    """A video job's key: its settings and video options, weights, the clip file's and the styles' contents."""
+    assert job.video is not None
+    document = {
+        "settings": settings_mod.to_dict(job.settings),
+        "video": {k: getattr(job.video, k) for k in job.video.__dataclass_fields__},
+        "weights": weights_identity(job.settings.weights),
+        "clip": clip_digest,
+        "styles": [image_hash(s) for s in styles],
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def picture_metadata(
@@ -277,141 +282,6 @@ class RenderedJob:
     encoded: bytes | None = None
     encoded_file: Path | None = None
     notes: tuple[str, ...] = ()
-
-
-def render_job(
-    inputs: JobInputs,
-    weights: NetworkWeights,
-    *,
-    cancel: CancelToken | None = None,
-    progress: Callable[[Progress], None] | None = None,
-    app_version: str = "",
-    checkpoints: CheckpointStore | None = None,
-    run_id: str | None = None,
-    resume: Checkpoint | Literal["auto"] | None = "auto",
-    started: Callable[[], None] | None = None,
-    keep_checkpoint: bool = False,
-) -> RenderedJob:
-    """Render one job in this process, with checkpoints in ``checkpoints`` (if given) as it goes.
-
-    Args:
-        run_id: the checkpoint's name; default ``batch-<job key>`` (the same job in any batch).
-        resume: a checkpoint to go on from, None to start afresh, or "auto": go on from the
-            run's checkpoint when a killed batch left one it can be gone on from (one it cannot use is
-            set aside, never deleted, and ``RenderedJob.notes`` says where it is kept).
-        started: called once the run is set up (a resume accepted), before its first iteration.
-        keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
-            else it is removed as soon as the job is rendered.
-
-    Raises:
-        StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
-        Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
-    """
-    from ..errors import Cancelled
-    from ..progress import CANCELLED
-    from ..run.engine import StyleTransfer
-
-    if inputs.job.video is not None:
-        from .video_job import render_video_inputs
-
-        return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
-    began = time.perf_counter()
-    job = inputs.job
-    content, styles = inputs.pictures()
-    regions = job.regions.resized(*content.size) if job.regions else None
-    key = inputs.key or job_key(job.settings, content, styles, job.regions)
-    run_id = run_id or f"batch-{key}"
-    automatic = resume == "auto"
-    if resume == "auto":
-        resume = None
-    transfer_from = functools.partial(
-        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
-        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
-        regions=regions,
-    )  # fmt: skip
-    notes: list[str] = []
-    if automatic and checkpoints is not None:
-        try:
-            resume = checkpoints.load(run_id, read_state=False)
-        except StyleStudioError as exc:  # damaged, or a newer version's: kept aside, and the job starts again
-            notes.append(checkpoints.set_aside(run_id, exc))
-            resume = None
-    try:
-        transfer = transfer_from(resume=resume)
-    except StyleStudioError as exc:
-        if not automatic or resume is None or checkpoints is None:
-            raise
-        notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
-        transfer = transfer_from(resume=None)
-    if started is not None:
-        started()
-    last = None
-    for record in transfer.run():
-        last = record
-        if progress is not None:
-            progress(record)
-    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
-        raise Cancelled()
-    metadata = picture_metadata(
-        job.settings,
-        weights_label=weights.label,
-        app_version=app_version,
-        content=job.content.name,
-        styles=[p.name for p in job.styles],
-        regions=regions,
-        key=key,
-    )
-    if job.bit_depth == 16:
-        deep = transfer.result_array()
-        assert deep is not None
-        pixels = (np.clip(deep, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
-    else:
-        pixels = np.asarray(transfer.result, dtype=np.uint8)
-    if checkpoints is not None and not keep_checkpoint:
-        checkpoints.discard(run_id)
-    dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
-    for note in notes:
-        log.warning("%s", note)
-    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi, notes=tuple(notes))
-
-
-def write_picture(
-    picture: Image.Image | np.ndarray,
-    output: Output,
-    metadata: str,
-    *,
-    software: str,
-    bit_depth: int = 8,
-    dpi: tuple[float, float] | None = None,
-) -> None:
-    """Write a finished picture with its metadata through the guarded writer (ImageSaveError or OutputError
-    when it cannot be; an existing file is then as it was).
-
-    ``picture``: a PIL image, an (H, W, 3) uint8 or uint16 array, or a float one in [0, 1].
-    """
-    if isinstance(picture, np.ndarray) and picture.dtype == np.uint8:
-        picture = Image.fromarray(picture)
-    save_image(picture, output, metadata, software=software, bit_depth=bit_depth, dpi=dpi)
-
-
-def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
-    """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
-    if rendered.encoded is not None or rendered.encoded_file is not None:
-        try:
-            if rendered.encoded is not None:
-                job.target().write_bytes(rendered.encoded)
-            elif rendered.encoded_file is not None:
-                with open(rendered.encoded_file, "rb") as video:
-                    job.target().write(functools.partial(shutil.copyfileobj, video))
-        except OSError as exc:
-            raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
-        finally:
-            from .video_job import hand_over
-
-            hand_over(rendered)
-        return
-    write_picture(rendered.pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
-                  dpi=rendered.dpi)  # fmt: skip
 
 
 def job_is_video_output(output: Path) -> bool:

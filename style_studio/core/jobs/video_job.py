@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import math
 import time
@@ -39,13 +38,12 @@ from ..io.files import (
     write_atomically,
     write_bytes_atomically,
 )
-from ..io.imageio import fit_size, image_hash, load_image
+from ..io.imageio import fit_size, load_image
 from ..io.locks import held
 from ..io.video import ClipInfo, probe, read_frames
 from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
-from ..network.weights import identity as weights_identity
-from .job import Job, JobInputs, RenderedJob, VideoOptions
+from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
 
 if TYPE_CHECKING:
     from ..objective.objective import GramCache
@@ -97,19 +95,6 @@ class RenderedVideo:
     notes: tuple[str, ...]
     key: str
     flow_seconds: float = 0.0
-
-
-def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
-    """A video job's key: its settings and video options, weights, the clip file's and the styles' contents."""
-    assert job.video is not None
-    document = {
-        "settings": settings_mod.to_dict(job.settings),
-        "video": {k: getattr(job.video, k) for k in job.video.__dataclass_fields__},
-        "weights": weights_identity(job.settings.weights),
-        "clip": clip_digest,
-        "styles": [image_hash(s) for s in styles],
-    }
-    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:32]
 
 
 class FrameCache:

@@ -1,0 +1,165 @@
+"""Rendering a job and writing its result: the one place a picture's job or a video's is turned into a file.
+
+``render_job`` renders either kind of job from its inputs (a video's through
+``video_job``); ``write_output`` writes what it made through the job's guarded
+output (``Job.target``). Above the job model and the video job, so that neither
+imports the other.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import shutil
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from PIL import Image
+
+from ..errors import ImageSaveError, StyleStudioError
+from ..io.imageio import save_image
+from ..io.outputs import Output
+from .job import Job, JobInputs, RenderedJob, job_key, picture_metadata
+from .video_job import hand_over, render_video_inputs
+
+if TYPE_CHECKING:
+    from ..progress import Progress
+    from ..run.cancel import CancelToken
+    from ..run.checkpoints import Checkpoint, CheckpointStore
+    from ..run.compute import NetworkWeights
+
+log = logging.getLogger(__name__)
+
+
+def render_job(
+    inputs: JobInputs,
+    weights: NetworkWeights,
+    *,
+    cancel: CancelToken | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    app_version: str = "",
+    checkpoints: CheckpointStore | None = None,
+    run_id: str | None = None,
+    resume: Checkpoint | Literal["auto"] | None = "auto",
+    started: Callable[[], None] | None = None,
+    keep_checkpoint: bool = False,
+) -> RenderedJob:
+    """Render one job in this process, with checkpoints in ``checkpoints`` (if given) as it goes.
+
+    Args:
+        run_id: the checkpoint's name; default ``batch-<job key>`` (the same job in any batch).
+        resume: a checkpoint to go on from, None to start afresh, or "auto": go on from the
+            run's checkpoint when a killed batch left one it can be gone on from (one it cannot use is
+            set aside, never deleted, and ``RenderedJob.notes`` says where it is kept).
+        started: called once the run is set up (a resume accepted), before its first iteration.
+        keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
+            else it is removed as soon as the job is rendered.
+
+    Raises:
+        StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
+        Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
+    """
+    from ..errors import Cancelled
+    from ..progress import CANCELLED
+    from ..run.engine import StyleTransfer
+
+    if inputs.job.video is not None:
+        return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
+    began = time.perf_counter()
+    job = inputs.job
+    content, styles = inputs.pictures()
+    regions = job.regions.resized(*content.size) if job.regions else None
+    key = inputs.key or job_key(job.settings, content, styles, job.regions)
+    run_id = run_id or f"batch-{key}"
+    automatic = resume == "auto"
+    if resume == "auto":
+        resume = None
+    transfer_from = functools.partial(
+        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
+        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
+        regions=regions,
+    )  # fmt: skip
+    notes: list[str] = []
+    if automatic and checkpoints is not None:
+        try:
+            resume = checkpoints.load(run_id, read_state=False)
+        except StyleStudioError as exc:  # damaged, or a newer version's: kept aside, and the job starts again
+            notes.append(checkpoints.set_aside(run_id, exc))
+            resume = None
+    try:
+        transfer = transfer_from(resume=resume)
+    except StyleStudioError as exc:
+        if not automatic or resume is None or checkpoints is None:
+            raise
+        notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
+        transfer = transfer_from(resume=None)
+    if started is not None:
+        started()
+    last = None
+    for record in transfer.run():
+        last = record
+        if progress is not None:
+            progress(record)
+    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
+        raise Cancelled()
+    metadata = picture_metadata(
+        job.settings,
+        weights_label=weights.label,
+        app_version=app_version,
+        content=job.content.name,
+        styles=[p.name for p in job.styles],
+        regions=regions,
+        key=key,
+    )
+    if job.bit_depth == 16:
+        deep = transfer.result_array()
+        assert deep is not None
+        pixels = (np.clip(deep, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
+    else:
+        pixels = np.asarray(transfer.result, dtype=np.uint8)
+    if checkpoints is not None and not keep_checkpoint:
+        checkpoints.discard(run_id)
+    dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
+    for note in notes:
+        log.warning("%s", note)
+    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi, notes=tuple(notes))
+
+
+def write_picture(
+    picture: Image.Image | np.ndarray,
+    output: Output,
+    metadata: str,
+    *,
+    software: str,
+    bit_depth: int = 8,
+    dpi: tuple[float, float] | None = None,
+) -> None:
+    """Write a finished picture with its metadata through the guarded writer (ImageSaveError or OutputError
+    when it cannot be; an existing file is then as it was).
+
+    ``picture``: a PIL image, an (H, W, 3) uint8 or uint16 array, or a float one in [0, 1].
+    """
+    if isinstance(picture, np.ndarray) and picture.dtype == np.uint8:
+        picture = Image.fromarray(picture)
+    save_image(picture, output, metadata, software=software, bit_depth=bit_depth, dpi=dpi)
+
+
+def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
+    """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
+    if rendered.encoded is not None or rendered.encoded_file is not None:
+        try:
+            if rendered.encoded is not None:
+                job.target().write_bytes(rendered.encoded)
+            elif rendered.encoded_file is not None:
+                with open(rendered.encoded_file, "rb") as video:
+                    job.target().write(functools.partial(shutil.copyfileobj, video))
+        except OSError as exc:
+            raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
+        finally:
+            hand_over(rendered)
+        return
+    write_picture(rendered.pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
+                  dpi=rendered.dpi)  # fmt: skip
