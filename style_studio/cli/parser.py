@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..core import VideoOptions
+from ..core import About, VideoOptions
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -181,7 +181,7 @@ def add_settings_options(parser: argparse.ArgumentParser, leave_out: tuple[str, 
     _add_described(parser, settings_mod.Settings, settings_mod.DEFAULTS, leave_out)
 
 
-def _flag(name: str, about: settings_mod.About) -> str:
+def _flag(name: str, about: About) -> str:
     return about.flag or "--" + name.replace("_", "-")
 
 
@@ -218,7 +218,7 @@ def _add_described(
         parser.add_argument(_flag(field.name, about), **kwargs)
 
 
-def _help(about: settings_mod.About, name: str, default: object) -> str:
+def _help(about: About, name: str, default: object) -> str:
     text = about.help
     if about.low is not None and about.high is not None and not about.choices:
         text += f"; {about.low:g} to {about.high:g}"

@@ -7,6 +7,9 @@ contracts allow; nothing from ``io``, ``network``, ``objective``, ``run`` or ``j
 """
 
 from . import errors, progress, settings
+from .about import About as About
+from .about import check_fields as check_fields
+from .about import described as described
 from .errors import Cancelled as Cancelled
 from .errors import ImageLoadError as ImageLoadError
 from .errors import OutputError as OutputError
@@ -118,6 +121,7 @@ __all__ = [
     "PALETTE",
     "PRIMARY_STYLE_LAYERS",
     "UNTRAINED",
+    "About",
     "Busy",
     "CancelToken",
     "Cancelled",
@@ -158,12 +162,14 @@ __all__ = [
     "VideoOptions",
     "already_done",
     "available_bytes",
+    "check_fields",
     "check_image_fits",
     "check_jobs",
     "check_video_job",
     "cleared",
     "decode_image",
     "describe",
+    "described",
     "download_imagenet",
     "errors",
     "file_digest",

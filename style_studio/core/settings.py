@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .about import About, check_fields, is_number, shown
 from .errors import SettingsError
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
 
@@ -51,111 +52,6 @@ DEFAULT_STEP: Final = {"lbfgs": 1.0, "adam": 0.02}
 
 def _default_style_layers() -> tuple[tuple[str, float], ...]:
     return tuple((name, 1.0) for name in PRIMARY_STYLE_LAYERS)
-
-
-@dataclass(frozen=True)
-class About:
-    """What a setting is, described once: the command line's option, the jobs file's key, the window's tooltip
-    and range, and validation are all made from it.
-
-    Attributes:
-        help: what it does, in a phrase (the option's help text).
-        low, high: its range, where it has one: ``check`` enforces it, the window's field takes it.
-        choices: the values it takes, where they are few.
-        metavar: how the command line shows its value.
-        flag: the command line's option when not ``--name-with-dashes``; "" for none.
-        inverted: a true/false setting whose flag turns it off (``--nondeterministic``).
-        tip: what the window's tooltip says (default: ``help``), for a person rather than a script.
-        zero: what 0 means when it is allowed outside ``[low, high]`` ("automatic").
-        above: ``low`` itself is not allowed (a step size > 0).
-        unit: how a value is counted in messages ("pixels", "seconds").
-    """
-
-    help: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-    metavar: str | None = None
-    flag: str | None = None
-    inverted: bool = False
-    tip: str | None = None
-    zero: str | None = None
-    above: bool = False
-    unit: str = ""
-
-    @property
-    def tooltip(self) -> str:
-        return self.tip or self.help[:1].upper() + self.help[1:] + "."
-
-    def check(self, name: str, value: object, kind: type, optional: bool = False) -> str | None:
-        """Why ``value`` cannot be setting ``name`` of type ``kind`` (int or float), said for the user; None: it can.
-
-        Any value of any type gives a message, never an exception: settings come from files.
-        """
-        if value is None and optional:
-            return None
-        whole = kind is int
-        fits = _is_int(value) if whole else _is_number(value)
-        number: Any = value if fits else math.nan  # an int stays one: 10**400 compares, never overflows
-        if fits and self.zero is not None and number == 0:
-            return None
-        if fits and self.low is not None and (number <= self.low if self.above else number < self.low):
-            fits = False
-        if fits and self.high is not None and number > self.high:
-            fits = False
-        if fits:
-            return None
-        what = "a whole number" if whole else "a number"
-        if self.unit:
-            what += f" of {self.unit}"
-        if self.low is not None and self.high is not None:
-            span = f"from {_number(self.low)} to {_number(self.high)}"
-        elif self.low is not None:
-            span = f"{'>' if self.above else '>='} {_number(self.low)}"
-        else:
-            span = ""
-        text = f"{what} {span}".strip()
-        if self.zero is not None:
-            text = f"0 ({self.zero}) or {text}"
-        if optional:
-            text += " or null"
-        return f"{name} must be {text}, got {_shown(value)}"
-
-
-def _number(value: float) -> str:
-    """A bound as people write it: 100000, 0.05, 9223372036854775807."""
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def described(kind: type) -> dict[str, About]:
-    """Each field of a settings-like dataclass (``Settings``, ``VideoOptions``) -> its ``About``."""
-    return {f.name: f.metadata["about"] for f in dataclasses.fields(kind)}
-
-
-def check_fields(kind: type, values: Mapping[str, Any]) -> list[str]:
-    """Every bounded field of ``kind`` whose value in ``values`` is outside what its ``About`` allows."""
-    problems = []
-    for f in dataclasses.fields(kind):
-        about = f.metadata["about"]
-        number = _number_kind(f.type)
-        if number is not None and f.name in values:
-            problem = about.check(f.name, values[f.name], number[0], optional=number[1])
-            if problem is not None:
-                problems.append(problem)
-        elif about.choices and f.name in values and values[f.name] not in about.choices:
-            problems.append(f"{f.name} must be one of {', '.join(about.choices)}, got {_shown(values[f.name])}")
-    return problems
-
-
-def _number_kind(annotation: object) -> tuple[type, bool] | None:
-    """(int or float, whether None is allowed) for a field annotated as a number; None for any other."""
-    text = str(annotation).replace(" ", "")
-    for name, kind in (("int", int), ("float", float)):
-        if text == name:
-            return kind, False
-        if text in (f"{name}|None", f"None|{name}"):
-            return kind, True
-    return None
 
 
 def _about(help: str, **kwargs: Any) -> dict[str, About]:
@@ -455,25 +351,6 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
     return from_dict(doc.get("settings", {}), source=source)
 
 
-def _is_number(value: object) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # a JSON integer too large for a float (10**400)
-        return False
-
-
-def _shown(value: object) -> str:
-    """A value for an error message, cut short (a hostile file may hold a 400-digit number)."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check(d: Mapping[str, Any]) -> list[str]:
     """Every problem with a settings dict (as ``to_dict`` makes it)."""
     problems: list[str] = []
@@ -485,14 +362,14 @@ def _check(d: Mapping[str, Any]) -> list[str]:
     problems += check_fields(Settings, d)  # every bounded number and every choice, from its About
     need(
         isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
-        f"device must be auto, cpu, cuda, cuda:N or mps, got {_shown(d['device'])}",
+        f"device must be auto, cpu, cuda, cuda:N or mps, got {shown(d['device'])}",
     )
     need(
         isinstance(d["weights"], str) and d["weights"].strip() != "",
         "weights must be 'imagenet', 'untrained' or a file path",
     )
     for key in ("preserve_colors", "deterministic"):
-        need(isinstance(d[key], bool), f"{key} must be true or false, got {_shown(d[key])}")
+        need(isinstance(d[key], bool), f"{key} must be true or false, got {shown(d[key])}")
 
     content = d["content_layers"]
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):
@@ -506,11 +383,11 @@ def _check(d: Mapping[str, Any]) -> list[str]:
         for name, weight in style.items():
             if not is_layer(str(name)):
                 problems.append(f"unknown style layer {name!r}")
-            elif not (_is_number(weight) and weight >= 0):
-                problems.append(f"style layer {name} weight must be a number >= 0, got {_shown(weight)}")
+            elif not (is_number(weight) and weight >= 0):
+                problems.append(f"style layer {name} weight must be a number >= 0, got {shown(weight)}")
     blend = d["style_blend"]
-    if not isinstance(blend, (list, tuple)) or not all(_is_number(w) and w >= 0 for w in blend):
-        problems.append(f"style_blend must be a list of numbers >= 0, got {_shown(blend)}")
+    if not isinstance(blend, (list, tuple)) or not all(is_number(w) and w >= 0 for w in blend):
+        problems.append(f"style_blend must be a list of numbers >= 0, got {shown(blend)}")
     elif blend and sum(blend) <= 0:
         problems.append("style_blend weights are all zero")
     return problems

@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core import ImageLoadError, Settings, StyleStudioError, VideoOptions, check_image_fits
-from ..core import settings as settings_mod
+from ..core import ImageLoadError, Settings, StyleStudioError, VideoOptions, check_image_fits, described
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .qt_images import InputImage, images_from_mime
 from .widgets import ImageDropZone, StyleRow, bounded
@@ -40,7 +39,7 @@ class VideoOptionsBox(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        defaults, about = VideoOptions(), settings_mod.described(VideoOptions)
+        defaults, about = VideoOptions(), described(VideoOptions)
         self.frame_iterations = QSpinBox()
         bounded(self.frame_iterations, about["frame_iterations"])
         self.frame_iterations.setValue(defaults.frame_iterations)

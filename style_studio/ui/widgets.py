@@ -22,8 +22,7 @@ from PySide6.QtWidgets import (
 )
 from superqt import QElidingLabel
 
-from ..core import ImageLoadError
-from ..core import settings as settings_mod
+from ..core import About, ImageLoadError
 from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
 
 _STEPS = 1000
@@ -335,7 +334,7 @@ class MessageBanner(QFrame):
 _SPIN_MAX = 2**31 - 1
 
 
-def bounded(spin: QSpinBox | QDoubleSpinBox, about: settings_mod.About, scale: float = 1.0) -> None:
+def bounded(spin: QSpinBox | QDoubleSpinBox, about: About, scale: float = 1.0) -> None:
     """Give ``spin`` the range and tooltip ``about`` describes (shown ``scale`` times larger, e.g. 100 for %);
     a setting where 0 means something (``about.zero``) shows it at 0 ("Auto")."""
     low = 0.0 if about.zero is not None else (about.low or 0.0) * scale

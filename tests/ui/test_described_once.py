@@ -11,6 +11,7 @@ import pytest
 from style_studio.cli.parser import build_parser
 from style_studio.core import MAX_DPI, Settings, VideoOptions
 from style_studio.core import settings as settings_mod
+from style_studio.core.about import About, _number_kind, described
 from style_studio.core.jobs.batch import VIDEO_KEYS
 from style_studio.ui.controls import ControlsPanel
 from style_studio.ui.inputs_panel import VideoOptionsBox
@@ -27,7 +28,7 @@ def test_every_field_has_help_an_option_a_jobs_file_key_and_a_check(kind: type, 
     options = options_of(command)
     for field in dataclasses.fields(kind):
         about = field.metadata.get("about")
-        assert isinstance(about, settings_mod.About) and about.help and about.tooltip, field.name
+        assert isinstance(about, About) and about.help and about.tooltip, field.name
         if about.flag != "":
             assert field.name in options, f"{field.name} has no option in `style-studio {command}`"
             assert about.help in (options[field.name].help or ""), field.name
@@ -35,7 +36,7 @@ def test_every_field_has_help_an_option_a_jobs_file_key_and_a_check(kind: type, 
             assert field.name in VIDEO_KEYS  # the jobs file's `video` table
         else:
             settings_mod.from_dict({field.name: settings_mod.to_dict(settings_mod.DEFAULTS)[field.name]})  # `settings`
-        if settings_mod._number_kind(field.type) is not None:
+        if _number_kind(field.type) is not None:
             assert about.low is not None, f"{field.name} is a number without a bound"
             assert about.check(field.name, "not a number", int) is not None
 
@@ -66,6 +67,6 @@ def test_the_windows_fields_take_their_range_and_tooltip_from_the_description(qt
     assert panel.print_dpi.maximum() == MAX_DPI  # what a batch's --dpi accepts, not 2400
     box = VideoOptionsBox()
     qtbot.addWidget(box)
-    about = settings_mod.described(VideoOptions)
+    about = described(VideoOptions)
     assert box.frame_iterations.maximum() == about["frame_iterations"].high
     assert box.temporal_weight.toolTip() == about["temporal_weight"].tooltip

@@ -25,6 +25,7 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
+from ..about import About, check_fields
 from ..errors import StyleStudioError
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata
 from ..io.outputs import Output
@@ -44,8 +45,8 @@ DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 MAX_DPI: Final = 10_000
 
 
-def _about(help: str, **kwargs: Any) -> dict[str, settings_mod.About]:
-    return {"about": settings_mod.About(help, **kwargs)}
+def _about(help: str, **kwargs: Any) -> dict[str, About]:
+    return {"about": About(help, **kwargs)}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class VideoOptions:
 
         Any value of any type gives a message, never an exception: options come from jobs files and queue.json.
         """
-        return settings_mod.check_fields(VideoOptions, dataclasses.asdict(self))
+        return check_fields(VideoOptions, dataclasses.asdict(self))
 
 
 @dataclass(frozen=True, eq=False)

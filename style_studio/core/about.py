@@ -1,0 +1,138 @@
+"""What a setting is, described once: ``About`` makes its command-line option, its jobs-file key, the window's
+tooltip and range, and the check of its value.
+
+``Settings`` (``settings.py``) and ``VideoOptions`` (``jobs/job.py``) carry one ``About`` per field, in the
+field's metadata; ``check_fields`` checks a dict of values against them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class About:
+    """What a setting is, described once: the command line's option, the jobs file's key, the window's tooltip
+    and range, and validation are all made from it.
+
+    Attributes:
+        help: what it does, in a phrase (the option's help text).
+        low, high: its range, where it has one: ``check`` enforces it, the window's field takes it.
+        choices: the values it takes, where they are few.
+        metavar: how the command line shows its value.
+        flag: the command line's option when not ``--name-with-dashes``; "" for none.
+        inverted: a true/false setting whose flag turns it off (``--nondeterministic``).
+        tip: what the window's tooltip says (default: ``help``), for a person rather than a script.
+        zero: what 0 means when it is allowed outside ``[low, high]`` ("automatic").
+        above: ``low`` itself is not allowed (a step size > 0).
+        unit: how a value is counted in messages ("pixels", "seconds").
+    """
+
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    flag: str | None = None
+    inverted: bool = False
+    tip: str | None = None
+    zero: str | None = None
+    above: bool = False
+    unit: str = ""
+
+    @property
+    def tooltip(self) -> str:
+        return self.tip or self.help[:1].upper() + self.help[1:] + "."
+
+    def check(self, name: str, value: object, kind: type, optional: bool = False) -> str | None:
+        """Why ``value`` cannot be setting ``name`` of type ``kind`` (int or float), said for the user; None: it can.
+
+        Any value of any type gives a message, never an exception: settings come from files.
+        """
+        if value is None and optional:
+            return None
+        whole = kind is int
+        fits = is_int(value) if whole else is_number(value)
+        number: Any = value if fits else math.nan  # an int stays one: 10**400 compares, never overflows
+        if fits and self.zero is not None and number == 0:
+            return None
+        if fits and self.low is not None and (number <= self.low if self.above else number < self.low):
+            fits = False
+        if fits and self.high is not None and number > self.high:
+            fits = False
+        if fits:
+            return None
+        what = "a whole number" if whole else "a number"
+        if self.unit:
+            what += f" of {self.unit}"
+        if self.low is not None and self.high is not None:
+            span = f"from {_number(self.low)} to {_number(self.high)}"
+        elif self.low is not None:
+            span = f"{'>' if self.above else '>='} {_number(self.low)}"
+        else:
+            span = ""
+        text = f"{what} {span}".strip()
+        if self.zero is not None:
+            text = f"0 ({self.zero}) or {text}"
+        if optional:
+            text += " or null"
+        return f"{name} must be {text}, got {shown(value)}"
+
+
+def _number(value: float) -> str:
+    """A bound as people write it: 100000, 0.05, 9223372036854775807."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def described(kind: type) -> dict[str, About]:
+    """Each field of a settings-like dataclass (``Settings``, ``VideoOptions``) -> its ``About``."""
+    return {f.name: f.metadata["about"] for f in dataclasses.fields(kind)}
+
+
+def check_fields(kind: type, values: Mapping[str, Any]) -> list[str]:
+    """Every bounded field of ``kind`` whose value in ``values`` is outside what its ``About`` allows."""
+    problems = []
+    for f in dataclasses.fields(kind):
+        about = f.metadata["about"]
+        number = _number_kind(f.type)
+        if number is not None and f.name in values:
+            problem = about.check(f.name, values[f.name], number[0], optional=number[1])
+            if problem is not None:
+                problems.append(problem)
+        elif about.choices and f.name in values and values[f.name] not in about.choices:
+            problems.append(f"{f.name} must be one of {', '.join(about.choices)}, got {shown(values[f.name])}")
+    return problems
+
+
+def _number_kind(annotation: object) -> tuple[type, bool] | None:
+    """(int or float, whether None is allowed) for a field annotated as a number; None for any other."""
+    text = str(annotation).replace(" ", "")
+    for name, kind in (("int", int), ("float", float)):
+        if text == name:
+            return kind, False
+        if text in (f"{name}|None", f"None|{name}"):
+            return kind, True
+    return None
+
+
+def is_number(value: object) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # a JSON integer too large for a float (10**400)
+        return False
+
+
+def shown(value: object) -> str:
+    """A value for an error message, cut short (a hostile file may hold a 400-digit number)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
