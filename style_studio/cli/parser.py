@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..core import About, VideoOptions
+from ..core import About, VideoOptions, bound_text
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -221,7 +221,7 @@ def _add_described(
 def _help(about: About, name: str, default: object) -> str:
     text = about.help
     if about.low is not None and about.high is not None and not about.choices:
-        text += f"; {about.low:g} to {about.high:g}"
+        text += f"; {bound_text(about.low)} to {bound_text(about.high)}"
     if isinstance(default, bool) or default is None or default == ():
         return text
     shown = _as_typed(name, default)

@@ -8,6 +8,7 @@ contracts allow; nothing from ``io``, ``network``, ``objective``, ``run`` or ``j
 
 from . import errors, progress, settings
 from .about import About as About
+from .about import bound_text as bound_text
 from .about import check_fields as check_fields
 from .about import described as described
 from .errors import Cancelled as Cancelled
@@ -162,6 +163,7 @@ __all__ = [
     "VideoOptions",
     "already_done",
     "available_bytes",
+    "bound_text",
     "check_fields",
     "check_image_fits",
     "check_jobs",

@@ -70,9 +70,9 @@ class About:
         if self.unit:
             what += f" of {self.unit}"
         if self.low is not None and self.high is not None:
-            span = f"from {_number(self.low)} to {_number(self.high)}"
+            span = f"from {bound_text(self.low)} to {bound_text(self.high)}"
         elif self.low is not None:
-            span = f"{'>' if self.above else '>='} {_number(self.low)}"
+            span = f"{'>' if self.above else '>='} {bound_text(self.low)}"
         else:
             span = ""
         text = f"{what} {span}".strip()
@@ -83,7 +83,7 @@ class About:
         return f"{name} must be {text}, got {shown(value)}"
 
 
-def _number(value: float) -> str:
+def bound_text(value: float) -> str:
     """A bound as people write it: 100000, 0.05, 9223372036854775807."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
