@@ -58,6 +58,18 @@ def sweep_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
+_swept: set[str] = set()
+
+
+def _sweep_once(folder: Path) -> None:
+    """``sweep_temporaries`` the first time this process writes into ``folder``: a batch of 10,000 pictures into
+    one folder lists it once, not 10,000 times (a temporary left since is this process's own, not stale)."""
+    key = os.path.realpath(folder)
+    if key not in _swept:
+        sweep_temporaries(folder)
+        _swept.add(key)
+
+
 def _process_runs(pid: int) -> bool:
     if pid == os.getpid():
         return True
@@ -100,7 +112,7 @@ def replacing(path: Path, before_replace: Callable[[], None] | None = None) -> I
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
         mode = 0o666 & ~UMASK
-    sweep_temporaries(path.parent)
+    _sweep_once(path.parent)
     part = temporary_beside(path)
     create_private(part)
     try:
