@@ -17,7 +17,8 @@ that a new kind of output cannot forget a rule:
   (each frame carries its job's key). Nothing else in a folder is ever touched.
 - **Atomic** (``files.replacing``): a reader never sees half a file; an
   existing file keeps its permissions, a link stays a link, the folder is
-  synced, and a killed writer's temporary is swept by the next write there.
+  synced, and a killed writer's temporary is swept by the next process that
+  writes there.
 - **Locked by the output**: two processes never write the same output at once.
 """
 
