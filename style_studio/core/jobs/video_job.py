@@ -7,9 +7,12 @@ style images' Gram matrices are computed once for the clip.
 
 Each finished frame is kept at once, losslessly (PNG), in the clip's cache
 folder with a small state file, so a stopped, killed or crashed render goes
-on from the next unfinished frame (``resume``). The video file is made from
-the kept frames at the end, with the clip's sound, and appears under its name
-only when complete; the cache folder is then removed.
+on from the next unfinished frame (``resume``). Kept frames are never dropped
+without being asked: a render that neither resumes nor restarts says how many
+are kept (``KeptFramesError``), and kept frames that cannot be read are set
+aside. The video file is made from the kept frames at the end, with the clip's
+sound, through the job's guarded output, and appears under its name only when
+complete; the cache folder is then removed.
 """
 
 from __future__ import annotations
