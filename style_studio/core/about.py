@@ -83,6 +83,11 @@ class About:
         return f"{name} must be {text}, got {shown(value)}"
 
 
+def about(help: str, **kwargs: Any) -> dict[str, About]:
+    """A dataclass field's metadata holding its ``About``: ``field(default=..., metadata=about("...", low=0))``."""
+    return {"about": About(help, **kwargs)}
+
+
 def bound_text(value: float) -> str:
     """A bound as people write it: 100000, 0.05, 9223372036854775807."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"

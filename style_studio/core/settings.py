@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .about import About, check_fields, is_number, shown
+from .about import about as _about
 from .errors import SettingsError
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
 
@@ -52,10 +53,6 @@ DEFAULT_STEP: Final = {"lbfgs": 1.0, "adam": 0.02}
 
 def _default_style_layers() -> tuple[tuple[str, float], ...]:
     return tuple((name, 1.0) for name in PRIMARY_STYLE_LAYERS)
-
-
-def _about(help: str, **kwargs: Any) -> dict[str, About]:
-    return {"about": About(help, **kwargs)}
 
 
 @dataclass(frozen=True)

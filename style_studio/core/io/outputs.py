@@ -65,6 +65,27 @@ def same_file(a: Path, b: Path) -> bool:
     return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
 
 
+class FileIndex:
+    """``same_file`` against many files at once (a batch's inputs): indexed by real path and by file identity."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.by_path: dict[str, Path] = {}
+        self.by_identity: dict[tuple[int, int], Path] = {}
+        for path in paths:
+            self.by_path.setdefault(os.path.normcase(os.path.realpath(path)), path)
+            with contextlib.suppress(OSError):
+                info = os.stat(path)
+                self.by_identity.setdefault((info.st_dev, info.st_ino), path)
+
+    def find(self, path: Path) -> Path | None:
+        found = self.by_path.get(os.path.normcase(os.path.realpath(path)))
+        if found is None:
+            with contextlib.suppress(OSError):
+                info = os.stat(path)
+                found = self.by_identity.get((info.st_dev, info.st_ino))
+        return found
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` (a real path) lies in ``folder`` (a real path) or below it."""
     inner, outer = os.path.normcase(str(path)), os.path.normcase(str(folder)).rstrip(os.sep)

@@ -10,10 +10,8 @@ output (``render.write_output``), through its guarded output.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
 from ..io.files import sweep_temporaries
 from ..io.imageio import FORMATS
+from ..io.outputs import FileIndex
 from ..io.video import OUTPUT_KINDS, is_video_path
 from ..objective.masks import RegionSpec, regions_from_mask
 from ..objective.regions import Regions
@@ -262,27 +261,6 @@ def _regions_of(
         return None
 
 
-class _Files:
-    """A batch's input files, to ask whether an output is one of them (``outputs.same_file``, indexed)."""
-
-    def __init__(self, paths: Iterable[Path]) -> None:
-        self.by_path: dict[str, Path] = {}
-        self.by_identity: dict[tuple[int, int], Path] = {}
-        for path in paths:
-            self.by_path.setdefault(os.path.normcase(os.path.realpath(path)), path)
-            with contextlib.suppress(OSError):
-                info = os.stat(path)
-                self.by_identity.setdefault((info.st_dev, info.st_ino), path)
-
-    def find(self, path: Path) -> Path | None:
-        found = self.by_path.get(os.path.normcase(os.path.realpath(path)))
-        if found is None:
-            with contextlib.suppress(OSError):
-                info = os.stat(path)
-                found = self.by_identity.get((info.st_dev, info.st_ino))
-        return found
-
-
 def _path_problem(text: object, what: str) -> str | None:
     """Why a jobs file's ``text`` cannot name a file (not text, empty, a NUL byte); None: it can."""
     if not isinstance(text, str) or not text.strip():
@@ -302,7 +280,7 @@ def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
     problems = []
     seen: dict[Path, str] = {}
     ids: set[str] = set()
-    inputs = _Files(path for job in jobs for path in job.inputs)
+    inputs = FileIndex(path for job in jobs for path in job.inputs)
     for job in jobs:
         job = dataclasses.replace(job, within=job.within or outdir)
         output = job.output.resolve()

@@ -25,7 +25,8 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
-from ..about import About, check_fields
+from ..about import about as _about
+from ..about import check_fields
 from ..errors import StyleStudioError
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata
 from ..io.outputs import Output
@@ -43,10 +44,6 @@ JOB_KEY: Final = "job_key"
 #: Formats that hold 16 bits per channel.
 DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 MAX_DPI: Final = 10_000
-
-
-def _about(help: str, **kwargs: Any) -> dict[str, About]:
-    return {"about": About(help, **kwargs)}
 
 
 @dataclass(frozen=True)

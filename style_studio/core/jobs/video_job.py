@@ -274,8 +274,10 @@ def render_video(
     with target.claim(), held(cache.lock, busy):
         check_writable(target, info, options.start, key)
         notice = cache.load()
-        if notice is not None:
-            say(notice) if say is not None else notes.append(notice)
+        if notice is not None and say is not None:
+            say(notice)
+        elif notice is not None:
+            notes.append(notice)
         if cache.done and resume is None:
             raise KeptFramesError(
                 f"{cache.done} frame(s) from an earlier render of this clip with these settings are kept: "
