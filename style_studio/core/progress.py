@@ -26,23 +26,32 @@ class Losses:
     """The weighted loss terms of one evaluation, as numbers.
 
     Attributes:
-        total: content + style + TV.
-        content: the content term (content layers averaged).
+        total: the sum of the terms.
+        terms: the content term and each term of the picture itself ("tv", in a video's frame "temporal"), by name.
         style: style layer -> its term.
-        tv: the total-variation (smoothing) term.
         grad_norm: L2 norm of the total's gradient with respect to the image.
-        temporal: the temporal term (a video's frame kept close to the previous one), 0 outside videos.
     """
 
     total: float
-    content: float
+    terms: Mapping[str, float]
     style: Mapping[str, float]
-    tv: float
     grad_norm: float
-    temporal: float = 0.0
+
+    @property
+    def content(self) -> float:
+        return self.terms.get("content", math.nan)
+
+    @property
+    def tv(self) -> float:
+        return self.terms.get("tv", math.nan)
+
+    @property
+    def temporal(self) -> float:
+        """The temporal term; 0 where there is none (outside videos, a clip's first frame)."""
+        return self.terms.get("temporal", 0.0)
 
 
-NO_LOSSES: Final = Losses(math.nan, math.nan, {}, math.nan, math.nan)
+NO_LOSSES: Final = Losses(math.nan, {}, {}, math.nan)
 
 
 @dataclass(frozen=True)
@@ -56,10 +65,9 @@ class Progress:
         iteration, iterations: 1-based iteration within the scale, and its total.
         step, steps: iteration counted over all scales, and their total.
         width, height: image size at this scale, pixels.
-        total_loss: content + style + TV.
-        content_loss: weighted content term.
+        total_loss: the sum of the terms.
+        terms: the content term and each term of the picture itself, weighted, by name (``Losses.terms``).
         style_losses: style layer -> its weighted term.
-        tv_loss: weighted total-variation term.
         grad_norm: L2 norm of the loss gradient w.r.t. the image.
         elapsed: seconds since the run started.
         eta: estimated seconds to the end, None until known.
@@ -78,7 +86,6 @@ class Progress:
             parts of the iteration done and their number; 0 and 0 in a record
             of a whole iteration. Its losses are the previous iteration's and
             ``step`` counts the iterations done before it.
-        temporal_loss: in a video's frame, the weighted temporal term (part of ``total_loss``); else 0.
     """
 
     scale: int
@@ -90,9 +97,8 @@ class Progress:
     width: int
     height: int
     total_loss: float
-    content_loss: float
+    terms: Mapping[str, float]
     style_losses: Mapping[str, float]
-    tv_loss: float
     grad_norm: float
     elapsed: float
     eta: float | None
@@ -105,7 +111,6 @@ class Progress:
     stop_reason: str | None = None
     part: int = 0
     parts: int = 0
-    temporal_loss: float = 0.0
 
     @property
     def within_iteration(self) -> bool:
@@ -119,24 +124,46 @@ class Progress:
 
     @property
     def losses(self) -> Losses:
-        return Losses(
-            self.total_loss, self.content_loss, self.style_losses, self.tv_loss, self.grad_norm, self.temporal_loss
-        )
+        return Losses(self.total_loss, self.terms, self.style_losses, self.grad_norm)
+
+    @property
+    def content_loss(self) -> float:
+        return self.losses.content
+
+    @property
+    def tv_loss(self) -> float:
+        return self.losses.tv
+
+    @property
+    def temporal_loss(self) -> float:
+        """In a video's frame, the weighted temporal term (part of ``total_loss``); else 0."""
+        return self.losses.temporal
 
     def loss_curves(self) -> dict[str, float]:
-        """Every term by the name the loss plot gives it: total, content, tv and each style layer."""
-        curves = {"total": self.total_loss, "content": self.content_loss, "tv": self.tv_loss, **self.style_losses}
-        return curves | {"temporal": self.temporal_loss} if self.temporal_loss else curves
+        """Every term by the name the loss plot gives it: total, the content and picture terms, each style layer."""
+        return {"total": self.total_loss, **self.terms, **self.style_losses}
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON-able data, without the preview; non-finite numbers become null.
 
-        A still picture's record has no ``temporal_loss`` (its shape is pinned: scripts parse it);
-        a video's frame records add it (``FrameRecord.to_json``).
+        Its shape is pinned (scripts parse it): the content and total-variation
+        terms as ``content_loss`` and ``tv_loss``; a video's frame records add
+        ``temporal_loss`` (``FrameRecord.to_json``).
         """
-        left_out = ("preview", "style_map", "temporal_loss")
-        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in left_out}
-        out["style_losses"] = {k: _finite_or_none(v) for k, v in self.style_losses.items()}
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("preview", "style_map", "terms")}
+        losses = {
+            "total_loss": self.total_loss,
+            "content_loss": self.content_loss,
+            "style_losses": {k: _finite_or_none(v) for k, v in self.style_losses.items()},
+            "tv_loss": self.tv_loss,
+            "grad_norm": self.grad_norm,
+        }
+        out: dict[str, Any] = {}
+        for key, value in fields.items():
+            if key == "total_loss":
+                out |= losses
+            elif key not in losses:
+                out[key] = value
         for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):
             out[key] = _finite_or_none(out[key])
         return out

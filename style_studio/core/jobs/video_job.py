@@ -3,7 +3,7 @@
 Frame t starts from stylised frame t-1 carried along the optical flow, and a
 temporal term keeps it there where the flow is reliable (``temporal``); a
 cut starts a frame fresh, as the first. The network is built once and the
-style images' Gram matrices are computed once for the clip.
+style images' statistics are computed once for the clip.
 
 Each finished frame is kept at once, losslessly (PNG), in the clip's cache
 folder with a small state file, so a stopped, killed or crashed render goes
@@ -49,7 +49,7 @@ from ..network.layers import check_image_fits
 from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
 
 if TYPE_CHECKING:
-    from ..objective.objective import GramCache
+    from ..objective.objective import StyleCache
     from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
@@ -314,13 +314,13 @@ def _render_frames(
     progress: Callable[[FrameRecord], None] | None,
 ) -> tuple[str, float]:
     """Make the frames the cache lacks; returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
-    from ..objective.objective import GramCache
+    from ..objective.objective import StyleCache
     from ..objective.temporal import FlowEstimator
 
     size = render_size(info, job.settings.size)
     total = max(info.frames_between(options.start, options.duration), cache.done)
     flows = FlowEstimator(options.flow)
-    grams = GramCache()
+    known_styles = StyleCache()
     previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
     compute = cache.compute or "frames kept from an earlier render"
     made, making_since, flow_seconds = 0, time.perf_counter(), 0.0
@@ -340,7 +340,7 @@ def _render_frames(
         settings = job.settings if fresh else _frame_settings(job, options)
         per_frame = (time.perf_counter() - making_since) / made if made else None
         report = functools.partial(_report, progress, number, total, fresh, per_frame)
-        picture, compute = _render_frame(content, styles, settings, weights, guide, grams, cancel, report)
+        picture, compute = _render_frame(content, styles, settings, weights, guide, known_styles, cancel, report)
         cache.keep(number, picture, clip_frame.time, fresh, compute)
         made += 1
         previous = (content, picture)
@@ -397,7 +397,7 @@ def _render_frame(
     settings: settings_mod.Settings,
     weights: NetworkWeights,
     guide: FrameGuide | None,
-    grams: GramCache,
+    known_styles: StyleCache,
     cancel: CancelToken,
     report: Callable[[Progress], None],
 ) -> tuple[np.ndarray, str]:
@@ -406,7 +406,7 @@ def _render_frame(
     from ..run.engine import StyleTransfer
 
     transfer = StyleTransfer(Image.fromarray(content), styles, settings, weights, cancel=cancel, preview_interval=0.5,
-                             preview_max_side=256, frame=guide, known_grams=grams)  # fmt: skip
+                             preview_max_side=256, frame=guide, known_styles=known_styles)  # fmt: skip
     last = None
     for record in transfer.run():
         last = record

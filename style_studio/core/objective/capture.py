@@ -1,4 +1,4 @@
-"""The forward hooks that read the feature network: content activations and Gram matrices.
+"""The forward hooks that read the feature network: content activations and the style layers' statistics.
 
 ``capture`` registers forward hooks on the named layers for the duration of a
 ``with`` block and removes every handle when the block exits, however it exits.
@@ -14,8 +14,8 @@ from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
 from ..network.vgg import TruncatedNetwork
-from .guided import LayerMask, guided_gram_tap
-from .losses import gram_tap
+from .guided import LayerMask
+from .statistics import Gram, Statistic, Values, guided_tap, statistic_tap
 
 
 @dataclass
@@ -24,11 +24,11 @@ class Captured:
 
     Attributes:
         activations: content layer -> (B, C, H, W), in the compute dtype.
-        grams: style layer -> (B, C, C) Gram matrix, float32.
+        statistics: style layer -> its statistic (``statistics``), float32.
     """
 
     activations: dict[str, Tensor] = field(default_factory=dict)
-    grams: dict[str, Tensor] = field(default_factory=dict)
+    statistics: dict[str, Values] = field(default_factory=dict)
     watched: set[str] = field(default_factory=set)
     """Style layers whose style losses' own gradient is wanted (the style map): see ``taps``."""
     taps: dict[str, Tensor] = field(default_factory=dict)
@@ -36,25 +36,28 @@ class Captured:
     a hook on it receives the gradient of that loss alone."""
     guide: Callable[[int, int], Sequence[LayerMask]] | None = None
     """With regions: the masks at a layer of (h, w) positions; style layers then give
-    one guided Gram matrix per mask, in ``guided``, instead of one in ``grams``."""
-    guided: dict[str, list[Tensor]] = field(default_factory=dict)
+    one statistic per mask, in ``guided``, instead of one in ``statistics``."""
+    guided: dict[str, list[Values]] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.activations.clear()
-        self.grams.clear()
+        self.statistics.clear()
         self.taps.clear()
         self.guided.clear()
 
 
 @contextmanager
 def capture(
-    net: TruncatedNetwork, content_layers: Iterable[str] = (), style_layers: Iterable[str] = ()
+    net: TruncatedNetwork,
+    content_layers: Iterable[str] = (),
+    style_layers: Iterable[str] = (),
+    statistic: Statistic | None = None,
 ) -> Iterator[Captured]:
     """Forward hooks on the named layers for the duration of the block.
 
-    Content layers store their activation, style layers their Gram matrix
-    (computed inside the hook, so the activation itself need not be kept;
-    the hook puts a ``gram_tap`` in the network's path). Both see the
+    Content layers store their activation, style layers their ``statistic``
+    (the Gram matrix unless given; computed inside the hook, so the activation
+    itself need not be kept: the hook puts a ``statistic_tap`` in the network's path). Both see the
     picture's own positions only: a layer whose map extends beyond the
     picture (``relu1_1``, 1 position of mirrored pixels on each side) is
     cropped to it. Counted, those border positions made the losses pull
@@ -68,6 +71,7 @@ def capture(
     captured = Captured()
     handles: list[RemovableHandle] = []
     content, style = set(content_layers), set(style_layers)
+    statistic = statistic if statistic is not None else Gram()
 
     def make_hook(name: str) -> Callable[[nn.Module, tuple[Tensor, ...], Tensor], Tensor]:
         keep, summarise = name in content, name in style
@@ -83,13 +87,13 @@ def capture(
             return features[..., border:-border, border:-border] if border else features
 
         def summary(features: Tensor) -> Tensor:
-            """The features passed on, their Gram matrix (or guided ones) recorded."""
+            """The features passed on, their statistic (or one per style group) recorded."""
             seen = picture_positions(features)
             if captured.guide is None:
-                passed_on, captured.grams[name] = gram_tap(seen)
+                passed_on, captured.statistics[name] = statistic_tap(seen, statistic)
             else:
                 masks = captured.guide(seen.shape[-2], seen.shape[-1])
-                passed_on, captured.guided[name] = guided_gram_tap(seen, masks)
+                passed_on, captured.guided[name] = guided_tap(seen, statistic, masks)
             # A tap on a cropped map cannot stand in for the whole one downstream.
             return features if border else passed_on
 

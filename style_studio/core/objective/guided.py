@@ -1,4 +1,4 @@
-"""Regions as tensors at one scale: the guided Gram matrices' masks and the keep mask.
+"""Regions as tensors at one scale: the masks of the style groups' statistics and the keep mask.
 
 ``regions`` holds what the user painted; here it becomes, for a picture of
 one scale's size, a ``StyleGroup`` per region that gets a style (and one for
@@ -9,9 +9,7 @@ mask, and the keep mask the image's gradient hook multiplies by.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -151,69 +149,3 @@ def _bounds(values: Tensor) -> tuple[slice, slice]:
     if rows.numel() == 0:
         return slice(0, 0), slice(0, 0)
     return slice(int(rows[0]), int(rows[-1]) + 1), slice(int(cols[0]), int(cols[-1]) + 1)
-
-
-class _GuidedGramTap(torch.autograd.Function):
-    """Features in; the same features and one guided Gram matrix per mask out, G = (F·m)ᵀ(F·m) / (C·Σm²).
-
-    A tap in the network's path, as ``losses._GramTap``: the backward adds
-    every group's share, m·((F·m)·(dG + dGᵀ)) / (C·Σm²) within the mask's
-    bounding box, to the downstream gradient in one buffer. Through autograd
-    the crops, products and masks would each leave a full-size gradient to
-    add up (a third more time per iteration at 512 px with three groups).
-    The features are read as (h, w, C), a free view of channels-last memory.
-    """
-
-    @staticmethod
-    def forward(ctx: Any, features: Tensor, *masks: LayerMask) -> tuple[Tensor, ...]:
-        channels = features.shape[1]
-        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
-        plane = features[0].permute(1, 2, 0)  # (h, w, C)
-        grams = []
-        for mask in masks:
-            weighted = _weighted(plane, mask, dtype)
-            flat = weighted.reshape(-1, channels)
-            grams.append((flat.t() @ flat).float().div_(channels * max(mask.energy, 1e-12)).unsqueeze(0))
-        ctx.save_for_backward(features)
-        ctx.masks, ctx.dtype = masks, dtype
-        return (features.view_as(features), *grams)
-
-    @staticmethod
-    def backward(ctx: Any, downstream: Tensor | None, *grad_grams: Tensor | None) -> tuple[Tensor | None, ...]:
-        (features,) = ctx.saved_tensors
-        nothing = (None,) * len(ctx.masks)
-        if all(g is None for g in grad_grams):
-            return (downstream, *nothing)
-        channels = features.shape[1]
-        plane = features[0].permute(1, 2, 0)
-        out = (
-            downstream[0].permute(1, 2, 0).to(ctx.dtype, copy=True)
-            if downstream is not None
-            else plane.new_zeros(plane.shape, dtype=ctx.dtype)
-        )
-        for mask, grad in zip(ctx.masks, grad_grams, strict=True):
-            if grad is None:
-                continue
-            symmetric = (grad[0] + grad[0].t()).mul_(1.0 / (channels * max(mask.energy, 1e-12))).to(ctx.dtype)
-            weighted = _weighted(plane, mask, ctx.dtype)
-            share = (weighted.reshape(-1, channels) @ symmetric).view(weighted.shape)
-            if mask.values is not None:
-                share.mul_(mask.values[0, 0, mask.rows, mask.cols, None].to(ctx.dtype))
-            out[mask.rows, mask.cols] += share
-        grad_features = out.to(features.dtype).permute(2, 0, 1).unsqueeze(0)
-        return (grad_features, *nothing)
-
-
-def _weighted(plane: Tensor, mask: LayerMask, dtype: torch.dtype) -> Tensor:
-    """The (h', w', C) features within the mask's bounding box, times the mask (a new tensor)."""
-    if mask.values is None:
-        return plane.to(dtype, copy=True)
-    values = mask.values[0, 0, mask.rows, mask.cols, None]
-    return plane[mask.rows, mask.cols].to(dtype) * values.to(dtype)
-
-
-def guided_gram_tap(features: Tensor, masks: Sequence[LayerMask]) -> tuple[Tensor, list[Tensor]]:
-    """(features, their guided Gram matrix for each mask): to put in the network's path, see ``_GuidedGramTap``."""
-    with torch.autocast(device_type=features.device.type, enabled=False):
-        passed_on, *grams = _GuidedGramTap.apply(features, *masks)
-    return passed_on, grams

@@ -1,9 +1,11 @@
 """The loss at one scale: the network, its hooks, the targets, and the terms they make.
 
 Gatys et al. (2016): the content term matches activations at the content
-layers, each style term matches a Gram matrix at a style layer, and a
-total-variation term keeps the picture smooth. Every term is normalised by
-its target's magnitude (``losses``), so its weight means the same at any size.
+layers, a style loss matches a statistic of each style layer's features (the
+Gram matrix), and picture terms (total variation, a video's temporal term)
+act on the picture itself: the terms are objects (``terms``). Every term is
+normalised by its target's magnitude (``losses``), so its weight means the
+same at any size.
 """
 
 from __future__ import annotations
@@ -30,18 +32,22 @@ from . import color
 from .capture import Captured, capture
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .loss_scale import LossScale
-from .losses import magnitude, total_variation, weighted_mse
 from .regions import Regions
+from .statistics import Values
 from .temporal import TemporalTarget
+from .terms import PICTURE_TERMS, STYLE_LOSSES, ContentTerm, PictureTerm, StyleTerm
+
+#: The style images' statistics, by style layer, one mapping per style image.
+StyleStatistics = list[dict[str, Values]]
 
 
-class GramCache:
-    """The style images' Gram matrices by layers and sizes: computed once for all the frames of a clip."""
+class StyleCache:
+    """The style images' statistics by layers and sizes: computed once for all the frames of a clip."""
 
     def __init__(self) -> None:
-        self._known: dict[Hashable, list[dict[str, Tensor]]] = {}
+        self._known: dict[Hashable, StyleStatistics] = {}
 
-    def get(self, key: Hashable, compute: Callable[[], list[dict[str, Tensor]]]) -> list[dict[str, Tensor]]:
+    def get(self, key: Hashable, compute: Callable[[], StyleStatistics]) -> StyleStatistics:
         if key not in self._known:
             self._known[key] = compute()
         return self._known[key]
@@ -80,14 +86,14 @@ class ScaleInputs:
             repeated over RGB (and matched to the content's) when preserving colours.
         regions: the painted regions at this size (one group over the whole picture when none).
         temporal: in a video's frame, the previous stylised frame warped to this one (``temporal``); else None.
-        known_grams: the style images' Gram matrices, kept between the runs of a clip's frames; None: computed.
+        known_styles: the style images' statistics, kept between the runs of a clip's frames; None: computed.
     """
 
     content: Tensor
     styles: tuple[Tensor, ...]
     regions: ScaleRegions = field(default_factory=lambda: ScaleRegions(WHOLE_PICTURE, None))
     temporal: TemporalTarget | None = None
-    known_grams: GramCache | None = None
+    known_styles: StyleCache | None = None
 
     @classmethod
     def prepare(
@@ -130,20 +136,24 @@ class TileDone:
 
 @dataclass(frozen=True)
 class Terms:
-    """The weighted loss terms of one evaluation, as scalar float32 tensors."""
+    """The weighted loss terms of one evaluation, as scalar float32 tensors.
+
+    Attributes:
+        total: their sum.
+        parts: the content term and each picture term, by name.
+        style: style layer -> its term.
+    """
 
     total: Tensor
-    content: Tensor
+    parts: dict[str, Tensor]
     style: dict[str, Tensor]
-    tv: Tensor
-    temporal: Tensor | None = None
 
     def losses(self, grad_norm: Tensor) -> Losses:
         """As numbers, read from the device in one transfer."""
-        temporal = self.temporal if self.temporal is not None else self.tv.new_zeros(())
-        parts = [self.total, self.content, self.tv, grad_norm, temporal, *self.style.values()]
-        total, content, tv, grad, kept, *style = torch.stack([p.detach().float() for p in parts]).tolist()
-        return Losses(total, content, dict(zip(self.style, style, strict=True)), tv, grad, kept)
+        values = [self.total, grad_norm, *self.parts.values(), *self.style.values()]
+        total, grad, *rest = torch.stack([v.detach().float() for v in values]).tolist()
+        parts, style = rest[: len(self.parts)], rest[len(self.parts) :]
+        return Losses(total, dict(zip(self.parts, parts, strict=True)), dict(zip(self.style, style, strict=True)), grad)
 
 
 class Objective:
@@ -174,13 +184,15 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
-        self.temporal = inputs.temporal
+        self.loss = STYLE_LOSSES["gram"]()
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
         self._map_gradient: Tensor | None = None
         self._map_source: Tensor | None = None
         self._hooks = contextlib.ExitStack()
-        self.captured: Captured = self._hooks.enter_context(capture(self.net, *self._hooked_layers()))
+        self.captured: Captured = self._hooks.enter_context(
+            capture(self.net, *self._hooked_layers(), self.loss.statistic)
+        )
         self._guide = self._layer_masks if self.guided else None
         self.captured.guide = self._guide
         try:
@@ -202,7 +214,7 @@ class Objective:
         self._hooks.close()
 
     def _hooked_layers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(layers whose activations the hooks keep, layers whose Gram matrices they compute)."""
+        """(layers whose activations the hooks keep, layers whose statistics they compute)."""
         return self.content_layers, self.style_layers
 
     def _layer_masks(self, height: int, width: int) -> list[LayerMask]:
@@ -214,7 +226,7 @@ class Objective:
         if regions.guided != self.guided:
             return False
         self.groups = regions.groups
-        self._take_weights(settings)
+        self.style.regroup(self.groups, settings)
         return True
 
     def _forward(self, image: Tensor, mirrored: Sides | None = None) -> None:
@@ -224,30 +236,33 @@ class Objective:
             self.net(image, self.compute.memory_format, mirrored)
 
     @torch.no_grad()
-    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        """(content layer -> activation, style layer -> Gram matrix) of a whole picture, (1, 3, H, W)."""
+    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Values]]:
+        """(content layer -> activation, style layer -> statistic) of a whole picture, (1, 3, H, W)."""
         captured = self.captured
-        captured.guide = None  # a whole picture's own Gram matrices (the style images' targets)
+        captured.guide = None  # a whole picture's own statistics (the style images' targets)
         try:
             self._forward(picture)
             activations = {k: captured.activations[k].detach().clone() for k in self.content_layers}
-            grams = {k: captured.grams[k].detach().clone() for k in self.style_layers}
+            statistics = {k: tuple(v.detach().clone() for v in captured.statistics[k]) for k in self.style_layers}
         finally:
             captured.guide = self._guide
             captured.clear()
-        return activations, grams
+        return activations, statistics
 
     def _compute_targets(self, inputs: ScaleInputs, settings: Settings) -> None:
-        self.content_targets, _ = self.summarise(vgg_input(inputs.content))
-        self.content_magnitudes = {k: magnitude(v) for k, v in self.content_targets.items()}
-        # With preserved colours the styles' luminance is matched to each frame's: their Gram matrices differ.
-        known = inputs.known_grams if inputs.known_grams is not None and not settings.preserve_colors else GramCache()
-        key = (self.style_layers, settings.pooling, type(self).__name__, *(tuple(s.shape) for s in inputs.styles))
-        self.style_grams: list[dict[str, Tensor]] = known.get(
-            key, lambda: [self.summarise(style)[1] for style in inputs.styles]
+        content = vgg_input(inputs.content)
+        self.content = ContentTerm(self.summarise(content)[0], settings)
+        # With preserved colours the styles' luminance is matched to each frame's: their statistics differ.
+        known = (
+            inputs.known_styles if inputs.known_styles is not None and not settings.preserve_colors else StyleCache()
         )
-        self.tv_reference = total_variation(vgg_input(inputs.content)).detach().clamp_min(1e-8)
-        self._take_weights(settings)
+        key = (self.style_layers, settings.pooling, type(self).__name__, type(self.loss).__name__)
+        styles = known.get(
+            (*key, *(tuple(s.shape) for s in inputs.styles)), lambda: [self.summarise(s)[1] for s in inputs.styles]
+        )
+        self.style = StyleTerm(self.loss, styles, self.groups, settings)
+        made = (make(content, settings, inputs.temporal) for make in PICTURE_TERMS)
+        self.picture_terms: tuple[PictureTerm, ...] = tuple(term for term in made if term is not None)
 
     def reweight(self, settings: Settings) -> float:
         """Take new loss weights (the style layers must stay the same).
@@ -257,63 +272,28 @@ class Objective:
             (1 when none moved, infinite when a term turned on or off).
         """
         before = self._factors()
-        self._take_weights(settings)
+        self.content.reweigh(settings)
+        self.style.reweigh(settings)
+        for term in self.picture_terms:
+            term.reweigh(settings)
         return max(map(_ratio, before, self._factors()), default=1.0)
 
-    @torch.no_grad()
-    def _take_weights(self, settings: Settings) -> None:
-        """The style targets and every term's factor, from ``settings``' loss weights.
-
-        A style target is the weighted sum of the style images' Gram matrices
-        (Gatys et al.'s style blending), one per style group (region). A term's
-        factor is its weight over its target's magnitude, so the loss needs one
-        multiplication per term; a group's is also scaled by its strength and
-        its share of the stylised area (``regions``).
-        """
-        blend = settings.blend_weights(len(self.style_grams))
-        blends = [_normalised(g.blend) if g.blend is not None else blend for g in self.groups]
-        self.style_targets: dict[str, list[Tensor]] = {
-            layer: [
-                torch.stack([w * grams[layer] for w, grams in zip(b, self.style_grams, strict=True)]).sum(0)
-                for b in blends
-            ]
-            for layer in self.style_layers
-        }
-        layer_weights = settings.style_layer_weights
-        self.style_factors: dict[str, list[Tensor]] = {
-            k: [
-                settings.style_weight * layer_weights[k] * g.strength * g.share / magnitude(v)
-                for g, v in zip(self.groups, targets, strict=True)
-            ]
-            for k, targets in self.style_targets.items()
-        }
-        # Content layers are averaged.
-        self.content_factors = {
-            k: settings.content_weight / (len(self.content_layers) * m) for k, m in self.content_magnitudes.items()
-        }
-        self.tv_factor = settings.tv_weight / self.tv_reference
-
     def _factors(self) -> list[float]:
-        style = [f for factors in self.style_factors.values() for f in factors]
-        return [float(f) for f in [*self.content_factors.values(), *style, self.tv_factor]]
+        style = [f for factors in self.style.factors.values() for f in factors]
+        pictures = [term.factor() for term in self.picture_terms]
+        return [*map(float, [*self.content.factors.values(), *style]), *pictures]
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image``, the optimised tensor (1, C, H, W)."""
         self._forward(vgg_input(image))
-        activations = self.captured.activations
-        content_terms = [
-            weighted_mse(activations[k], self.content_targets[k], self.content_factors[k]) for k in self.content_layers
-        ]
+        content = self.content(self.captured.activations, image)
         style = {k: self._style_term(k) for k in self.style_layers}
         if self.captured.taps:
             self._catch_map_gradient()
-        tv = total_variation(image) * self.tv_factor
-        content = torch.stack(content_terms).sum() if content_terms else image.new_zeros((), dtype=torch.float32)
-        temporal = self.temporal.term(image) if self.temporal is not None else None
-        # One stack and sum: fewer autograd nodes than a chain of additions.
-        total = torch.stack([content, tv, *style.values(), *([temporal] if temporal is not None else [])]).sum()
+        parts = {"content": content, **{term.name: term(image) for term in self.picture_terms}}
         self.captured.clear()
-        return Terms(total, content, style, tv, temporal)
+        # One stack and sum: fewer autograd nodes than a chain of additions.
+        return Terms(torch.stack([*parts.values(), *style.values()]).sum(), parts, style)
 
     # -- the style map --------------------------------------------------------------------
 
@@ -351,14 +331,8 @@ class Objective:
 
     def _style_term(self, layer: str) -> Tensor:
         """A style layer's term from the last forward pass: one per group, added up."""
-        targets, factors = self.style_targets[layer], self.style_factors[layer]
-        if not self.guided:
-            return weighted_mse(self.captured.grams[layer], targets[0], factors[0])
-        grams = self.captured.guided[layer]
-        terms = [
-            weighted_mse(value, target, factor) for value, target, factor in zip(grams, targets, factors, strict=True)
-        ]
-        return torch.stack(terms).sum() if len(terms) > 1 else terms[0]
+        captured = self.captured
+        return self.style.layer_term(layer, captured.guided[layer] if self.guided else [captured.statistics[layer]])
 
     def gradient(self, image: Tensor, loss_scale: LossScale) -> Generator[TileDone, None, Terms]:
         """The loss terms of ``image``, with their gradient added to ``image.grad``.
@@ -371,11 +345,6 @@ class Objective:
         loss_scale.backward(terms.total, image)
         yield from ()
         return terms
-
-
-def _normalised(blend: tuple[float, ...]) -> list[float]:
-    total = sum(blend)
-    return [w / total for w in blend]
 
 
 def _ratio(a: float, b: float) -> float:

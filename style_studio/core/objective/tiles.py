@@ -1,23 +1,24 @@
 """The loss and its exact gradient, evaluated tile by tile: pictures larger than memory.
 
-A style term needs each layer's Gram matrix of the whole picture, and its
-gradient with respect to one position's features depends only on those
-features and that Gram matrix (dL/dF = F·(dL/dG + dL/dGᵀ) / N). So an
-evaluation takes two passes over the tiles:
+A style term needs a statistic of each layer's features over the whole
+picture (``statistics``: a sum over positions), and its gradient with respect
+to one position's features depends only on those features and the gradient
+with respect to the statistic (for the Gram matrix, dL/dF = F·(dL/dG + dL/dGᵀ) / N).
+So an evaluation takes two passes over the tiles:
 
 1. forward only, nothing kept for the backward pass: each tile's share of
-   every style layer's Gram matrix is added up, which gives the style terms
-   and dL/dG;
-2. forward and backward per tile, with dL/dG held fixed: each tile's
-   features meet the surrogate ⟨dL/dG, F_tileᵀ·F_tile⟩ / N, whose gradient is
-   the tile's share of the untiled one, and the content term's share.
+   every style layer's statistic is added up, which gives the style terms
+   and their gradient with respect to the statistics;
+2. forward and backward per tile, with that gradient held fixed: each tile's
+   features are sent back through ``Statistic.backward`` (the tile's share of
+   the untiled gradient), with the content term's share.
 
 Each tile is cut out with a halo as wide as the deepest layer's reach, and
 its crop starts on the pools' grid, so the features of its core are exactly
 the whole picture's; only the core counts. The picture's mirrored border is
 applied at its true edges only. The sum over the tiles is the gradient of
 the untiled loss, not an approximation (``tests/core/test_tiles.py``
-checks every Gram matrix and the image gradient against the untiled ones).
+checks every statistic and the image gradient against the untiled ones).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from ..network.device import Compute
 from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork, UnpaddedConv2d
 from ..settings import Settings
 from .loss_scale import LossScale
-from .losses import total_variation
 from .objective import Objective, ScaleInputs, Terms, TileDone, vgg_input
+from .statistics import Statistic, Values
 
 T = TypeVar("T")
 
@@ -193,65 +194,63 @@ def tiles_for(width: int, height: int, core: int, reach: Reach) -> list[Tile]:
     return [Tile(rows, cols) for rows in split(height, core, reach) for cols in split(width, core, reach)]
 
 
-class _GramSums:
-    """Gram matrices of a whole picture, added up from the tiles' shares.
+class _StatisticSums:
+    """A statistic of a whole picture at each style layer, added up from the tiles' shares.
 
-    Keyed by layer, or by (layer, group) for the regions' guided Gram matrices.
+    Keyed by layer, or by (layer, group) for the style groups' statistics.
     """
 
-    def __init__(self, grids: dict[str, LayerGrid], width: int, height: int) -> None:
-        self.grids, self.width, self.height = grids, width, height
-        self.sums: dict[Any, Tensor] = {}
+    def __init__(self, statistic: Statistic) -> None:
+        self.statistic = statistic
+        self.sums: dict[Any, list[Tensor]] = {}
+        self.counts: dict[Any, tuple[float, int]] = {}
 
-    def add(self, key: Any, core: Tensor) -> None:
-        """Add Fᵀ·F over the positions of a tile's core (1, C, h, w) (masked, for a group)."""
-        flat = core[0].flatten(1)
-        if flat.dtype != torch.bfloat16:  # as ``losses.gram``: bf16 features are multiplied as they are
-            flat = flat.float()
-        share = (flat @ flat.t()).float()
-        self.sums[key] = self.sums[key] + share if key in self.sums else share
+    def add(self, key: Any, core: Tensor, positions: float) -> None:
+        """Add the sums over a tile's core (1, C, h, w) (masked, for a group) to ``key``'s.
 
-    def result(self, divisors: dict[Any, float] | None = None) -> dict[Any, Tensor]:
-        """key -> G = Fᵀ·F / (C·H·W), (1, C, C) float32, as ``losses.gram`` makes it untiled.
-
-        ``divisors``: for guided keys, C·Σm² of the group's mask, which replaces
-        C·H·W (as ``guided._GuidedGramTap`` divides).
+        ``positions``: the whole map's count (H·W, or Σm² of a group's mask).
         """
-        divisors = divisors or {}
-        out = {}
-        for key, total in self.sums.items():
-            divisor = divisors[key] if key in divisors else self.positions(key, total.shape[0])
-            out[key] = (total / divisor).unsqueeze(0)
-        return out
+        flat = core[0].flatten(1).t()  # (h·w, C)
+        if flat.dtype != torch.bfloat16:  # as ``statistics``: bf16 features are multiplied as they are
+            flat = flat.float()
+        share = self.statistic.sums(flat)
+        self.sums[key] = [a + b for a, b in zip(self.sums[key], share, strict=True)] if key in self.sums else [*share]
+        self.counts[key] = (positions, core.shape[1])
 
-    def positions(self, name: str, channels: int) -> int:
-        """C·H·W of layer ``name``'s whole feature map: what a Gram matrix is divided by."""
-        grid = self.grids[name]
-        return grid.length(self.height) * grid.length(self.width) * channels
+    def result(self) -> dict[Any, Values]:
+        """key -> the statistic, each part (1, ...) float32, as the untiled tap makes it."""
+        return {
+            key: tuple(v.unsqueeze(0) for v in self.statistic.normalised(tuple(sums), *self.counts[key]))
+            for key, sums in self.sums.items()
+        }
 
 
 class _StyleShare(torch.autograd.Function):
-    """A tile's share of the style terms, for its backward pass only.
+    """A tile's share of a style term, for its backward pass only.
 
     Its value is 0 (the style terms' values come from the whole picture's
-    Gram matrices); its gradient with respect to the tile's features F
-    (1, C, h, w) is (dL/dG + dL/dGᵀ)·F / N, their share of the untiled
-    gradient: one matrix product, where autograd through ⟨dL/dG, F·Fᵀ⟩ / N
-    would take three passes and two copies of F.
+    statistics); its gradient with respect to the tile's features F
+    (1, C, h, w) is ``Statistic.backward`` of the loss's gradient with respect
+    to the whole picture's statistic: their share of the untiled gradient
+    (for the Gram matrix one matrix product, where autograd through
+    ⟨dL/dG, F·Fᵀ⟩ / N would take three passes and two copies of F).
     """
 
     @staticmethod
-    def forward(ctx: Any, features: Tensor, gram_gradient: Tensor, scale: float) -> Tensor:
+    def forward(
+        ctx: Any, features: Tensor, statistic: Statistic, grads: tuple[Tensor | None, ...], scales: tuple[float, ...]
+    ) -> Tensor:
         ctx.save_for_backward(features)
-        ctx.symmetric = (gram_gradient + gram_gradient.t()) * scale
+        ctx.statistic, ctx.grads, ctx.scales = statistic, grads, scales
         return features.new_zeros((), dtype=torch.float32)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
         (features,) = ctx.saved_tensors
-        flat = features[0].flatten(1)  # (C, h·w)
-        symmetric = (ctx.symmetric * grad).to(flat.dtype)
-        return (symmetric @ flat).view_as(features), None, None
+        flat = features[0].flatten(1).t()  # (h·w, C)
+        grads = [g[0] * grad if g is not None else None for g in ctx.grads]
+        share = ctx.statistic.backward(flat, grads, ctx.scales, None)
+        return share.t().reshape(features.shape), None, None, None
 
 
 class TiledObjective(Objective):
@@ -261,7 +260,7 @@ class TiledObjective(Objective):
         network, inputs, settings, compute: as for ``Objective``.
         tile: the longest side of a tile's core, in pixels (the crop adds
             the halo); the style images' targets are computed in tiles of the same size.
-        keep: how many tiles' forward passes the Gram pass keeps for the
+        keep: how many tiles' forward passes the statistics pass keeps for the
             backward pass (the last ones; ``memory.kept_tiles``): each saves a
             forward pass per iteration and holds a tile's graph meanwhile.
     """
@@ -309,12 +308,12 @@ class TiledObjective(Objective):
             yield name, tile.core(self.captured.activations[name], self.reach.grids[name])
 
     @torch.no_grad()
-    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        """The whole picture's content activations and Gram matrices, a tile at a time."""
+    def summarise(self, picture: Tensor) -> tuple[dict[str, Tensor], dict[str, Values]]:
+        """The whole picture's content activations and style statistics, a tile at a time."""
         height, width = picture.shape[-2:]
         grids = self.reach.grids
         activations: dict[str, Tensor] = {}
-        grams = _GramSums(grids, width, height)
+        statistics = _StatisticSums(self.loss.statistic)
         for tile in self.tiles(width, height):
             for name, core in self._tile_features(picture, tile, self._hooked_layers()[0]):
                 if name in self.content_layers:
@@ -324,48 +323,46 @@ class TiledObjective(Objective):
                     rows, cols = _global_positions(tile, grids[name])
                     activations[name][..., rows, cols] = core
                 if name in self.style_layers:
-                    grams.add(name, core)
+                    statistics.add(name, core, grids[name].length(height) * grids[name].length(width))
             self.captured.clear()
-        return activations, grams.result()
+        return activations, statistics.result()
 
     def _group_cores(self, tile: Tile, name: str, height: int, width: int) -> Iterator[tuple[int, Tensor, float]]:
-        """(group, the tile core's features at layer ``name`` weighted by its mask, C·Σm²) for each style group."""
+        """(group, the tile core's features at layer ``name`` weighted by its mask, Σm²) for each style group."""
         grid = self.reach.grids[name]
         core = tile.core(self.captured.activations[name], grid)
         rows, cols = _global_positions(tile, grid)
         for number, group in enumerate(self.groups):
             mask = group.at(grid.length(height), grid.length(width))
             masked = core if mask.values is None else core * mask.values[..., rows, cols].to(core.dtype)
-            yield number, masked, core.shape[1] * max(mask.energy, 1e-12)
+            yield number, masked, mask.energy
 
-    def _gram_pass(
+    def _statistics_pass(
         self, image: Tensor, *, keep: int
-    ) -> Generator[int, None, tuple[dict[tuple[str, int], Tensor], dict[int, tuple[Tensor, dict[str, Tensor]]]]]:
-        """Each style layer's Gram matrix (per style group) of the whole picture; yields the count of tiles done.
+    ) -> Generator[int, None, tuple[dict[tuple[str, int], Values], dict[int, tuple[Tensor, dict[str, Tensor]]]]]:
+        """Each style layer's statistic (per style group) of the whole picture; yields the count of tiles done.
 
         The last ``keep`` tiles run with autograd and their forward passes are
         kept (their crops and the hooks' records) for the backward pass to begin
-        with: a tile's forward pass less per iteration for each. Returns the Gram
-        matrices, keyed (layer, group), and the kept tiles by index.
+        with: a tile's forward pass less per iteration for each. Returns the
+        statistics, keyed (layer, group), and the kept tiles by index.
         """
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
-        grams = _GramSums(self.reach.grids, width, height)
-        divisors: dict[Any, float] = {}
+        statistics = _StatisticSums(self.loss.statistic)
         kept: dict[int, tuple[Tensor, dict[str, Tensor]]] = {}
         for done, tile in enumerate(tiles, start=1):
             last = done > len(tiles) - keep
             crop = self._tile_forward(image, tile, with_grad=last)
             with torch.no_grad():
                 for name in self.style_layers:
-                    for group, masked, divisor in self._group_cores(tile, name, height, width):
-                        grams.add((name, group), masked)
-                        divisors[(name, group)] = divisor
+                    for group, masked, positions in self._group_cores(tile, name, height, width):
+                        statistics.add((name, group), masked, positions)
             if last:
                 kept[done - 1] = (crop, dict(self.captured.activations))
             self.captured.clear()
             yield done
-        return grams.result(divisors), kept
+        return statistics.result(), kept
 
     def evaluate(self, image: Tensor) -> Terms:
         """Loss terms for ``image`` (1, C, H, W), without a gradient."""
@@ -384,30 +381,20 @@ class TiledObjective(Objective):
         height, width = image.shape[-2:]
         tiles = self.tiles(width, height)
         parts = 2 * len(tiles) if backward else len(tiles)
-        gram_pass = self._gram_pass(image, keep=self.keep if backward else 0)
+        statistics_pass = self._statistics_pass(image, keep=self.keep if backward else 0)
         while True:
             try:
-                yield TileDone(next(gram_pass), parts)
+                yield TileDone(next(statistics_pass), parts)
             except StopIteration as finished:
-                grams, kept = finished.value
+                statistics, kept = finished.value
                 break
-        style: dict[str, Tensor] = {}
-        gram_gradients: dict[tuple[str, int], Tensor] = {}
-        for name in self.style_layers:
-            terms = []
-            for group, (target, factor) in enumerate(
-                zip(self.style_targets[name], self.style_factors[name], strict=True)
-            ):
-                difference = grams[(name, group)] - target
-                terms.append(difference.square().mean() * factor)
-                # d/dG of factor · mean((G - T)²)
-                gram_gradients[(name, group)] = (difference * (2 * factor / difference.numel()))[0]
-            style[name] = torch.stack(terms).sum() if len(terms) > 1 else terms[0]
+        style, statistic_grads = self._style_terms(statistics, backward)
         scale = loss_scale.value if loss_scale is not None else 1.0
         gradient = torch.zeros_like(image) if backward else None
         content = image.new_zeros((), dtype=torch.float32)
         grids = self.reach.grids
-        # Last tiles first: their forward passes were kept from the Gram pass.
+        statistic = self.loss.statistic
+        # Last tiles first: their forward passes were kept from the statistics pass.
         for done, (index, tile) in enumerate(reversed(list(enumerate(tiles))), start=len(tiles) + 1):
             if index in kept:
                 crop, activations = kept.pop(index)
@@ -418,16 +405,16 @@ class TiledObjective(Objective):
                 tile_content = image.new_zeros((), dtype=torch.float32)
                 for name in self.content_layers:
                     core = tile.core(self.captured.activations[name], grids[name])
-                    rows, cols = _global_positions(tile, grids[name])
-                    target = self.content_targets[name][..., rows, cols]
-                    squared = (core.float() - target.float()).square().sum()
-                    factor = self.content_factors[name] / self.content_targets[name].numel()
-                    tile_content = tile_content + squared * factor
+                    tile_content = tile_content + self.content.tile_share(
+                        name, core, *_global_positions(tile, grids[name])
+                    )
                 if backward:
                     share = tile_content
                     for name in self.style_layers:
-                        for group, masked, divisor in self._group_cores(tile, name, height, width):
-                            share = share + _StyleShare.apply(masked, gram_gradients[(name, group)], 1.0 / divisor)
+                        for group, masked, positions in self._group_cores(tile, name, height, width):
+                            scales = tuple(1.0 / d for d in statistic.divisors(positions, masked.shape[1]))
+                            grads = statistic_grads[(name, group)]
+                            share = share + _StyleShare.apply(masked, statistic, grads, scales)
                     (share * scale).backward()  # type: ignore[no-untyped-call]
             self.captured.clear()
             content = content + tile_content.detach()
@@ -438,19 +425,35 @@ class TiledObjective(Objective):
                 yield TileDone(done, parts)
         smooth = image.detach().requires_grad_(backward)
         with torch.set_grad_enabled(backward):
-            tv = total_variation(smooth) * self.tv_factor
-            temporal = self.temporal.term(smooth) if self.temporal is not None else None
+            pictures = {term.name: term(smooth) for term in self.picture_terms}
             if gradient is not None and loss_scale is not None:
-                ((tv if temporal is None else tv + temporal) * scale).backward()  # type: ignore[no-untyped-call]
-                assert smooth.grad is not None
-                gradient += smooth.grad
+                if pictures:
+                    (torch.stack(list(pictures.values())).sum() * scale).backward()  # type: ignore[no-untyped-call]
+                if smooth.grad is not None:
+                    gradient += smooth.grad
                 # Once, so that the image's hooks see the whole gradient.
                 image.backward(gradient)  # type: ignore[no-untyped-call]
                 loss_scale.unscale(image)
-        tv = tv.detach()
-        temporal = temporal.detach() if temporal is not None else None
-        total = torch.stack([content, tv, *style.values(), *([temporal] if temporal is not None else [])]).sum()
-        return Terms(total, content, style, tv, temporal)
+        terms = {"content": content, **{name: value.detach() for name, value in pictures.items()}}
+        return Terms(torch.stack([*terms.values(), *style.values()]).sum(), terms, style)
+
+    def _style_terms(
+        self, statistics: dict[tuple[str, int], Values], backward: bool
+    ) -> tuple[dict[str, Tensor], dict[tuple[str, int], tuple[Tensor | None, ...]]]:
+        """Each style layer's term from the whole picture's statistics, and (for the backward pass)
+        the terms' gradient with respect to each statistic, keyed (layer, group)."""
+        leaves = {key: tuple(v.detach().requires_grad_(backward) for v in values) for key, values in statistics.items()}
+        with torch.set_grad_enabled(backward):
+            style = {
+                name: self.style.layer_term(name, [leaves[(name, g)] for g in range(len(self.groups))])
+                for name in self.style_layers
+            }
+        grads: dict[tuple[str, int], tuple[Tensor | None, ...]] = {}
+        if backward and style:
+            flat = [v for values in leaves.values() for v in values]
+            found = iter(torch.autograd.grad(torch.stack(list(style.values())).sum(), flat, allow_unused=True))
+            grads = {key: tuple(next(found) for _ in values) for key, values in leaves.items()}
+        return {name: term.detach() for name, term in style.items()}, grads
 
 
 def _global_positions(tile: Tile, grid: LayerGrid) -> tuple[slice, slice]:

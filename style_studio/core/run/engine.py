@@ -40,7 +40,7 @@ from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..objective.guided import ScaleRegions
 from ..objective.loss_scale import LossScale
-from ..objective.objective import GramCache, Objective, ScaleInputs, Terms, TileDone, initial_image
+from ..objective.objective import Objective, ScaleInputs, StyleCache, Terms, TileDone, initial_image
 from ..objective.regions import Regions
 from ..objective.temporal import FrameGuide
 from ..objective.tiles import TiledObjective
@@ -83,7 +83,7 @@ class StyleTransfer:
             ``settings.precision`` resolve (tests and benchmarks pass an
             emulated fp16, ``Compute.fp16_emulated``).
         frame: in a clip, what this frame takes from the previous one (``temporal.FrameGuide``); None: a picture.
-        known_grams: the style images' Gram matrices, kept between the frames of a clip.
+        known_styles: the style images' statistics, kept between the frames of a clip.
     """
 
     def __init__(
@@ -103,14 +103,14 @@ class StyleTransfer:
         regions: Regions | None = None,
         compute: Compute | None = None,
         frame: FrameGuide | None = None,
-        known_grams: GramCache | None = None,
+        known_styles: StyleCache | None = None,
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
         if regions:
             regions.check(len(styles))
         self.regions = regions or None
-        self.frame, self.known_grams = frame, known_grams
+        self.frame, self.known_styles = frame, known_styles
         self._style_map: Tensor | None = None
         self.settings = settings.validate()
         settings.blend_weights(len(styles))  # raises on a count mismatch
@@ -218,7 +218,7 @@ class StyleTransfer:
         """Loss terms of ``image`` at the requested size, as this run defines them.
 
         For comparing results (e.g. a bf16 run's result judged by an fp32
-        objective). Returns {"total", "content", "tv", <style layer>: ...}.
+        objective). Returns {"total", "content", "tv", <style layer>: ...} (and any other term, by name).
         Not available with preserve_colors (the result is not what is optimised).
         """
         if self.settings.preserve_colors:
@@ -228,7 +228,7 @@ class StyleTransfer:
         with self._objective(network, inputs, self.settings) as objective, torch.no_grad():
             terms = objective.evaluate(resized_tensor(image, self.sizes[-1]).to(self.compute.device))
             losses = terms.losses(terms.total.new_zeros(()))
-        return {"total": losses.total, "content": losses.content, "tv": losses.tv, **losses.style}
+        return {"total": losses.total, **losses.terms, **losses.style}
 
     # -- the run ----------------------------------------------------------------
 
@@ -330,7 +330,7 @@ class StyleTransfer:
             self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
         )
         temporal = self.frame.target(size, self.compute.device, self.settings.preserve_colors) if self.frame else None
-        return dataclasses.replace(inputs, temporal=temporal, known_grams=self.known_grams)
+        return dataclasses.replace(inputs, temporal=temporal, known_styles=self.known_styles)
 
     def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
         self._optimizer_now = optimizer = new_optimizer(self.settings.optimizer, image, lr, step_scale)

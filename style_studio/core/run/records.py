@@ -80,9 +80,8 @@ class RunRecords:
             width=size[0],
             height=size[1],
             total_loss=losses.total,
-            content_loss=losses.content,
+            terms=losses.terms,
             style_losses=losses.style,
-            tv_loss=losses.tv,
             grad_norm=losses.grad_norm,
             elapsed=now - self.started,
             eta=0.0 if done else self._eta(now, index, part),
@@ -95,7 +94,6 @@ class RunRecords:
             stop_reason=stop_reason,
             part=part[0] if part is not None else 0,
             parts=part[1] if part is not None else 0,
-            temporal_loss=losses.temporal,
         )
         if not done and part is None:
             self.last = record

@@ -11,7 +11,8 @@ from style_studio.core.network.layers import MIRRORED_BORDER
 from style_studio.core.network.vgg import TruncatedNetwork, vgg19
 from style_studio.core.network.weights import build_features
 from style_studio.core.objective.capture import capture
-from style_studio.core.objective.losses import gram, gram_tap, magnitude, total_variation, weighted_mse
+from style_studio.core.objective.losses import magnitude, total_variation, weighted_mse
+from style_studio.core.objective.statistics import Gram, gram, statistic_tap
 
 
 def hooks_on(module: nn.Module) -> int:
@@ -78,7 +79,7 @@ def test_gram_tap_passes_features_on_and_its_gradient_adds_both_paths(dtype, mem
     torch.manual_seed(0)
     x = torch.randn(1, 6, 5, 4).to(dtype).contiguous(memory_format=memory_format).requires_grad_(True)
     gram_weights, downstream_weights = torch.randn(1, 6, 6), torch.randn(1, 6, 5, 4)
-    passed_on, g = gram_tap(x)
+    passed_on, (g,) = statistic_tap(x, Gram())
     torch.testing.assert_close(passed_on, x)
     ((g * gram_weights).sum() + (passed_on.float() * downstream_weights).sum()).backward()
     y = x.detach().float().requires_grad_(True)
@@ -144,7 +145,7 @@ def test_the_style_of_the_first_layer_pulls_no_harder_on_the_pixels_the_mirror_r
     target = torch.rand(1, 64, 64, generator=torch.Generator().manual_seed(1)) * 0.01
     with capture(net, style_layers=["relu1_1"]) as got:
         net(image)
-        (got.grams["relu1_1"] - target).square().sum().backward()
+        (got.statistics["relu1_1"][0] - target).square().sum().backward()
     grad = image.grad.abs().mean(1)[0]
     by_column, by_row = grad.mean(0), grad.mean(1)
     for lines, inner in ((by_column, by_column[16:64].mean()), (by_row, by_row[16:48].mean())):
@@ -176,11 +177,11 @@ def test_hooks_capture_requested_layers_with_the_right_shapes(vgg):
     with capture(net, content_layers=["conv1_2", "relu4_2"], style_layers=["relu2_1", "pool3"]) as got, torch.no_grad():
         net(torch.rand(1, 3, 64, 48))
         assert set(got.activations) == {"conv1_2", "relu4_2"}
-        assert set(got.grams) == {"relu2_1", "pool3"}
+        assert set(got.statistics) == {"relu2_1", "pool3"}
         assert got.activations["conv1_2"].shape == (1, 64, 64, 48)
         assert got.activations["relu4_2"].shape == (1, 512, 8, 6)
-        assert got.grams["relu2_1"].shape == (1, 128, 128)
-        assert got.grams["pool3"].shape == (1, 256, 256)
+        assert got.statistics["relu2_1"][0].shape == (1, 128, 128)
+        assert got.statistics["pool3"][0].shape == (1, 256, 256)
 
 
 def test_a_captured_conv_output_is_not_overwritten_by_an_in_place_relu(vgg):

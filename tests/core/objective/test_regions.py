@@ -10,7 +10,8 @@ import torch
 from PIL import Image
 
 from style_studio.core.network.device import resolve
-from style_studio.core.objective.guided import LayerMask, ScaleRegions, guided_gram_tap
+from style_studio.core.objective.guided import LayerMask, ScaleRegions
+from style_studio.core.objective.statistics import Gram, gram, guided_tap
 from style_studio.core.objective.masks import RegionSpec, regions_from_mask
 from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.regions import Region, RegionError, Regions
@@ -82,15 +83,13 @@ def reference_guided_gram(features: torch.Tensor, mask: torch.Tensor) -> torch.T
 
 
 def test_guided_gram_matrices_and_their_gradient_are_the_formulas():
-    from style_studio.core.objective.losses import gram
-
     torch.manual_seed(0)
     features = torch.randn(1, 6, 9, 7).contiguous(memory_format=torch.channels_last).requires_grad_(True)
     ones = LayerMask(None, 63.0)
     soft = torch.zeros(1, 1, 9, 7)
     soft[..., 2:6, 1:5] = torch.rand(4, 4) + 0.1
     masked = LayerMask(soft, float(soft.square().sum()), slice(2, 6), slice(1, 5))
-    passed_on, (whole, guided) = guided_gram_tap(features, [ones, masked])
+    passed_on, [(whole,), (guided,)] = guided_tap(features, Gram(), [ones, masked])
     torch.testing.assert_close(whole, gram(features.detach()))
     torch.testing.assert_close(guided, reference_guided_gram(features.detach(), soft))
     downstream, weights = torch.randn(1, 6, 9, 7), torch.randn(2, 6, 6)
@@ -167,9 +166,9 @@ def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
         objective._forward(pil_to_tensor(transfer.result))
         for layer in objective.style_layers:
             grams = objective.captured.guided[layer]
-            for group, region_gram, own, other in zip(objective.groups, grams, (0, 1), (1, 0), strict=True):
-                near = (region_gram - objective.style_grams[own][layer]).norm()
-                far = (region_gram - objective.style_grams[other][layer]).norm()
+            for group, (region_gram,), own, other in zip(objective.groups, grams, (0, 1), (1, 0), strict=True):
+                near = (region_gram - objective.style.styles[own][layer][0]).norm()
+                far = (region_gram - objective.style.styles[other][layer][0]).norm()
                 assert near < far, (layer, group.name)
 
 

@@ -77,18 +77,18 @@ def test_tiled_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictur
     untiled, tiled, inputs = both(untrained, pictures, settings)
     with untiled, tiled:
         assert len(tiled.tiles(*SIZE)) >= 4
-        for ours, theirs in zip(tiled.style_grams, untiled.style_grams, strict=True):
+        for ours, theirs in zip(tiled.style.styles, untiled.style.styles, strict=True):
             for layer in theirs:
-                assert relative(ours[layer], theirs[layer]) < 1e-4, layer
-        for layer, target in untiled.content_targets.items():
-            assert relative(tiled.content_targets[layer], target) < 1e-4, layer
+                assert relative(ours[layer][0], theirs[layer][0]) < 1e-4, layer
+        for layer, target in untiled.content.targets.items():
+            assert relative(tiled.content.targets[layer], target) < 1e-4, layer
 
         torch.manual_seed(0)
         image = (inputs.content + 0.2 * torch.randn_like(inputs.content)).clamp(0, 1)
         activations, grams = untiled.summarise(image.expand(-1, 3, -1, -1))
         tiled_activations, tiled_grams = tiled.summarise(image.expand(-1, 3, -1, -1))
         for layer in grams:
-            assert relative(tiled_grams[layer], grams[layer]) < 1e-4, layer
+            assert relative(tiled_grams[layer][0], grams[layer][0]) < 1e-4, layer
         for layer in activations:
             assert relative(tiled_activations[layer], activations[layer]) < 1e-4, layer
 
@@ -99,7 +99,7 @@ def test_tiled_gram_matrices_and_gradient_are_the_untiled_ones(untrained, pictur
         assert relative(tiled_gradient, gradient) < 1e-4
         torch.testing.assert_close(tiled_gradient, gradient, rtol=0, atol=1e-4 * float(gradient.abs().max()))
         assert float(tiled_terms.total) == pytest.approx(float(terms.total.detach()), rel=1e-4)
-        assert float(tiled_terms.content) == pytest.approx(float(terms.content.detach()), rel=1e-4)
+        assert float(tiled_terms.parts["content"]) == pytest.approx(float(terms.parts["content"].detach()), rel=1e-4)
         for layer, value in terms.style.items():
             assert float(tiled_terms.style[layer]) == pytest.approx(float(value.detach()), rel=1e-4)
 
