@@ -30,6 +30,9 @@ FORMAT_VERSION: Final = 1
 OPTIMIZERS: Final = ("lbfgs", "adam")
 INITS: Final = ("content", "noise", "style")
 POOLINGS: Final = ("max", "avg")
+#: How the style is compared (``objective.STYLE_LOSSES``): Gram matrices (Gatys et al. 2016), or Gaussians'
+#: Wasserstein-2 distance (mean and covariance apart).
+STYLE_LOSSES: Final = ("gram", "gaussian")
 #: Optical-flow methods for a video's frames (``VideoOptions.flow``): OpenCV's DIS at two presets, and Farneback.
 FLOW_METHODS: Final = ("dis", "dis-fast", "farneback")
 PRECISIONS: Final = ("auto", "fp32", "bf16", "fp16")
@@ -153,6 +156,14 @@ class Settings:
         default="max",
         metadata=_about("the network's pooling", choices=POOLINGS,
                         tip="Max is VGG's own pooling; average pooling gives smoother, softer textures."),
+    )  # fmt: skip
+    style_loss: str = field(
+        default="gram",
+        metadata=_about("how the style is compared: gram (Gatys et al.) or gaussian (mean and covariance, "
+                        "Wasserstein-2)", choices=STYLE_LOSSES,
+                        tip="How the picture's textures are compared with the painting's. Gram: the classic "
+                        "recipe, the photo's colours with the painting's texture laid over. Gaussian: the "
+                        "painting's palette and strokes matched apart; looks more like the painting."),
     )  # fmt: skip
     seed: int = field(
         default=0,

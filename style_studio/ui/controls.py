@@ -187,6 +187,8 @@ class ControlsPanel(QWidget):
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
         self.pooling = _combo([("Max", "max"), ("Average", "avg")], tip("pooling"))
+        self.style_loss = _combo([("Gram (classic)", "gram"), ("Gaussian (palette and strokes)", "gaussian")],
+                                 tip("style_loss"))  # fmt: skip
         self.print_dpi = QSpinBox()
         self.print_dpi.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts
         self.print_dpi.setSingleStep(50)
@@ -216,6 +218,7 @@ class ControlsPanel(QWidget):
             (self.seed, "Seed"),
             (self.style_scale, "Style scale"),
             (self.pooling, "Pooling"),
+            (self.style_loss, "Style measure"),
             (self.tile, "Tiles"),
             (self.print_dpi, "Print resolution"),
         ):
@@ -228,7 +231,7 @@ class ControlsPanel(QWidget):
             spin.valueChanged.connect(self._changed)
         self.changed.connect(self._show_schedule)
         self.style_scale.valueChanged.connect(self._changed)
-        for box in (self.optimizer, self.init, self.pooling):
+        for box in (self.optimizer, self.init, self.pooling, self.style_loss):
             box.currentIndexChanged.connect(self._changed)
         self.preserve_colors.toggled.connect(self._changed)
         return group
@@ -349,6 +352,7 @@ class ControlsPanel(QWidget):
             preserve_colors=self.preserve_colors.isChecked(),
             style_scale=round(self.style_scale.value(), 2),
             pooling=self.pooling.currentData(),
+            style_loss=self.style_loss.currentData(),
             device=self.device.currentData(),
             precision=self.precision.currentData(),
             deterministic=self.deterministic.isChecked(),
@@ -381,6 +385,7 @@ class ControlsPanel(QWidget):
             self.preserve_colors.setChecked(settings.preserve_colors)
             self.style_scale.setValue(settings.style_scale)
             _select(self.pooling, settings.pooling)
+            _select(self.style_loss, settings.style_loss)
             if self.device.findData(settings.device) < 0:
                 self.device.addItem(settings.device, settings.device)
             _select(self.device, settings.device)

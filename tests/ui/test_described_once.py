@@ -70,3 +70,13 @@ def test_the_windows_fields_take_their_range_and_tooltip_from_the_description(qt
     about = described(VideoOptions)
     assert box.frame_iterations.maximum() == about["frame_iterations"].high
     assert box.temporal_weight.toolTip() == about["temporal_weight"].tooltip
+
+
+def test_the_windows_choice_boxes_offer_exactly_the_descriptions_choices(qtbot) -> None:
+    panel = ControlsPanel(settings_mod.DEFAULTS)
+    qtbot.addWidget(panel)
+    for name in ("optimizer", "init", "pooling", "style_loss"):
+        box = getattr(panel, name)
+        about = settings_mod.about(name)
+        assert tuple(box.itemData(i) for i in range(box.count())) == about.choices, name
+        assert box.toolTip() == about.tooltip, name

@@ -211,7 +211,7 @@ def job_key(
     the same path keys differently; regions key as fitted to the photo. A job
     without regions keys as it always did.
     """
-    digest = hashlib.sha256(json.dumps(settings_mod.to_dict(settings), sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps(_keyed(settings), sort_keys=True).encode())
     weights = weights_identity(settings.weights)
     if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
         digest.update(weights.encode())
@@ -222,11 +222,23 @@ def job_key(
     return digest.hexdigest()[:32]
 
 
+#: Settings added after job keys were first made: they key only when set away from their default, so that a job
+#: keyed before they were added keeps its key (and its checkpoint or kept frames are found again).
+_KEYED_WHEN_SET: Final = ("style_loss",)
+
+
+def _keyed(settings: Settings) -> dict[str, Any]:
+    """The settings as a key takes them (``_KEYED_WHEN_SET``)."""
+    described = settings_mod.to_dict(settings)
+    defaults = settings_mod.to_dict(settings_mod.DEFAULTS)
+    return {k: v for k, v in described.items() if k not in _KEYED_WHEN_SET or v != defaults[k]}
+
+
 def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
     """A video job's key: its settings and video options, weights, the clip file's and the styles' contents."""
     assert job.video is not None
     document = {
-        "settings": settings_mod.to_dict(job.settings),
+        "settings": _keyed(job.settings),
         "video": {k: getattr(job.video, k) for k in job.video.__dataclass_fields__},
         "weights": weights_identity(job.settings.weights),
         "clip": clip_digest,

@@ -30,12 +30,26 @@ from ..progress import Losses
 from ..settings import Settings
 from . import color
 from .capture import Captured, capture
+from .gaussian import GaussianLoss
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .loss_scale import LossScale
 from .regions import Regions
 from .statistics import Values
 from .temporal import TemporalTarget
-from .terms import PICTURE_TERMS, STYLE_LOSSES, ContentTerm, PictureTerm, StyleTerm
+from .terms import ContentTerm, GramLoss, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
+
+#: Each picture term's maker: (the photo at this scale, the settings, a video frame's temporal target) -> the
+#: term, or None where it does not apply. In this order in records.
+PICTURE_TERMS: tuple[Callable[[Tensor, Settings, TemporalTarget | None], PictureTerm | None], ...] = (
+    Smoothness.of,
+    Temporal.of,
+)
+
+#: The style losses by the names ``Settings.style_loss`` gives them (its choices: ``settings.STYLE_LOSSES``).
+STYLE_LOSSES: dict[str, type[StyleLoss]] = {
+    "gram": GramLoss,
+    "gaussian": GaussianLoss,
+}
 
 #: The style images' statistics, by style layer, one mapping per style image.
 StyleStatistics = list[dict[str, Values]]
@@ -184,7 +198,7 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
-        self.loss = STYLE_LOSSES["gram"]()
+        self.loss = STYLE_LOSSES[settings.style_loss]()
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
         self._map_gradient: Tensor | None = None

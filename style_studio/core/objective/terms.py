@@ -1,4 +1,4 @@
-"""The loss's terms as objects, of three kinds, and the lists that name them.
+"""The loss's terms as objects, of three kinds.
 
 - A **picture term** is a function of the optimised picture itself: the
   total variation, a video frame's temporal term. It is evaluated on the
@@ -13,14 +13,15 @@
 Every term's weight is divided by its value for an unrelated picture
 (``losses``), so a weight means the same at any size and with any network.
 A new picture term is a ``PictureTerm`` subclass and a line in
-``PICTURE_TERMS``; a new style loss is a ``StyleLoss`` subclass and a line
-in ``STYLE_LOSSES``.
+``objective.PICTURE_TERMS``; a new style loss is a ``StyleLoss`` subclass
+and a line in ``objective.STYLE_LOSSES``, with its name among the
+setting's choices (``settings.STYLE_LOSSES``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import torch
@@ -94,14 +95,6 @@ class Temporal(PictureTerm):
         return cls(temporal) if temporal is not None else None
 
 
-#: Each picture term's maker, (photo at this scale, settings, the temporal target) -> the term, or None where it
-#: does not apply. In this order in records.
-PICTURE_TERMS: tuple[Callable[[Tensor, Settings, TemporalTarget | None], PictureTerm | None], ...] = (
-    Smoothness.of,
-    Temporal.of,
-)
-
-
 class ContentTerm:
     """Activations at the content layers matched to the photo's, the layers averaged (``--content-weight``).
 
@@ -136,9 +129,14 @@ class StyleLoss(ABC):
 
     statistic: ClassVar[Statistic]
 
+    def prepare(self, target: Values) -> Values:
+        """The target as ``distance`` and ``magnitude`` take it, from the style's statistic (the blend of the
+        styles'): what does not change between iterations is computed here, once."""
+        return target
+
     @abstractmethod
     def distance(self, value: Values, target: Values) -> Tensor:
-        """A float32 scalar, 0 at the target."""
+        """A float32 scalar, 0 at the (prepared) target; ``value``: the picture's statistic."""
 
     @abstractmethod
     def magnitude(self, target: Values) -> Tensor:
@@ -156,10 +154,6 @@ class GramLoss(StyleLoss):
 
     def magnitude(self, target: Values) -> Tensor:
         return magnitude(target[0])
-
-
-#: The style losses by name.
-STYLE_LOSSES: dict[str, type[StyleLoss]] = {"gram": GramLoss}
 
 
 class StyleTerm:
@@ -196,7 +190,7 @@ class StyleTerm:
         blends = [_normalised(g.blend) if g.blend is not None else blend for g in self.groups]
         statistic = self.statistic
         self.targets: dict[str, list[Values]] = {
-            layer: [statistic.blend(b, [style[layer] for style in self.styles]) for b in blends]
+            layer: [self.loss.prepare(statistic.blend(b, [style[layer] for style in self.styles])) for b in blends]
             for layer in self.layers
         }
         weights = settings.style_layer_weights

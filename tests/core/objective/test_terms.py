@@ -9,17 +9,15 @@ from typing import ClassVar
 import pytest
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import Tensor
 
 from style_studio.core.objective import objective as objective_module
 from style_studio.core.objective.guided import ScaleRegions, StyleGroup
 from style_studio.core.objective.statistics import Statistic, Values
-from style_studio.core.objective.terms import STYLE_LOSSES, PictureTerm, StyleLoss
+from style_studio.core.objective.terms import PictureTerm, StyleLoss
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.engine import StyleTransfer
-from tests.conftest import SAMPLES
 from tests.core.objective.test_tiles import BLEND, FP32, SIZE, Objective, ScaleInputs, gradient_of, relative
 
 
@@ -82,13 +80,12 @@ def test_a_new_picture_term_reaches_the_total_and_every_record_without_other_edi
 
 
 @pytest.mark.parametrize("guided", [False, True], ids=["whole-picture", "two-regions"])
-def test_a_new_statistic_is_exact_when_tiled_and_goes_through_the_regions(tiny, monkeypatch, guided):
+def test_a_new_statistic_is_exact_when_tiled_and_goes_through_the_regions(tiny, pictures, monkeypatch, guided):
     # The tiled pass adds the statistic's sums over the tiles and sends each
     # tile back through ``Statistic.backward``; the guided tap weighs by the
     # masks. Neither knows which statistic it carries.
-    monkeypatch.setitem(STYLE_LOSSES, "gram", MeansLoss)
-    content = Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB")
-    styles = tuple(Image.open(SAMPLES / "style" / n).convert("RGB") for n in ("starry_night.jpg", "the_scream.jpg"))
+    monkeypatch.setitem(objective_module.STYLE_LOSSES, "gram", MeansLoss)
+    content, styles = pictures
     network = network_for(tiny, FP32)
     inputs = ScaleInputs.prepare(content, styles, SIZE, BLEND, FP32.device)
     if guided:

@@ -7,7 +7,6 @@ import itertools
 
 import pytest
 import torch
-from PIL import Image
 
 from style_studio.core.network.device import resolve
 from style_studio.core.objective.loss_scale import LossScale
@@ -15,7 +14,6 @@ from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.tiles import Reach, TiledObjective, split, tiles_for
 from style_studio.core.run.compute import network_for
 from style_studio.core.settings import Settings
-from tests.conftest import SAMPLES
 
 FP32 = resolve("cpu", "fp32")
 #: Odd sides, neither a multiple of the pools' 16 px grid.
@@ -29,15 +27,6 @@ BLEND = Settings(
     style_layers=(("relu1_1", 1.0), ("relu2_1", 0.5), ("relu3_1", 1.0), ("relu4_1", 1.0), ("relu5_1", 2.0)),
     style_blend=(0.7, 0.3),
 )
-
-
-@pytest.fixture(scope="module")
-def pictures():
-    content = Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB")
-    styles = tuple(
-        Image.open(SAMPLES / "style" / name).convert("RGB") for name in ("starry_night.jpg", "the_scream.jpg")
-    )
-    return content, styles
 
 
 def both(weights, pictures, settings, tile=128):

@@ -213,7 +213,9 @@ def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style
     weights.write_bytes(b"second, a different file")
     assert job_key(settings, content_image, [style_image]) != first
     # The built-in choices key as they always did (settings and pixels): outputs made before still count as done.
-    before = hashlib.sha256(json.dumps(settings_mod.to_dict(SETTINGS), sort_keys=True).encode())
+    described = settings_mod.to_dict(SETTINGS)
+    del described["style_loss"]  # a setting added since, at its default: keys as before it was added
+    before = hashlib.sha256(json.dumps(described, sort_keys=True).encode())
     for picture in (content_image, style_image):
         before.update(image_hash(picture).encode())
     assert job_key(SETTINGS, content_image, [style_image]) == before.hexdigest()[:32]

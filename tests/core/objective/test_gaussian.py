@@ -1,0 +1,156 @@
+"""The Gaussian (Wasserstein-2) style loss: its square root against SciPy's, its gradient, and runs that use it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from style_studio.core.objective import objective as objective_module
+from style_studio.core.objective.gaussian import GaussianLoss, Moments, sqrtm, trace_sqrt
+from style_studio.core.objective.statistics import statistic_tap
+from style_studio.core.objective.tiles import TiledObjective
+from style_studio.core.run.compute import network_for
+from style_studio.core.run.engine import StyleTransfer
+from tests.core.objective.test_tiles import BLEND, FP32, SIZE, Objective, ScaleInputs, gradient_of, relative
+
+GAUSSIAN = dataclasses.replace(BLEND, style_loss="gaussian")
+
+
+def covariance_like(channels: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    samples = torch.randn(4 * channels, channels, generator=generator) * torch.rand(channels, generator=generator)
+    return samples.t() @ samples / samples.shape[0] + 1e-4 * torch.eye(channels)
+
+
+@pytest.mark.parametrize("channels", [3, 64, 256])
+def test_the_square_root_is_scipys(channels):
+    matrix = covariance_like(channels, channels)
+    ours = sqrtm(matrix).double().numpy()
+    theirs = np.real(scipy.linalg.sqrtm(matrix.double().numpy()))
+    assert np.linalg.norm(ours - theirs) / np.linalg.norm(theirs) < 1e-4
+    np.testing.assert_allclose(ours @ ours, matrix.double().numpy(), rtol=0, atol=1e-4 * float(matrix.abs().max()))
+
+
+def test_the_trace_of_the_square_roots_gradient_is_autograds_own():
+    # gradcheck in float64 through the custom backward, d tr(M^½) = ½ tr(M^-½ dM),
+    # on symmetric inputs (the function reads only the symmetric part).
+    base = covariance_like(5, 1).double()
+
+    def of(perturbation: torch.Tensor) -> torch.Tensor:
+        symmetric = (perturbation + perturbation.t()) / 2
+        from style_studio.core.objective.gaussian import _TraceSqrt
+
+        return _TraceSqrt.apply(base + symmetric, 1e-30)
+
+    def trace_sqrt_64(matrix: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.eigvalsh(matrix).sqrt().sum()
+
+    small = (1e-3 * torch.randn(5, 5, dtype=torch.float64)).requires_grad_(True)
+    assert torch.autograd.gradcheck(of, (small,), eps=1e-6, atol=1e-6)
+    assert float(of(torch.zeros(5, 5, dtype=torch.float64))) == pytest.approx(float(trace_sqrt_64(base)), rel=1e-12)
+
+
+def test_the_distance_is_zero_at_the_target_and_grows_with_the_mean_and_the_covariance():
+    loss = GaussianLoss()
+    torch.manual_seed(0)
+    features = torch.rand(1, 8, 12, 10)
+    _, values = statistic_tap(features, Moments())
+    target = loss.prepare(values)
+    assert float(loss.distance(values, target)) == pytest.approx(0, abs=1e-4)
+    _, brighter = statistic_tap(features + 0.5, Moments())
+    _, bolder = statistic_tap((features - 0.5) * 2 + 0.5, Moments())  # the same mean, four times the covariance
+    assert float(loss.distance(brighter, target)) == pytest.approx(0.25, rel=1e-3)
+    assert float(loss.distance(bolder, target)) > 0.01
+    assert float(trace_sqrt(torch.eye(4) * 9)) == pytest.approx(12)
+
+
+def test_the_moments_taps_gradient_is_autograds_of_the_definition():
+    torch.manual_seed(0)
+    x = torch.randn(1, 6, 5, 4).contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    passed_on, (mean, moment) = statistic_tap(x, Moments())
+    weights = torch.randn(1, 6), torch.randn(1, 6, 6), torch.randn(1, 6, 5, 4)
+    ((mean * weights[0]).sum() + (moment * weights[1]).sum() + (passed_on * weights[2]).sum()).backward()
+    ours = x.grad.clone()
+    x.grad = None
+    flat = x.flatten(2)  # (1, C, N)
+    expected = (flat.mean(2) * weights[0]).sum() + (flat @ flat.mT / 20 * weights[1]).sum() + (x * weights[2]).sum()
+    expected.backward()
+    torch.testing.assert_close(ours, x.grad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("deepest", "bound"),
+    [
+        ("relu3_1", 5e-4),
+        # Deeper, this picture has fewer positions than channels (relu5_1: 19×15 for 512): the covariance has
+        # directions of size EPS only, where the square root's gradient amplifies float32's rounding of the
+        # sums, whose order differs between the tiles and the whole.
+        ("relu5_1", 3e-2),
+    ],
+)
+def test_the_gaussian_loss_is_exact_when_tiled(untrained, pictures, deepest, bound):
+    content, styles = pictures
+    network = network_for(untrained, FP32)
+    layers = BLEND.style_layers[: [name for name, _ in BLEND.style_layers].index(deepest) + 1]
+    settings = dataclasses.replace(GAUSSIAN, style_layers=layers)
+    inputs = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device)
+    with (
+        Objective(network, inputs, settings, FP32) as untiled,
+        TiledObjective(network, inputs, settings, FP32, 128) as tiled,
+    ):
+        assert isinstance(untiled.loss, GaussianLoss)
+        torch.manual_seed(0)
+        image = (inputs.content + 0.2 * torch.randn_like(inputs.content)).clamp(0, 1)
+        terms, gradient, _ = gradient_of(untiled, image)
+        tiled_terms, tiled_gradient, _ = gradient_of(tiled, image)
+    assert relative(tiled_gradient, gradient) < bound
+    for layer, value in terms.style.items():
+        assert float(tiled_terms.style[layer]) == pytest.approx(float(value.detach()), rel=1e-3), layer
+
+
+def test_a_run_with_the_gaussian_loss_lowers_it_in_bf16_as_in_fp32(tiny, content_image, style_image):
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        settings = dataclasses.replace(GAUSSIAN, size=48, iterations=12, style_blend=(), precision=precision)
+        records = list(StyleTransfer(content_image, [style_image], settings, tiny).run())
+        assert all(np.isfinite(r.total_loss) for r in records), precision
+        losses[precision] = (records[0].total_loss, records[-1].total_loss)
+        assert records[-1].total_loss < 0.8 * records[0].total_loss, precision
+    assert losses["bf16"][1] == pytest.approx(losses["fp32"][1], rel=0.2)
+
+
+def test_every_style_loss_named_by_the_setting_is_listed():
+    from style_studio.core.settings import STYLE_LOSSES
+
+    assert tuple(objective_module.STYLE_LOSSES) == STYLE_LOSSES
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_the_distances_gradient_holds_for_features_of_low_rank_and_any_scale(scale):
+    # Trained deep layers have fewer positions than channels and features in the hundreds: computed in float32,
+    # the distance's gradient was orders of magnitude off (and runs stalled). Finite differences in float64.
+    generator = torch.Generator().manual_seed(0)
+    channels, positions = 48, 20  # rank 20 of 48
+
+    def features() -> torch.Tensor:
+        basis = torch.randn(positions, 6, generator=generator, dtype=torch.float64)
+        return torch.relu(basis @ torch.randn(6, channels, generator=generator, dtype=torch.float64)) * scale
+
+    def statistics(flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return flat.mean(0, keepdim=True), (flat.t() @ flat / positions).unsqueeze(0)
+
+    loss = GaussianLoss()
+    target = loss.prepare(statistics(features()))
+    flat = features().requires_grad_(True)
+    loss.distance(statistics(flat), target).backward()
+    direction = torch.randn(flat.shape, generator=generator, dtype=torch.float64)
+    step = 1e-4 * scale
+    with torch.no_grad():
+        ahead = float(loss.distance(statistics(flat + step * direction), target))
+        behind = float(loss.distance(statistics(flat - step * direction), target))
+    assert float((flat.grad * direction).sum()) == pytest.approx((ahead - behind) / (2 * step), rel=1e-2)
