@@ -1,9 +1,11 @@
-"""The settings panel: one widget per setting, Settings in and out."""
+"""The settings panel: one widget per setting, each bound both ways to its field of the window's ``SettingsState``."""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -25,6 +27,7 @@ from superqt import QCollapsible
 
 from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
+from .state import SettingsState
 from .widgets import LayerSlider, LogSlider, bounded
 
 CHOOSE_FILE = "choose-file"
@@ -64,28 +67,33 @@ def _select(box: QComboBox, data: str) -> None:
 
 
 class ControlsPanel(QWidget):
-    """Edits a Settings value. ``style_blend`` belongs to the style list, not here.
+    """Shows and edits the settings in ``state`` (``style_blend`` belongs to the style list, not here).
+
+    Each widget writes its one setting into the state when the user moves it,
+    and shows the state's value when the state changes (``_bindings``).
 
     Signals:
-        changed(): any setting changed.
-        liveChanged(str): a loss weight changed (a running optimisation takes it): the setting's name.
         chooseWeightsFile(): the user picked "Choose file…" for the weights.
         resetRequested(), savePresetRequested(), loadPresetRequested(): its buttons.
         showAllLayersToggled(bool): "All layers" was opened or closed.
     """
 
-    changed = Signal()
-    liveChanged = Signal(str)
     chooseWeightsFile = Signal()
     resetRequested = Signal()
     savePresetRequested = Signal()
     loadPresetRequested = Signal()
     showAllLayersToggled = Signal(bool)
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None, *, show_all_layers: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        *,
+        show_all_layers: bool = False,
+        state: SettingsState | None = None,
+    ) -> None:
         super().__init__(parent)
-        self._base = settings
-        self._content_layers = settings.content_layers
+        self.state = state if state is not None else SettingsState(settings)
         self._loading = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -106,7 +114,10 @@ class ControlsPanel(QWidget):
         self.more_layers.toggled.connect(lambda: self.showAllLayersToggled.emit(self.more_layers.isExpanded()))
         layout.addLayout(buttons)
         layout.addStretch(1)
-        self.set_settings(settings)
+        self._bindings = self._bind()
+        self.state.setting_changed.connect(self._show_field)
+        self.state.load(settings)
+        self._show_all(self.state.settings)
 
     # -- building ----------------------------------------------------------
 
@@ -126,7 +137,6 @@ class ControlsPanel(QWidget):
         box.addWidget(self.more_layers)
         form = QFormLayout()
         self.content_layer = _combo([(n, n) for n in LAYER_NAMES], tip("content_layers"))
-        self.content_layer.currentIndexChanged.connect(self._content_layer_changed)
         form.addRow("Content layer", self.content_layer)
         box.addLayout(form)
         return group
@@ -134,7 +144,6 @@ class ControlsPanel(QWidget):
     def _layer_slider(self, name: str) -> LayerSlider:
         slider = LayerSlider(name, 0.0)
         slider.setToolTip(tip("style_layers"))
-        slider.valueChanged.connect(lambda *_: self._live("style_layers"))
         self.layer_sliders[name] = slider
         return slider
 
@@ -150,7 +159,6 @@ class ControlsPanel(QWidget):
             ("tv_weight", self.tv_weight, "Smoothing"),
         ):
             widget.setToolTip(tip(key))
-            widget.valueChanged.connect(lambda *_, key=key: self._live(key))
             form.addRow(label, widget)
         return group
 
@@ -227,13 +235,6 @@ class ControlsPanel(QWidget):
         form.insertRow(5, "", self.needs)
         self.preserve_colors.setToolTip(tip("preserve_colors"))
         form.addRow(self.preserve_colors)
-        for spin in (self.output_size, self.iterations, self.scales, self.finer_iterations, self.tile, self.seed):
-            spin.valueChanged.connect(self._changed)
-        self.changed.connect(self._show_schedule)
-        self.style_scale.valueChanged.connect(self._changed)
-        for box in (self.optimizer, self.init, self.pooling, self.style_loss):
-            box.currentIndexChanged.connect(self._changed)
-        self.preserve_colors.toggled.connect(self._changed)
         return group
 
     def _size_presets(self) -> QToolButton:
@@ -287,7 +288,6 @@ class ControlsPanel(QWidget):
         )
         self.weights.setMinimumContentsLength(18)
         self.weights.activated.connect(self._weights_activated)
-        self.weights.currentIndexChanged.connect(self._changed)
         weights_row.addWidget(self.weights, 1)
         self.weights_browse = QToolButton()
         self.weights_browse.setText("…")
@@ -300,9 +300,6 @@ class ControlsPanel(QWidget):
         form.addRow("Precision", self.precision)
         form.addRow(self.deterministic)
         form.addRow("Weights", weights_row)
-        self.device.currentIndexChanged.connect(self._changed)
-        self.precision.currentIndexChanged.connect(self._changed)
-        self.deterministic.toggled.connect(self._changed)
         return group
 
     # -- weights choice ---------------------------------------------------------
@@ -325,76 +322,108 @@ class ControlsPanel(QWidget):
 
     def _weights_activated(self, index: int) -> None:
         if self.weights.itemData(index) == CHOOSE_FILE:
-            _select(self.weights, self._base.weights if self.weights.findData(self._base.weights) >= 0 else IMAGENET)
+            current = self.state.settings.weights
+            _select(self.weights, current if self.weights.findData(current) >= 0 else IMAGENET)
             self.chooseWeightsFile.emit()
+
+    # -- bound to the state ----------------------------------------------------------
+
+    def _bind(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+        """Each setting's (read the widget, show a value in it), with the widget's change signals bound to it."""
+        spins = {"size": self.output_size, "iterations": self.iterations, "scales": self.scales}
+        combos = {"optimizer": self.optimizer, "init": self.init, "pooling": self.pooling,
+                  "style_loss": self.style_loss, "device": self.device, "precision": self.precision}  # fmt: skip
+        checks = {"preserve_colors": self.preserve_colors, "deterministic": self.deterministic}
+        sliders = {"content_weight": self.content_weight, "style_weight": self.style_weight,
+                   "tv_weight": self.tv_weight}  # fmt: skip
+        bindings: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
+            "style_layers": (self._style_layers, self._show_style_layers),
+            "content_layers": (lambda: (self.content_layer.currentData(),), self._show_content_layers),
+            "finer_iterations": (lambda: self.finer_iterations.value() / 100,
+                                 lambda v: self.finer_iterations.setValue(round(v * 100))),
+            "tile": (lambda: max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
+                     self.tile.setValue),
+            "seed": (self.seed.value, lambda v: self.seed.setValue(min(v, 2**31 - 1))),
+            "style_scale": (lambda: round(self.style_scale.value(), 2), self.style_scale.setValue),
+            "weights": (self._weights_choice, self.set_weights),
+            **{name: (spin.value, spin.setValue) for name, spin in spins.items()},
+            **{name: (box.currentData, functools.partial(self._select_choice, box)) for name, box in combos.items()},
+            **{name: (check.isChecked, check.setChecked) for name, check in checks.items()},
+            **{name: (slider.value, slider.setValue) for name, slider in sliders.items()},
+        }  # fmt: skip
+        signals: dict[str, list[Any]] = {
+            "style_layers": [s.valueChanged for s in self.layer_sliders.values()],
+            "content_layers": [self.content_layer.currentIndexChanged],
+            "finer_iterations": [self.finer_iterations.valueChanged],
+            "tile": [self.tile.valueChanged],
+            "seed": [self.seed.valueChanged],
+            "style_scale": [self.style_scale.valueChanged],
+            "weights": [self.weights.currentIndexChanged],
+            **{name: [spin.valueChanged] for name, spin in spins.items()},
+            **{name: [box.currentIndexChanged] for name, box in combos.items()},
+            **{name: [check.toggled] for name, check in checks.items()},
+            **{name: [slider.valueChanged] for name, slider in sliders.items()},
+        }
+        for name, changes in signals.items():
+            for signal in changes:
+                signal.connect(lambda *_, name=name: self._write(name))
+        return bindings
+
+    def _write(self, name: str) -> None:
+        """The user moved a widget: its one setting goes into the state."""
+        if not self._loading:
+            self.state.set(name, self._bindings[name][0]())
+
+    def _show_field(self, name: str, value: object) -> None:
+        """The state changed one setting: show it (unless the widget already says so: no echo while typing)."""
+        binding = self._bindings.get(name)
+        if binding is not None and binding[0]() != value:
+            self._loading = True
+            try:
+                binding[1](value)
+            finally:
+                self._loading = False
+        if name in ("size", "iterations", "scales", "finer_iterations"):
+            self._show_schedule()
+
+    def _show_all(self, settings: Settings) -> None:
+        for name in self._bindings:
+            self._show_field(name, getattr(settings, name))
+        self._show_schedule()
+
+    def _style_layers(self) -> tuple[tuple[str, float], ...]:
+        layers = [(name, s.value()) for name, s in self.layer_sliders.items() if s.value() > 0]
+        return tuple(sorted(layers, key=lambda kv: LAYER_NAMES.index(kv[0])))
+
+    def _show_style_layers(self, layers: tuple[tuple[str, float], ...]) -> None:
+        weights = dict(layers)
+        for name, slider in self.layer_sliders.items():
+            slider.setValue(weights.get(name, 0.0))
+        if any(weights.get(n, 0) > 0 for n in LAYER_NAMES if n not in PRIMARY_STYLE_LAYERS):
+            self.more_layers.expand(animate=False)
+
+    def _show_content_layers(self, layers: tuple[str, ...]) -> None:
+        if layers:
+            _select(self.content_layer, layers[0])
+
+    def _weights_choice(self) -> str:
+        choice = self.weights.currentData()
+        return str(choice) if choice != CHOOSE_FILE else self.state.settings.weights
+
+    def _select_choice(self, box: QComboBox, value: str) -> None:
+        if box is self.device and box.findData(value) < 0:
+            box.addItem(value, value)
+        _select(box, value)
 
     # -- Settings in and out -------------------------------------------------------
 
     def settings(self) -> Settings:
-        layers = tuple((name, s.value()) for name, s in self.layer_sliders.items() if s.value() > 0)
-        ordered = tuple(sorted(layers, key=lambda kv: LAYER_NAMES.index(kv[0])))
-        weights = self.weights.currentData()
-        return dataclasses.replace(
-            self._base,
-            content_layers=self._content_layers,
-            style_layers=ordered,
-            content_weight=self.content_weight.value(),
-            style_weight=self.style_weight.value(),
-            tv_weight=self.tv_weight.value(),
-            size=self.output_size.value(),
-            iterations=self.iterations.value(),
-            scales=self.scales.value(),
-            finer_iterations=self.finer_iterations.value() / 100,
-            tile=max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
-            optimizer=self.optimizer.currentData(),
-            init=self.init.currentData(),
-            seed=self.seed.value(),
-            preserve_colors=self.preserve_colors.isChecked(),
-            style_scale=round(self.style_scale.value(), 2),
-            pooling=self.pooling.currentData(),
-            style_loss=self.style_loss.currentData(),
-            device=self.device.currentData(),
-            precision=self.precision.currentData(),
-            deterministic=self.deterministic.isChecked(),
-            weights=weights if weights != CHOOSE_FILE else self._base.weights,
-        )
+        """The settings shown: the state's."""
+        return self.state.settings
 
     def set_settings(self, settings: Settings) -> None:
-        self._loading = True
-        try:
-            self._base = settings
-            self._content_layers = settings.content_layers
-            weights = settings.style_layer_weights
-            for name, slider in self.layer_sliders.items():
-                slider.setValue(weights.get(name, 0.0))
-            if any(weights.get(n, 0) > 0 for n in LAYER_NAMES if n not in PRIMARY_STYLE_LAYERS):
-                self.more_layers.expand(animate=False)
-            if settings.content_layers:
-                _select(self.content_layer, settings.content_layers[0])
-            self.content_weight.setValue(settings.content_weight)
-            self.style_weight.setValue(settings.style_weight)
-            self.tv_weight.setValue(settings.tv_weight)
-            self.output_size.setValue(settings.size)
-            self.iterations.setValue(settings.iterations)
-            self.scales.setValue(settings.scales)
-            self.finer_iterations.setValue(round(settings.finer_iterations * 100))
-            self.tile.setValue(settings.tile)
-            _select(self.optimizer, settings.optimizer)
-            _select(self.init, settings.init)
-            self.seed.setValue(min(settings.seed, 2**31 - 1))
-            self.preserve_colors.setChecked(settings.preserve_colors)
-            self.style_scale.setValue(settings.style_scale)
-            _select(self.pooling, settings.pooling)
-            _select(self.style_loss, settings.style_loss)
-            if self.device.findData(settings.device) < 0:
-                self.device.addItem(settings.device, settings.device)
-            _select(self.device, settings.device)
-            _select(self.precision, settings.precision)
-            self.deterministic.setChecked(settings.deterministic)
-            self.set_weights(settings.weights)
-        finally:
-            self._loading = False
-        self.changed.emit()
+        """Show a whole settings document (the state takes it; each widget shows its field)."""
+        self.state.load(settings)
 
     def _show_schedule(self) -> None:
         schedule = self.settings().schedule()
@@ -402,29 +431,3 @@ class ControlsPanel(QWidget):
         iterations = " + ".join(str(n) for _, n in schedule)
         noun = "iteration" if schedule == [(schedule[0][0], 1)] else "iterations"
         self.schedule.setText(f"{sides} px · {iterations} {noun}")
-
-    def _content_layer_changed(self, _: int) -> None:
-        if not self._loading:
-            self._content_layers = (self.content_layer.currentData(),)
-            self._changed()
-
-    def _changed(self, *_: object) -> None:
-        if not self._loading:
-            self.changed.emit()
-
-    def _live(self, name: str) -> None:
-        if not self._loading:
-            self.liveChanged.emit(name)
-            self.changed.emit()
-
-    def live_value(self, name: str) -> object:
-        """The value of a live setting (``settings.LIVE_FIELDS`` but the blend) as the controls show it."""
-        if name == "style_layers":
-            layers = [(layer, s.value()) for layer, s in self.layer_sliders.items() if s.value() > 0]
-            return tuple(sorted(layers, key=lambda kv: LAYER_NAMES.index(kv[0])))
-        sliders = {
-            "content_weight": self.content_weight,
-            "style_weight": self.style_weight,
-            "tv_weight": self.tv_weight,
-        }
-        return sliders[name].value()

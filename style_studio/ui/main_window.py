@@ -57,6 +57,7 @@ from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
 from .runner import USER, RunController, WeightsCache
+from .state import SettingsState, shapes_the_plan
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
 from .user_runs import UserRuns
@@ -147,7 +148,10 @@ class MainWindow(QMainWindow):
         middle_layout.addWidget(self.view, 1)
         middle_layout.addWidget(self.run_bar)
 
-        self.controls = ControlsPanel(self.store.load_settings(), show_all_layers=self.store.show_all_layers())
+        # The blend is the style rows' (equal until they are restored and moved), as the state's first value.
+        stored = dataclasses.replace(self.store.load_settings(), style_blend=())
+        self.settings_state = SettingsState(stored)
+        self.controls = ControlsPanel(stored, show_all_layers=self.store.show_all_layers(), state=self.settings_state)
         weights_file = self.store.weights_file()
         if weights_file is not None:
             current = self.controls.settings().weights
@@ -230,13 +234,14 @@ class MainWindow(QMainWindow):
         self.inputs.contentChanged.connect(self._content_changed)
         self.inputs.contentChanged.connect(self.video.show_result)
         self.inputs.stylesChanged.connect(self._inputs_changed)
-        self.inputs.blendChanged.connect(lambda: self._live_changed("style_blend"))
+        self.inputs.stylesChanged.connect(self._blend_changed)
+        self.inputs.blendChanged.connect(self._blend_changed)
         self.inputs.error.connect(self.show_error)
         self.run_bar.startRequested.connect(self.runs.start)
         self.run_bar.stopRequested.connect(self.runs.stop)
         self.run_bar.stopRequested.connect(self.video.stop)
-        self.controls.changed.connect(self._settings_changed)
-        self.controls.liveChanged.connect(self._live_changed)
+        self.settings_state.setting_changed.connect(self._setting_changed)
+        self.controller.follow(self.settings_state, USER, self.show_error)
         self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)
         self.controls.resetRequested.connect(self.reset_settings)
         self.controls.savePresetRequested.connect(self.files.save_preset_dialog)
@@ -315,7 +320,7 @@ class MainWindow(QMainWindow):
     # -- settings ----------------------------------------------------------------------
 
     def current_settings(self) -> Settings:
-        return dataclasses.replace(self.controls.settings(), style_blend=self.inputs.blend())
+        return self.settings_state.settings
 
     def apply_settings(self, settings: Settings, message: str = "") -> None:
         """Show ``settings`` in the controls (validated first: nothing half-applied)."""
@@ -329,25 +334,21 @@ class MainWindow(QMainWindow):
         if message:
             self.show_info(message)
 
-    def _settings_changed(self) -> None:
-        self._update_weights_label()
-        self.runs.update_needs()
-        self._save_timer.start()
+    def _blend_changed(self) -> None:
+        self.settings_state.set("style_blend", self.inputs.blend())
 
-    def _live_changed(self, name: str) -> None:
-        """One loss weight moved: the user's run under way takes that one value (a queued job keeps its own)."""
-        if self.controller.running and self.controller.owner == USER:
-            value = self.inputs.blend() if name == "style_blend" else self.controls.live_value(name)
-            try:
-                self.controller.change({name: value})
-            except SettingsError as exc:
-                self.show_error(str(exc))
+    def _setting_changed(self, name: str, value: object) -> None:
+        """One setting changed (the run under way takes a live one: ``RunController.follow``)."""
+        if name == "weights":
+            self._update_weights_label()
+        if shapes_the_plan(name):
+            self.runs.update_needs()
         self._save_timer.start()
 
     def reset_settings(self) -> None:
         """Defaults for everything that shapes the picture; the weights choice stays."""
-        weights = self.controls.settings().weights
-        self.controls.set_settings(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
+        weights = self.settings_state.settings.weights
+        self.settings_state.load(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
         self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
 

@@ -44,8 +44,9 @@ class RegionsWiring:
         a.style_map.toggled.connect(lambda _: self.style_map_changed())
         a.show_regions.toggled.connect(lambda _: self.show_regions())
         panel.map_layer.activated.connect(lambda _: self.style_map_changed())
-        self.window.controls.changed.connect(self.show_map_layers)
-        self.window.controls.liveChanged.connect(lambda _: self.show_map_layers())
+        self.window.settings_state.setting_changed.connect(
+            lambda name, _: self.show_map_layers() if name == "style_layers" else None
+        )
         self.show_map_layers()
 
     def show_map_layers(self) -> None:

@@ -35,14 +35,17 @@ from ..core import (
     Regions,
     RunPlan,
     Settings,
+    SettingsError,
     StyleStudioError,
     job_key,
 )
+from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
     from ..core import Checkpoint, CheckpointStore, NetworkWeights, StyleTransfer
+    from .state import SettingsState
 
 log = logging.getLogger(__name__)
 
@@ -371,6 +374,19 @@ class RunController(QObject):
     def owner(self) -> str | None:
         """Whose the run under way is (``RunRequest.owner``); None when none runs."""
         return self._session.job.owner if self._session is not None else None
+
+    def follow(self, state: SettingsState, owner: str, failed: Callable[[str], None]) -> None:
+        """Forward each live setting ``state`` changes to the run under way when it is ``owner``'s (a queued job
+        keeps its own settings); ``failed`` hears why a value was refused."""
+
+        def forward(name: str, value: object) -> None:
+            if name in settings_mod.LIVE_FIELDS and self.running and self.owner == owner:
+                try:
+                    self.change({name: value})
+                except SettingsError as exc:
+                    failed(str(exc))
+
+        state.setting_changed.connect(forward)
 
     def change(self, fields: Mapping[str, object]) -> None:
         """Live settings changed (only those): the run under way takes them at its next iteration."""

@@ -33,6 +33,7 @@ from .terms import StyleLoss
 #: finite where the features have fewer dimensions than channels (CK adds 1e-4 whatever the features' scale).
 EPS = 1e-4
 
+
 class Moments(Statistic):
     """(E[f], E[f·fᵀ]): the features' mean (C,) and second raw moment (C, C), in float32.
 

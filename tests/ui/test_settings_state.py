@@ -1,0 +1,63 @@
+"""The window's settings stand on a Qt-free state: a widget writes one field, listeners hear that field only."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+from style_studio.core import settings as settings_mod
+from style_studio.ui.controls import ControlsPanel
+from style_studio.ui.state import SettingsState
+
+
+def heard(state: SettingsState) -> list[tuple[str, object]]:
+    events: list[tuple[str, object]] = []
+    state.setting_changed.connect(lambda name, value: events.append((name, value)))
+    return events
+
+
+def test_the_state_emits_the_one_field_that_changed_and_nothing_for_the_same_value():
+    state = SettingsState()
+    events = heard(state)
+    state.set("style_weight", 5.0)
+    state.set("style_weight", 5.0)
+    assert events == [("style_weight", 5.0)]
+    assert state.settings.style_weight == 5.0
+    state.load(dataclasses.replace(settings_mod.DEFAULTS, size=640, seed=3))
+    assert events[1:] == [("size", 640), ("style_weight", 3.0), ("seed", 3)]
+
+
+def test_the_state_imports_no_qt():
+    code = "import sys, style_studio.ui.state; print(any(m.startswith('PySide6') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_a_slider_writes_its_one_setting_and_a_loaded_document_shows_in_every_widget(qtbot):
+    state = SettingsState()
+    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    qtbot.addWidget(panel)
+    events = heard(state)
+    panel.style_weight.spin.setValue(50)
+    panel.layer_sliders["relu2_1"].slider.setValue(0)
+    assert [name for name, _ in events] == ["style_weight", "style_layers"]
+    assert state.settings.style_weight == 50 and "relu2_1" not in dict(state.settings.style_layers)
+    loaded = dataclasses.replace(settings_mod.DEFAULTS, size=700, optimizer="adam", style_loss="gaussian")
+    state.load(loaded)
+    assert (panel.output_size.value(), panel.optimizer.currentData(), panel.style_loss.currentData()) == (
+        700,
+        "adam",
+        "gaussian",
+    )
+    assert panel.settings() == loaded
+
+
+def test_only_a_setting_that_shapes_the_plan_makes_the_window_plan_again(qtbot, window, monkeypatch):
+    planned = []
+    monkeypatch.setattr(window.runs, "update_needs", lambda: planned.append(True))
+    window.controls.style_weight.spin.setValue(40)
+    window.controls.tv_weight.spin.setValue(0.5)
+    assert planned == []
+    window.controls.output_size.setValue(window.controls.output_size.value() + 64)
+    assert planned == [True]
+    assert window.current_settings().style_weight == 40
