@@ -43,6 +43,7 @@ from ..core import settings as settings_mod
 from .actions import WindowActions
 from .controls import ControlsPanel
 from .documents import Documents
+from .feedback import Feedback
 from .file_commands import FileCommands
 from .history import HistoryEntry, HistoryStrip
 from .image_view import ImageView
@@ -103,15 +104,28 @@ class MainWindow(QMainWindow):
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
         self._build_ui()
+        self.feedback = Feedback(self.show_info, self.show_error, self._status)
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
         self.painting = RegionsWiring(self)
-        self.intake = QueueIntake(self)
-        self.unfinished = UnfinishedRuns(self)
+        self.intake = QueueIntake(
+            state=self.settings_state, inputs=self.inputs, regions=self.regions, queue=self.queue, store=self.store,
+            show_queue=self._show_queue, feedback=self.feedback, parent=self,
+        )  # fmt: skip
+        self.unfinished = UnfinishedRuns(
+            checkpoints=self.checkpoints, queue=self.queue.queue, inputs=self.inputs, state=self.settings_state,
+            regions=self.regions, controller=self.controller, start=lambda checkpoint: self.start(resume=checkpoint),
+            banner=self.banner, feedback=self.feedback,
+        )  # fmt: skip
         self.runs = UserRuns(self)
         self.files = FileCommands(self)
-        self.video = VideoRuns(self)
+        self.video = VideoRuns(
+            inputs=self.inputs, state=self.settings_state, ensure_weights=self.runs.ensure_weights,
+            controller=self.controller, queue=self.queue, view=self.view, loss_plot=self.loss_plot,
+            run_bar=self.run_bar, feedback=self.feedback, action=self.commands.render_video,
+            changed=self._update_state, parent=self,
+        )  # fmt: skip
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, state = self.store.geometry()
@@ -427,6 +441,16 @@ class MainWindow(QMainWindow):
         return self.intake.apply_to_folder(folder, output_folder)
 
     # -- state and messages --------------------------------------------------------------------
+
+    def _status(self, text: str, ms: int) -> None:
+        if text:
+            self.statusBar().showMessage(text, ms)
+        else:
+            self.statusBar().clearMessage()
+
+    def _show_queue(self) -> None:
+        self.queue_dock.show()
+        self.queue_dock.raise_()
 
     def show_error(self, text: str) -> None:
         self.banner.show_message(text, "error")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import BUSY as QUEUE_BUSY
 from ..core import SettingsError, item_for
@@ -14,32 +15,56 @@ from .qt_images import InputImage
 from .queue_panel import images_in
 
 if TYPE_CHECKING:
-    from .main_window import MainWindow
+    from .feedback import Feedback
+    from .inputs_panel import InputsPanel
+    from .queue_panel import QueueController
+    from .regions_panel import RegionEditor
+    from .state import SettingsState
+    from .store import Store
 
 
 class QueueIntake:
-    """What the window puts in the render queue: the current photo, styles, settings and regions, or a folder."""
+    """What the window puts in the render queue: the current photo, styles, settings and regions, or a folder.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        state, inputs, regions: what a queued job is made of.
+        queue: the queue's controller; ``show_queue`` brings its panel forward.
+        store: where the queue's folder is remembered.
+        feedback: tells the user why nothing was queued; ``parent``: the dialogs' parent.
+    """
+
+    def __init__(
+        self,
+        *,
+        state: SettingsState,
+        inputs: InputsPanel,
+        regions: RegionEditor,
+        queue: QueueController,
+        store: Store,
+        show_queue: Callable[[], None],
+        feedback: Feedback,
+        parent: QWidget,
+    ) -> None:
+        self.state, self.inputs, self.regions, self.queue, self.store = state, inputs, regions, queue, store
+        self.show_queue, self.feedback, self.parent = show_queue, feedback, parent
 
     def output_folder(self) -> Path:
-        return self.window.store.queue_folder() or (pictures_folder() / "Style Studio")
+        return self.store.queue_folder() or (pictures_folder() / "Style Studio")
 
     def queued_inputs(self) -> tuple[Path, list[Path]] | None:
         """The current photo and styles as files (a pasted one is saved into the queue's folder first)."""
-        if not self.window.queue.queue.owned:
-            self.window.show_error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
+        if not self.queue.queue.owned:
+            self.feedback.error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
             return None
-        content = self.window.inputs.content
-        if content is None or not self.window.inputs.style_rows:
-            self.window.show_error("Add a content image and at least one style image first.")
+        content = self.inputs.content
+        if content is None or not self.inputs.style_rows:
+            self.feedback.error("Add a content image and at least one style image first.")
             return None
         try:
             photo = self.as_file(content)
-            styles = [self.as_file(row.item) for row in self.window.inputs.style_rows]
+            styles = [self.as_file(row.item) for row in self.inputs.style_rows]
         except OSError as exc:
-            self.window.show_error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
+            self.feedback.error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
             return None
         return photo, styles
 
@@ -48,7 +73,7 @@ class QueueIntake:
             return item.path
         from ..core import image_hash
 
-        folder = self.window.queue.queue.folder / "inputs"
+        folder = self.queue.queue.folder / "inputs"
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{image_hash(item.image)[:16]}.png"
         if not path.exists():
@@ -61,29 +86,28 @@ class QueueIntake:
         if inputs is None:
             return False
         try:
-            settings = self.window.current_settings().validate()
+            settings = self.state.settings.validate()
         except SettingsError as exc:
-            self.window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return False
-        regions = self.window.regions.current()
+        regions = self.regions.current()
         folder = output_folder or self.output_folder()
         photo, styles = inputs
-        video = self.window.inputs.video_options.options()
-        item = item_for(photo, styles, settings, folder, self.window.queue.queue, regions=regions, video=video)
-        self.window.queue_dock.show()
-        self.window.queue_dock.raise_()
-        self.window.queue.add([item])
+        video = self.inputs.video_options.options()
+        item = item_for(photo, styles, settings, folder, self.queue.queue, regions=regions, video=video)
+        self.show_queue()
+        self.queue.add([item])
         return True
 
     def apply_to_folder_dialog(self) -> None:
-        source = QFileDialog.getExistingDirectory(self.window, "Pictures to stylise", self.window.inputs.open_dir())
+        source = QFileDialog.getExistingDirectory(self.parent, "Pictures to stylise", self.inputs.open_dir())
         if not source:
             return
         target = QFileDialog.getExistingDirectory(
-            self.window, "Where the stylised pictures go", str(self.output_folder())
+            self.parent, "Where the stylised pictures go", str(self.output_folder())
         )
         if target:
-            self.window.store.save_queue_folder(Path(target))
+            self.store.save_queue_folder(Path(target))
             self.apply_to_folder(Path(source), Path(target))
 
     def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
@@ -92,18 +116,17 @@ class QueueIntake:
         if inputs is None:
             return 0
         try:
-            settings = self.window.current_settings().validate()
+            settings = self.state.settings.validate()
             photos = images_in(folder)
         except (SettingsError, OSError) as exc:
-            self.window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return 0
         if not photos:
-            self.window.show_error(f"{folder} has no pictures to stylise.")
+            self.feedback.error(f"{folder} has no pictures to stylise.")
             return 0
         _, styles = inputs
         # The regions were painted on this photo: other photos get the styles everywhere.
-        items = [item_for(photo, styles, settings, output_folder, self.window.queue.queue) for photo in photos]
-        self.window.queue_dock.show()
-        self.window.queue_dock.raise_()
-        self.window.queue.add(items)
+        items = [item_for(photo, styles, settings, output_folder, self.queue.queue) for photo in photos]
+        self.show_queue()
+        self.queue.add(items)
         return len(items)

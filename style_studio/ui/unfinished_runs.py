@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core import Checkpoint, RegionError, StyleStudioError, is_queue_run
@@ -11,36 +11,61 @@ from .qt_images import InputImage
 from .run_bar import ago
 
 if TYPE_CHECKING:
-    from .main_window import MainWindow
+    from ..core import CheckpointStore, RenderQueue
+    from .feedback import Feedback
+    from .inputs_panel import InputsPanel
+    from .regions_panel import RegionEditor
+    from .runner import RunController
+    from .state import SettingsState
+    from .widgets import MessageBanner
 
 log = logging.getLogger(__name__)
 
 
 class UnfinishedRuns:
-    """Offers, at start, to go on with a run a crash, a kill or closing cut off; resumes or discards it."""
+    """Offers, at start, to go on with a run a crash, a kill or closing cut off; resumes or discards it.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        checkpoints: where runs keep their state; ``queue``: the render queue (its runs are its own to resume).
+        inputs, state, regions: what a resumed run's pictures, settings and regions go into.
+        controller: the runs; ``start``: starts the user's run from a checkpoint.
+        banner: where the offer is made; ``feedback`` tells the user the rest.
+    """
+
+    def __init__(
+        self,
+        *,
+        checkpoints: CheckpointStore,
+        queue: RenderQueue,
+        inputs: InputsPanel,
+        state: SettingsState,
+        regions: RegionEditor,
+        controller: RunController,
+        start: Callable[[Checkpoint], None],
+        banner: MessageBanner,
+        feedback: Feedback,
+    ) -> None:
+        self.checkpoints, self.queue, self.inputs, self.state = checkpoints, queue, inputs, state
+        self.regions, self.controller, self.start = regions, controller, start
+        self.banner, self.feedback = banner, feedback
 
     def offer(self) -> None:
         """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run)."""
         try:
             # The queue's own runs are the queue's to resume.
-            unfinished = [c for c in self.window.checkpoints.unfinished() if not is_queue_run(c.run_id)]
+            unfinished = [c for c in self.checkpoints.unfinished() if not is_queue_run(c.run_id)]
         except OSError as exc:
             log.warning("cannot list unfinished runs: %s", exc)
             unfinished = []
         # Files this version could not read were set aside or left alone: say where they are.
-        kept = "".join(
-            f" {n[0].upper()}{n[1:]}." for n in [*self.window.queue.queue.notices, *self.window.checkpoints.notices]
-        )
+        kept = "".join(f" {n[0].upper()}{n[1:]}." for n in [*self.queue.notices, *self.checkpoints.notices])
         if not unfinished:
             if kept:
-                self.window.banner.show_message(kept.strip(), "info")
+                self.banner.show_message(kept.strip(), "info")
             return
         checkpoint = unfinished[0]
         more = f" ({len(unfinished) - 1} older ones too)" if len(unfinished) > 1 else ""
-        self.window.banner.show_message(
+        self.banner.show_message(
             f"An unfinished run can be resumed: {checkpoint.describe()}, {ago(checkpoint.saved_at)}{more}.{kept}",
             "info",
             [("Resume", lambda: self.resume(checkpoint)), ("Discard", lambda: self.discard(unfinished))],
@@ -48,32 +73,32 @@ class UnfinishedRuns:
 
     def resume(self, checkpoint: Checkpoint) -> None:
         """Load an unfinished run's pictures and settings and go on with it where it stood."""
-        if self.window.controller.running:
-            self.window.show_error("Stop the current run before resuming another.")
+        if self.controller.running:
+            self.feedback.error("Stop the current run before resuming another.")
             return
         try:
             content, styles = checkpoint.inputs()
         except StyleStudioError as exc:
-            self.window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return
         names = checkpoint.names
-        self.window.inputs.set_content(InputImage(content, names[0]))
-        for row in list(self.window.inputs.style_rows):
-            self.window.inputs.remove_style(row)
+        self.inputs.set_content(InputImage(content, names[0]))
+        for row in list(self.inputs.style_rows):
+            self.inputs.remove_style(row)
         for number, style in enumerate(styles, start=1):
             name = names[number] if number < len(names) else f"style {number}"
-            self.window.inputs.add_style(InputImage(style, name))
-        self.window.controls.set_settings(checkpoint.settings)
-        self.window.inputs.show_blend(checkpoint.settings.style_blend)
+            self.inputs.add_style(InputImage(style, name))
+        self.state.load(checkpoint.settings)
+        self.inputs.show_blend(checkpoint.settings.style_blend)
         try:
             painted = checkpoint.painted()
         except RegionError as exc:
-            self.window.show_error(f"The unfinished run's regions cannot be read: {exc}")
+            self.feedback.error(f"The unfinished run's regions cannot be read: {exc}")
             return
-        self.window.regions.replace(painted, "Regions of the unfinished run")
-        self.window.start(resume=checkpoint)
+        self.regions.replace(painted, "Regions of the unfinished run")
+        self.start(checkpoint)
 
     def discard(self, checkpoints: Sequence[Checkpoint]) -> None:
         for checkpoint in checkpoints:
-            self.window.checkpoints.discard(checkpoint.run_id)
-        self.window.statusBar().showMessage("Unfinished runs discarded", 4000)
+            self.checkpoints.discard(checkpoint.run_id)
+        self.feedback.status("Unfinished runs discarded", 4000)

@@ -10,10 +10,12 @@ slider shows that frame of the result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import (
     FrameRecord,
@@ -30,18 +32,51 @@ from .qt_images import InputImage, array_to_qimage
 from .run_bar import duration
 
 if TYPE_CHECKING:
-    from ..core import CancelToken
+    from ..core import CancelToken, Settings
     from .background import Report
-    from .main_window import MainWindow
+    from .feedback import Feedback
+    from .image_view import ImageView
+    from .inputs_panel import InputsPanel
+    from .loss_plot import LossPlot
+    from .queue_panel import QueueController
+    from .run_bar import RunBar
+    from .runner import RunController
+    from .state import SettingsState
 
 VIDEO_FILTER = "MP4 video (*.mp4);;QuickTime movie (*.mov);;WebM video (*.webm);;GIF animation (*.gif)"
 
 
 class VideoRuns:
-    """The window's video render: at most one at a time, next to (never during) a still run or the queue."""
+    """The window's video render: at most one at a time, next to (never during) a still run or the queue.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        inputs, state: the clip, its styles and the settings; ``ensure_weights``: the settings with weights at hand,
+            or None when the user gave up getting them.
+        controller, queue: the still runs and the queue (a video waits for both).
+        view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``action``: Render video.
+        changed: called when it starts or ends (what can be started changes); ``parent``: its dialogs' parent.
+    """
+
+    def __init__(
+        self,
+        *,
+        inputs: InputsPanel,
+        state: SettingsState,
+        ensure_weights: Callable[[Settings], Settings | None],
+        controller: RunController,
+        queue: QueueController,
+        view: ImageView,
+        loss_plot: LossPlot,
+        run_bar: RunBar,
+        feedback: Feedback,
+        action: QAction,
+        changed: Callable[[], None],
+        parent: QWidget,
+    ) -> None:
+        self.inputs, self.state, self.ensure_weights = inputs, state, ensure_weights
+        self.controller, self.queue = controller, queue
+        self.view, self.loss_plot, self.run_bar, self.feedback = view, loss_plot, run_bar, feedback
+        self.action, self.changed, self.parent = action, changed, parent
         self.task: BackgroundTask | None = None
         self.job: Job | None = None
         #: the last video written, and the clip it was made from
@@ -52,13 +87,12 @@ class VideoRuns:
         return self.task is not None
 
     def update(self) -> None:
-        content = self.window.inputs.content
-        action = self.window.commands.render_video
-        action.setEnabled(content is not None and content.clip is not None and not self.running)
+        content = self.inputs.content
+        self.action.setEnabled(content is not None and content.clip is not None and not self.running)
 
     def ask_output(self, clip: Path) -> Path | None:
         start = export_folder(clip) / f"{clip.stem}-styled.mp4"
-        chosen, _ = QFileDialog.getSaveFileName(self.window, "Render video", str(start), VIDEO_FILTER)
+        chosen, _ = QFileDialog.getSaveFileName(self.parent, "Render video", str(start), VIDEO_FILTER)
         if not chosen:
             return None
         path = Path(chosen)
@@ -66,38 +100,37 @@ class VideoRuns:
 
     def start(self, output: Path | None = None) -> None:
         """Render the content video to ``output`` (asked for when None) with the current settings and styles."""
-        window = self.window
-        content = window.inputs.content
+        content = self.inputs.content
         if content is None or content.clip is None or content.path is None:
-            window.show_error("Open a video as the content first (File ▸ Open content image… takes videos too).")
+            self.feedback.error("Open a video as the content first (File ▸ Open content image… takes videos too).")
             return
-        if self.running or window.controller.running or window.queue.busy:
-            window.show_error("Something is rendering: stop it (Esc) before rendering the video.")
+        if self.running or self.controller.running or self.queue.busy:
+            self.feedback.error("Something is rendering: stop it (Esc) before rendering the video.")
             return
-        styles = [row.item.path for row in window.inputs.style_rows]
+        styles = [row.item.path for row in self.inputs.style_rows]
         if not styles or any(path is None for path in styles):
-            window.show_error("A video's styles must be picture files: open them from files (not pasted).")
+            self.feedback.error("A video's styles must be picture files: open them from files (not pasted).")
             return
         try:
-            settings = window.current_settings().validate()
+            settings = self.state.settings.validate()
         except SettingsError as exc:
-            window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return
-        ready = window.runs.ensure_weights(settings)
+        ready = self.ensure_weights(settings)
         if ready is None:
             return
         output = output or self.ask_output(content.path)
         if output is None:
             return
         job = Job("video", content.path, tuple(p for p in styles if p is not None), ready, output,
-                  video=window.inputs.video_options.options())  # fmt: skip
+                  video=self.inputs.video_options.options())  # fmt: skip
         problems = job.output_problems()
         if problems:
-            window.show_error("; ".join(problems))
+            self.feedback.error("; ".join(problems))
             return
         self.job = job
 
-        cache = window.controller.weights
+        cache = self.controller.weights
 
         def work(report: Report, cancel: CancelToken) -> RenderedVideo:
             loaded = cache.get(job.settings.weights)  # the still runs' weights, loaded once
@@ -106,17 +139,17 @@ class VideoRuns:
         self.task = BackgroundTask(work, "style-studio-video", failure="the video render failed")
         self.task.progressed.connect(self._progressed)
         self.task.finished.connect(self._finished)
-        window.loss_plot.clear()
-        window.run_bar.begin()
-        window.show_info(f"Rendering {content.name} to {output.name}: Esc stops after keeping the finished frames")
+        self.loss_plot.clear()
+        self.run_bar.begin()
+        self.feedback.info(f"Rendering {content.name} to {output.name}: Esc stops after keeping the finished frames")
         self.task.start()
-        window._update_state()
+        self.changed()
 
     def stop(self) -> None:
         if self.task is not None:
             self.task.cancel()
-            self.window.run_bar.show_stopping()
-            self.window.statusBar().showMessage("Stopping the video: the finished frames are kept…")
+            self.run_bar.show_stopping()
+            self.feedback.status("Stopping the video: the finished frames are kept…", 0)
 
     def wait(self) -> None:
         """Closing the window: stop the render (its finished frames are kept) and wait for it."""
@@ -129,41 +162,41 @@ class VideoRuns:
             return
         progress = record.progress
         if progress.iteration == 1 and not progress.within_iteration:
-            self.window.loss_plot.clear()  # each frame's own curves
+            self.loss_plot.clear()  # each frame's own curves
         if not progress.within_iteration and not progress.done:
-            self.window.loss_plot.add(progress.iteration, progress.loss_curves())
-        self.window.run_bar.show_clip_progress(
+            self.loss_plot.add(progress.iteration, progress.loss_curves())
+        self.run_bar.show_clip_progress(
             record.frame, record.frames, progress.iteration, progress.iterations, record.clip_eta
         )
-        self.window.statusBar().showMessage(
+        self.feedback.status(
             f"Video: frame {record.frame} of {record.frames} · iteration {progress.iteration}/{progress.iterations}"
-            f" · {f'{duration(record.clip_eta)} left' if record.clip_eta is not None else 'estimating…'}"
+            f" · {f'{duration(record.clip_eta)} left' if record.clip_eta is not None else 'estimating…'}",
+            0,
         )
         if progress.preview is not None:
-            self.window.view.set_image(array_to_qimage(progress.preview))
+            self.view.set_image(array_to_qimage(progress.preview))
 
     def _finished(self, outcome: TaskOutcome) -> None:
         self.task = None
         job, self.job = self.job, None
-        window = self.window
-        window.statusBar().clearMessage()
-        window.run_bar.show_text(
+        self.feedback.status("", 0)
+        self.run_bar.show_text(
             "Video stopped — its frames are kept" if outcome.cancelled else
             "Video failed" if outcome.error is not None else "Video written"
         )  # fmt: skip
         if outcome.cancelled:
-            window.show_info("The video was stopped; its finished frames are kept: Render video again to go on.")
+            self.feedback.info("The video was stopped; its finished frames are kept: Render video again to go on.")
         elif outcome.error is not None:
-            window.show_error(outcome.error)
+            self.feedback.error(outcome.error)
         elif isinstance(outcome.value, RenderedVideo) and job is not None:
             rendered = outcome.value
             self.result = (rendered.output, job.content)
             notes = "".join(f"; {note}" for note in rendered.notes)
-            window.show_info(f"Wrote {rendered.output.name}: {rendered.frames} frames in {rendered.seconds:.0f} s"
+            self.feedback.info(f"Wrote {rendered.output.name}: {rendered.frames} frames in {rendered.seconds:.0f} s"
                              f"{notes}. Move the frame slider to see its frames.")  # fmt: skip
-            self.show_result(window.inputs.content)
+            self.show_result(self.inputs.content)
         self.update()
-        window._update_state()
+        self.changed()
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip."""
@@ -177,4 +210,4 @@ class VideoRuns:
             picture = next(iter(frames)).picture
         except (StyleStudioError, StopIteration):
             return
-        self.window.view.set_image(array_to_qimage(picture))
+        self.view.set_image(array_to_qimage(picture))
