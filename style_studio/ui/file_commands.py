@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QWidget
 
 from .. import __version__
 from ..core import Output, picture_metadata
@@ -13,22 +14,62 @@ from .history import HistoryEntry
 from .weights_dialog import WEIGHTS_FILTER
 
 if TYPE_CHECKING:
-    from .main_window import MainWindow
+    from ..core import Regions, Settings
+    from .controls import ControlsPanel
+    from .documents import Documents
+    from .feedback import Feedback
+    from .inputs_panel import InputsPanel
+    from .kept_history import KeptHistory
+    from .regions_panel import RegionEditor
+    from .state import SettingsState
+    from .store import Store
 
 
 class FileCommands:
-    """Export, presets and the weights file: the window's commands that read and write the user's files."""
+    """Export, presets and the weights file: the window's commands that read and write the user's files.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        shown: the result shown (what Export writes), or None.
+        inputs, state, regions, controls: the pictures, settings, regions and print resolution written with it.
+        documents: reads and writes the files; ``kept``: the results kept until exported.
+        apply_settings: shows a preset's settings (with a message); ``restore_regions``: its regions.
+        store: remembers the weights file; ``changed``: an export started or ended.
+        feedback, parent: tells the user; the dialogs' parent.
+    """
+
+    def __init__(
+        self,
+        *,
+        shown: Callable[[], HistoryEntry | None],
+        inputs: InputsPanel,
+        state: SettingsState,
+        regions: RegionEditor,
+        controls: ControlsPanel,
+        documents: Documents,
+        kept: KeptHistory,
+        apply_settings: Callable[[Settings, str], None],
+        restore_regions: Callable[[Regions | None, str], None],
+        store: Store,
+        changed: Callable[[], None],
+        feedback: Feedback,
+        parent: QWidget,
+    ) -> None:
+        self.shown, self.inputs, self.state, self.regions, self.controls = shown, inputs, state, regions, controls
+        self.documents, self.kept, self.apply_settings, self.restore_regions = (
+            documents,
+            kept,
+            apply_settings,
+            restore_regions,
+        )
+        self.store, self.changed, self.feedback, self.parent = store, changed, feedback, parent
         self._exporting: HistoryEntry | None = None  # the entry being exported: let go of once written
 
     def export_dialog(self, *_: object, entry: HistoryEntry | None = None) -> None:
-        if (entry or self.window.shown) is None:
-            self.window.show_error("Nothing to export yet: press Start to make a picture first.")
+        if (entry or self.shown()) is None:
+            self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return
-        content = self.window.inputs.content
-        chosen = self.window.documents.ask_export_path(content.path if content else None)
+        content = self.inputs.content
+        chosen = self.documents.ask_export_path(content.path if content else None)
         if chosen is not None:
             path, bit_depth = chosen
             self.export_to(path, entry=entry, bit_depth=bit_depth)
@@ -40,67 +81,64 @@ class FileCommands:
         photo's print resolution (DPI) is kept. ``documents.exportFinished``
         reports the outcome. Returns False when nothing could be started.
         """
-        entry = entry or self.window.shown
+        entry = entry or self.shown()
         if entry is None:
-            self.window.show_error("Nothing to export yet: press Start to make a picture first.")
+            self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return False
-        content = self.window.inputs.content
+        content = self.inputs.content
         metadata = picture_metadata(
             entry.settings,
             weights_label=entry.weights_label,
             app_version=__version__,
             content=content.name if content else None,
-            styles=[r.item.name for r in self.window.inputs.style_rows],
+            styles=[r.item.name for r in self.inputs.style_rows],
             regions=entry.regions,
             key=entry.key,
         )
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
-        chosen_dpi = self.window.controls.print_dpi.value()
+        chosen_dpi = self.controls.print_dpi.value()
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        sources = [content, *(r.item for r in self.window.inputs.style_rows)]
+        sources = [content, *(r.item for r in self.inputs.style_rows)]
         inputs = tuple(image.path for image in sources if image is not None and image.path is not None)
-        started = self.window.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
+        started = self.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
             self._exporting = entry
-        self.window._update_state()
+        self.changed()
         return started
 
     def exported(self, _path: str, error: str) -> None:
         entry, self._exporting = self._exporting, None
         if entry is not None and not error:
-            self.window.kept.let_go(entry)  # exported: the kept copy is no longer needed
-        self.window._update_state()
+            self.kept.let_go(entry)  # exported: the kept copy is no longer needed
+        self.changed()
 
     def save_preset_dialog(self) -> None:
-        path = self.window.documents.ask_preset_to_save(self.window.inputs.open_dir())
+        path = self.documents.ask_preset_to_save(self.inputs.open_dir())
         if path is not None:
             self.save_preset(path)
 
     def save_preset(self, path: Path) -> bool:
-        return self.window.documents.save_preset(
-            path, self.window.current_settings(), self.window.regions.current(painted_only=False)
-        )
+        return self.documents.save_preset(path, self.state.settings, self.regions.current(painted_only=False))
 
     def load_preset_dialog(self) -> None:
-        path = self.window.documents.ask_preset_to_load(self.window.inputs.open_dir())
+        path = self.documents.ask_preset_to_load(self.inputs.open_dir())
         if path is not None:
             self.load_preset(path)
 
     def load_preset(self, path: Path) -> bool:
-        settings = self.window.documents.load_preset(path)
+        settings = self.documents.load_preset(path)
         if settings is not None:
-            self.window.apply_settings(settings, f"Preset {path.name} loaded")
-            self.window.painting.restore(self.window.documents.regions_in_preset(path), path.name)
+            self.apply_settings(settings, f"Preset {path.name} loaded")
+            self.restore_regions(self.documents.regions_in_preset(path), path.name)
         return settings is not None
 
     def choose_weights_file(self) -> None:
-        known = self.window.store.weights_file()
+        known = self.store.weights_file()
         start = str(known.parent) if known else str(Path.home())
-        path, _ = QFileDialog.getOpenFileName(self.window, "VGG19 weights file", start, WEIGHTS_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self.parent, "VGG19 weights file", start, WEIGHTS_FILTER)
         if path:
             self.use_weights_file(Path(path))
 
     def use_weights_file(self, path: Path) -> None:
-        self.window.controls.set_weights_file(path)
-        self.window.store.save_weights_file(path)
-        self.window._update_weights_label()
+        self.controls.set_weights_file(path)
+        self.store.save_weights_file(path)

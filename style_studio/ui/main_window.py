@@ -61,7 +61,7 @@ from .runner import USER, RunController, WeightsCache
 from .state import SettingsState, shapes_the_plan
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
-from .user_runs import UserRuns
+from .user_runs import RunDisplay, UserRuns
 from .video_runs import VideoRuns
 from .widgets import MessageBanner
 
@@ -108,7 +108,11 @@ class MainWindow(QMainWindow):
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
-        self.painting = RegionsWiring(self)
+        self.painting = RegionsWiring(
+            regions=self.regions, panel=self.regions_panel, dock=self.regions_dock, actions=self.commands,
+            view=self.view, inputs=self.inputs, state=self.settings_state, controller=self.controller,
+            feedback=self.feedback, parent=self,
+        )  # fmt: skip
         self.intake = QueueIntake(
             state=self.settings_state, inputs=self.inputs, regions=self.regions, queue=self.queue, store=self.store,
             show_queue=self._show_queue, feedback=self.feedback, parent=self,
@@ -118,8 +122,23 @@ class MainWindow(QMainWindow):
             regions=self.regions, controller=self.controller, start=lambda checkpoint: self.start(resume=checkpoint),
             banner=self.banner, feedback=self.feedback,
         )  # fmt: skip
-        self.runs = UserRuns(self)
-        self.files = FileCommands(self)
+        display = RunDisplay(
+            self.view, self.run_bar, self.loss_plot, self.controls.needs, self.device_label, self.banner,
+            self.commands.style_map, comparing=lambda: self._compare is not None, show=self._show,
+            weights_changed=self._update_weights_label,
+        )  # fmt: skip
+        self.runs = UserRuns(
+            inputs=self.inputs, state=self.settings_state, regions=self.regions, controller=self.controller,
+            queue=self.queue, video_running=lambda: self.video.running, planner=self.planner, store=self.store,
+            history=self.history, kept=self.kept, display=display, feedback=self.feedback, changed=self._update_state,
+            use_weights_file=self.use_weights_file, parent=self,
+        )  # fmt: skip
+        self.files = FileCommands(
+            shown=lambda: self.shown, inputs=self.inputs, state=self.settings_state, regions=self.regions,
+            controls=self.controls, documents=self.documents, kept=self.kept, apply_settings=self.apply_settings,
+            restore_regions=self.painting.restore, store=self.store, changed=self._update_state,
+            feedback=self.feedback, parent=self,
+        )  # fmt: skip
         self.video = VideoRuns(
             inputs=self.inputs, state=self.settings_state, ensure_weights=self.runs.ensure_weights,
             controller=self.controller, queue=self.queue, view=self.view, loss_plot=self.loss_plot,

@@ -5,23 +5,52 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QWidget
 
 from ..core import RegionError, Regions, regions_from_picture
 from .runner import USER
 
 if TYPE_CHECKING:
-    from .main_window import MainWindow
+    from .actions import WindowActions
+    from .feedback import Feedback
+    from .image_view import ImageView
+    from .inputs_panel import InputsPanel
+    from .regions_panel import RegionEditor, RegionsPanel
+    from .runner import RunController
+    from .state import SettingsState
 
 
 class RegionsWiring:
-    """The regions' editor, panel and overlay wired to the window's picture, commands and run."""
+    """The regions' editor, panel and overlay wired to the window's picture, commands and run.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        regions: the editor; ``panel`` and ``dock``: its panel and the dock that holds it.
+        actions: the window's commands (paint, eraser, undo, the style map, show regions).
+        view: the picture painted on; ``inputs``: the photo and styles; ``state``: the settings (the style layers).
+        controller: the run that takes painted regions and sends the style map.
+        feedback, parent: tells the user; the dialogs' parent.
+    """
+
+    def __init__(
+        self,
+        *,
+        regions: RegionEditor,
+        panel: RegionsPanel,
+        dock: QDockWidget,
+        actions: WindowActions,
+        view: ImageView,
+        inputs: InputsPanel,
+        state: SettingsState,
+        controller: RunController,
+        feedback: Feedback,
+        parent: QWidget,
+    ) -> None:
+        self.regions, self.panel, self.dock, self.actions = regions, panel, dock, actions
+        self.view, self.inputs, self.state, self.controller = view, inputs, state, controller
+        self.feedback, self.parent = feedback, parent
 
     def connect(self) -> None:
-        a, editor, panel = self.window.commands, self.window.regions, self.window.regions_panel
+        a, editor, panel = self.actions, self.regions, self.panel
         stack = editor.undo_stack
         a.undo.setEnabled(False)
         a.redo.setEnabled(False)
@@ -36,23 +65,21 @@ class RegionsWiring:
         panel.paintToggled.connect(self.paint_mode)
         panel.loadMaskRequested.connect(self.load_mask_dialog)
         panel.brush_size.valueChanged.connect(lambda _: self.show_brush())
-        self.window.view.strokeStarted.connect(self.stroke_started)
-        self.window.view.strokeMoved.connect(editor.stroke_to)
-        self.window.view.strokeEnded.connect(editor.end_stroke)
+        self.view.strokeStarted.connect(self.stroke_started)
+        self.view.strokeMoved.connect(editor.stroke_to)
+        self.view.strokeEnded.connect(editor.end_stroke)
         editor.painting.connect(self.show_regions)
         editor.changed.connect(self.regions_changed)
         a.style_map.toggled.connect(lambda _: self.style_map_changed())
         a.show_regions.toggled.connect(lambda _: self.show_regions())
         panel.map_layer.activated.connect(lambda _: self.style_map_changed())
-        self.window.settings_state.setting_changed.connect(
-            lambda name, _: self.show_map_layers() if name == "style_layers" else None
-        )
+        self.state.setting_changed.connect(lambda name, _: self.show_map_layers() if name == "style_layers" else None)
         self.show_map_layers()
 
     def show_map_layers(self) -> None:
         """The style map's layer choice: the style layers in use."""
-        box = self.window.regions_panel.map_layer
-        layers = list(self.window.current_settings().active_style_layers)
+        box = self.panel.map_layer
+        layers = list(self.state.settings.active_style_layers)
         if [box.itemText(i) for i in range(box.count())] == layers:
             return
         current = box.currentText()
@@ -65,66 +92,64 @@ class RegionsWiring:
         self.style_map_changed()
 
     def style_map_changed(self) -> None:
-        on = self.window.commands.style_map.isChecked()
-        layer = self.window.regions_panel.map_layer.currentText() or None
-        self.window.controller.set_style_map(layer if on else None)
+        on = self.actions.style_map.isChecked()
+        layer = self.panel.map_layer.currentText() or None
+        self.controller.set_style_map(layer if on else None)
         if not on:
-            self.window.view.set_overlay("style map", None)
-        elif self.window.controller.running:
-            self.window.show_info(f"The style map of {layer} appears with the next preview")
+            self.view.set_overlay("style map", None)
+        elif self.controller.running:
+            self.feedback.info(f"The style map of {layer} appears with the next preview")
         else:
-            self.window.show_info(f"The style map of {layer} is drawn over the preview while a run goes on")
+            self.feedback.info(f"The style map of {layer} is drawn over the preview while a run goes on")
 
     def add_region(self) -> None:
-        if self.window.inputs.content is None:
-            self.window.show_error("Open a photo first: regions are painted on it.")
+        if self.inputs.content is None:
+            self.feedback.error("Open a photo first: regions are painted on it.")
             return
-        self.window.regions.add_region()
-        self.window.regions_dock.show()
-        self.window.commands.paint.setChecked(True)
+        self.regions.add_region()
+        self.dock.show()
+        self.actions.paint.setChecked(True)
 
     def paint_mode(self, on: bool) -> None:
-        if on and self.window.inputs.content is not None:
+        if on and self.inputs.content is not None:
             # Paint on the photo: a result may be of another size, but regions belong to the photo.
-            if not self.window.regions.regions:
-                self.window.regions.add_region()
-            self.window.regions_dock.show()
-        self.window.view.set_painting(on)
+            if not self.regions.regions:
+                self.regions.add_region()
+            self.dock.show()
+        self.view.set_painting(on)
         self.show_brush()
         self.show_regions()
 
     def show_brush(self) -> None:
-        width = self.window.regions.size[0]
-        self.window.view.set_brush(self.window.regions.brush_radius / max(width, 1))
+        width = self.regions.size[0]
+        self.view.set_brush(self.regions.brush_radius / max(width, 1))
 
     def resize_brush(self, factor: float) -> None:
-        slider = self.window.regions_panel.brush_size
+        slider = self.panel.brush_size
         slider.setValue(max(1, round(slider.value() * factor + (1 if factor > 1 else -1) * 0.5)))
 
     def stroke_started(self, point: object) -> None:
-        if not self.window.regions.begin_stroke(point):  # type: ignore[arg-type]
-            self.window.show_info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
+        if not self.regions.begin_stroke(point):  # type: ignore[arg-type]
+            self.feedback.info("Choose a region to paint in the Regions panel, or add one (Ctrl+Shift+N)")
 
     def show_regions(self) -> None:
         # While painting, and on the user's toggle (R): a result or the history is seen clean otherwise.
-        shown = self.window.view.painting() or (
-            self.window.commands.show_regions.isChecked() and bool(self.window.regions.regions)
-        )
-        self.window.view.set_overlay("regions", self.window.regions.overlay() if shown else None)
+        shown = self.view.painting() or (self.actions.show_regions.isChecked() and bool(self.regions.regions))
+        self.view.set_overlay("regions", self.regions.overlay() if shown else None)
 
     def regions_changed(self) -> None:
         self.show_regions()
-        if self.window.controller.running and self.window.controller.owner == USER:
+        if self.controller.running and self.controller.owner == USER:
             try:
-                self.window.controller.update_regions(self.window.regions.current())
+                self.controller.update_regions(self.regions.current())
             except RegionError as exc:
-                self.window.show_error(f"The regions cannot be used: {exc}.")
+                self.feedback.error(f"The regions cannot be used: {exc}.")
 
     def load_mask_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self.window,
+            self.parent,
             "Load region mask",
-            self.window.inputs.open_dir(),
+            self.inputs.open_dir(),
             "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)",
         )
         if path:
@@ -132,29 +157,29 @@ class RegionsWiring:
 
     def load_mask(self, path: Path) -> bool:
         """Regions from a mask picture: one per colour (black unpainted), or one from a greyscale picture."""
-        content = self.window.inputs.content
+        content = self.inputs.content
         if content is None:
-            self.window.show_error("Open a photo first: the mask is fitted to it.")
+            self.feedback.error("Open a photo first: the mask is fitted to it.")
             return False
         try:
-            regions, notice = regions_from_picture(path, max(len(self.window.inputs.style_rows), 1), content.image.size)
+            regions, notice = regions_from_picture(path, max(len(self.inputs.style_rows), 1), content.image.size)
         except RegionError as exc:
-            self.window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return False
-        self.window.regions.replace(regions, f"Load {path.name}")
-        self.window.regions_dock.show()
-        self.window.show_info(notice or f"{len(regions)} region(s) loaded from {path.name}")
+        self.regions.replace(regions, f"Load {path.name}")
+        self.dock.show()
+        self.feedback.info(notice or f"{len(regions)} region(s) loaded from {path.name}")
         return True
 
     def restore(self, regions: Regions | None, source: str) -> None:
         if regions is None:
             return
-        if self.window.inputs.content is None:
-            self.window.show_error(f"{source} has regions, but there is no photo to put them on.")
+        if self.inputs.content is None:
+            self.feedback.error(f"{source} has regions, but there is no photo to put them on.")
             return
-        scaled = regions.size != self.window.regions.size
-        self.window.regions.replace(regions, f"Regions from {source}")
-        self.window.regions_dock.show()
+        scaled = regions.size != self.regions.size
+        self.regions.replace(regions, f"Regions from {source}")
+        self.dock.show()
         if scaled:
-            width, height = self.window.regions.size
-            self.window.show_info(f"Regions restored from {source}, scaled to the photo's {width}×{height}")
+            width, height = self.regions.size
+            self.feedback.info(f"Regions restored from {source}, scaled to the photo's {width}×{height}")

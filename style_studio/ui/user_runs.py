@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QAction, QImage
+from PySide6.QtWidgets import QLabel, QWidget
 
 from ..core import (
     FINISHED,
@@ -28,14 +31,82 @@ from .runner import QUEUE, USER, RunOutcome, RunRequest
 from .weights_dialog import WeightsDialog
 
 if TYPE_CHECKING:
-    from .main_window import MainWindow
+    from .feedback import Feedback
+    from .history import HistoryStrip
+    from .image_view import ImageView
+    from .inputs_panel import InputsPanel
+    from .kept_history import KeptHistory
+    from .loss_plot import LossPlot
+    from .queue_panel import QueueController
+    from .regions_panel import RegionEditor
+    from .run_bar import RunBar
+    from .run_plan import RunPlanner
+    from .runner import RunController
+    from .state import SettingsState
+    from .store import Store
+    from .widgets import MessageBanner
+
+
+@dataclass(frozen=True)
+class RunDisplay:
+    """Where a user's run shows itself: the picture, the progress, the loss plot, the labels and messages.
+
+    Attributes:
+        comparing: whether the picture area shows a history entry to compare (previews then wait).
+        style_map: the command that asks for the style map over the picture.
+        show: shows a finished run's entry in the picture area (what Export writes).
+        weights_changed: the weights' label is to be shown again.
+    """
+
+    view: ImageView
+    run_bar: RunBar
+    loss_plot: LossPlot
+    needs: QLabel
+    device_label: QLabel
+    banner: MessageBanner
+    style_map: QAction
+    comparing: Callable[[], bool]
+    show: Callable[[HistoryEntry], None]
+    weights_changed: Callable[[], None]
 
 
 class UserRuns:
-    """The user's runs: started from the window's inputs, shown as they go, kept in the history when done."""
+    """The user's runs: started from the window's inputs, shown as they go, kept in the history when done.
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    Args:
+        inputs, state, regions: what a run is made of.
+        controller: runs it; ``queue``: the render queue (the user's runs wait for it); ``video_running``: whether
+            a video renders (so do they).
+        planner: plans runs and learns their speed, kept in ``store``.
+        history, kept: where finished results go (kept until exported).
+        display: where a run shows itself; ``feedback``: tells the user; ``changed``: a run started or ended.
+        use_weights_file, parent: takes a weights file the weights dialog found; the dialog's parent.
+    """
+
+    def __init__(
+        self,
+        *,
+        inputs: InputsPanel,
+        state: SettingsState,
+        regions: RegionEditor,
+        controller: RunController,
+        queue: QueueController,
+        video_running: Callable[[], bool],
+        planner: RunPlanner,
+        store: Store,
+        history: HistoryStrip,
+        kept: KeptHistory,
+        display: RunDisplay,
+        feedback: Feedback,
+        changed: Callable[[], None],
+        use_weights_file: Callable[[Path], None],
+        parent: QWidget,
+    ) -> None:
+        self.inputs, self.state, self.regions = inputs, state, regions
+        self.use_weights_file = use_weights_file
+        self.controller, self.queue, self.video_running = controller, queue, video_running
+        self.planner, self.store, self.history, self.kept = planner, store, history, kept
+        self.display, self.feedback, self.changed, self.parent = display, feedback, changed, parent
         #: (choice, label) of the weights of the run under way (the label as the run reports it).
         self.running_weights: tuple[str, str] | None = None
         self._running_plan: RunPlan | None = None  # the plan of the run under way: its work measures its speed
@@ -43,62 +114,62 @@ class UserRuns:
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
-        content = self.window.inputs.content
+        content = self.inputs.content
         if content is None:
             return None
-        styles = [r.item.image.size for r in self.window.inputs.style_rows]
-        return self.window.planner.plan(settings or self.window.current_settings(), content.image.size, styles)
+        styles = [r.item.image.size for r in self.inputs.style_rows]
+        return self.planner.plan(settings or self.state.settings, content.image.size, styles)
 
     def update_needs(self) -> None:
         """Before Start: the memory the run will need, tiled or not, and how long it will take."""
-        label = self.window.controls.needs
+        label = self.display.needs
         plan = self.announced_plan()
-        label.setText("" if plan is None else self.window.planner.describe(plan))
+        label.setText("" if plan is None else self.planner.describe(plan))
         label.setStyleSheet("color: #8a1c12;" if plan is not None and plan.refusal else "")
 
     def on_planned(self, plan: RunPlan) -> None:
         """The run that started planned this: later announcements plan for its device and precision."""
         self._running_plan = plan
-        settings = self.window.controller.job_settings()
+        settings = self.controller.job_settings()
         if settings is not None:
-            self.window.planner.learn(settings, plan)
+            self.planner.learn(settings, plan)
             self.update_needs()
 
     def start(self, *, resume: Checkpoint | None = None) -> None:
         """Start a run with the current inputs and settings (going on from ``resume``, when given)."""
-        if self.window.queue.busy:
-            self.window.show_error("The queue is rendering: pause it (Queue panel, or Esc) to run here.")
+        if self.queue.busy:
+            self.feedback.error("The queue is rendering: pause it (Queue panel, or Esc) to run here.")
             return
-        if self.window.controller.running and not self.window.controller.stopping:
+        if self.controller.running and not self.controller.stopping:
             return
-        if self.window.video.running:
-            self.window.show_error("The video is rendering: stop it (Esc) to run here.")
+        if self.video_running():
+            self.feedback.error("The video is rendering: stop it (Esc) to run here.")
             return
-        content = self.window.inputs.content
-        if content is None or not self.window.inputs.style_rows:
-            self.window.show_error("Add a content image and at least one style image first.")
+        content = self.inputs.content
+        if content is None or not self.inputs.style_rows:
+            self.feedback.error("Add a content image and at least one style image first.")
             return
         try:
             # A resume runs with the checkpoint's own settings: the controls may round
             # or clamp them (a blend shown relative to its largest weight, a command
             # line's weight past a slider's end), and the run would then be refused.
-            settings = (resume.settings if resume is not None else self.window.current_settings()).validate()
+            settings = (resume.settings if resume is not None else self.state.settings).validate()
         except SettingsError as exc:
-            self.window.show_error(str(exc))
+            self.feedback.error(str(exc))
             return
         ready = self.ensure_weights(settings)
         if ready is None:
             return
         settings = ready
-        regions = self.window.regions.current()
+        regions = self.regions.current()
         if regions is not None and resume is None:
             try:
-                regions.check(len(self.window.inputs.style_rows))
+                regions.check(len(self.inputs.style_rows))
             except RegionError as exc:
-                self.window.show_error(f"The regions cannot be used: {exc}.")
+                self.feedback.error(f"The regions cannot be used: {exc}.")
                 return
-        self.window.banner.hide()
-        rows = self.window.inputs.style_rows
+        self.display.banner.hide()
+        rows = self.inputs.style_rows
         job = RunRequest(
             content.image,
             tuple(r.item.image for r in rows),
@@ -109,11 +180,11 @@ class UserRuns:
             regions,
         )
         self._final_size = fit_size(*content.image.size, settings.size)
-        self.window.loss_plot.clear()
-        self.window.run_bar.begin()
+        self.display.loss_plot.clear()
+        self.display.run_bar.begin()
         self.running_weights = (settings.weights, describe(settings.weights))
-        self.window.controller.start(job)
-        self.window._update_state()
+        self.controller.start(job)
+        self.changed()
 
     def ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
@@ -122,54 +193,54 @@ class UserRuns:
         if settings.weights != IMAGENET:
             if Path(settings.weights).is_file():
                 return settings
-            self.window.show_error(
+            self.feedback.error(
                 f"The weights file {settings.weights} is missing. Choose another file, the ImageNet "
                 "weights, or untrained features under Computation → Weights."
             )
             return None
         if is_imagenet_cached():
             return settings
-        dialog = WeightsDialog(self.window, start_dir=str(Path.home()))
+        dialog = WeightsDialog(self.parent, start_dir=str(Path.home()))
         if not dialog.exec() or dialog.choice is None:
             return None
         if dialog.choice not in (IMAGENET, UNTRAINED):
-            self.window.use_weights_file(Path(dialog.choice))
+            self.use_weights_file(Path(dialog.choice))
         else:
-            self.window.controls.set_weights(dialog.choice)
+            self.state.set("weights", dialog.choice)
         return dataclasses.replace(settings, weights=dialog.choice)
 
     def stop(self) -> None:
-        if self.window.controller.owner == QUEUE:
-            self.window.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
-            self.window.show_info("The queue is paused; the job under way will go again when it goes on")
+        if self.controller.owner == QUEUE:
+            self.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
+            self.feedback.info("The queue is paused; the job under way will go again when it goes on")
             return
-        if self.window.controller.running:
-            self.window.controller.stop()
-            self.window.run_bar.show_stopping()
-            self.window._update_state()
+        if self.controller.running:
+            self.controller.stop()
+            self.display.run_bar.show_stopping()
+            self.changed()
 
     def on_progress(self, record: Progress) -> None:
-        if self.window.controller.owner != USER:  # the queue's: its panel shows it
+        if self.controller.owner != USER:  # the queue's: its panel shows it
             return
-        self.window.run_bar.show_progress(record)
+        self.display.run_bar.show_progress(record)
         if self.running_weights is not None and record.weights != self.running_weights[1]:
             self.running_weights = (self.running_weights[0], record.weights)
-            self.window._update_weights_label()
-        self.window.device_label.setText(record.compute)
+            self.display.weights_changed()
+        self.display.device_label.setText(record.compute)
         if not record.done and not record.within_iteration:
-            self.window.loss_plot.add(record.step, record.loss_curves())
-        if record.style_map is not None and self.window.commands.style_map.isChecked():
-            self.window.view.set_overlay("style map", style_map_image(record.style_map))
+            self.display.loss_plot.add(record.step, record.loss_curves())
+        if record.style_map is not None and self.display.style_map.isChecked():
+            self.display.view.set_overlay("style map", style_map_image(record.style_map))
         if record.event:
-            self.window.show_info(record.event)
+            self.feedback.info(record.event)
 
     def on_preview(self, image: QImage) -> None:
-        if self.window._compare is None and self.window.controller.owner == USER:
-            self.window.view.set_image(image, self._final_size)
+        if not self.display.comparing() and self.controller.owner == USER:
+            self.display.view.set_image(image, self._final_size)
 
     def on_finished(self, outcome: RunOutcome) -> None:
         if outcome.owner != USER:  # the queue's: it writes its picture
-            self.window._update_state()
+            self.changed()
             return
         self.measure_speed(outcome)
         if outcome.result is not None:
@@ -183,16 +254,16 @@ class UserRuns:
                 regions=outcome.regions,
                 key=outcome.key if outcome.stop_reason == FINISHED else None,
             )
-            if self.window.queue.closing:
-                self.window.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
+            if self.queue.closing:
+                self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
             else:
-                entry = self.window.kept.add(entry)
-            self.window._show(entry)
+                entry = self.kept.add(entry)
+            self.display.show(entry)
         if outcome.error:
-            self.window.show_error(outcome.error)
-        self.window.run_bar.show_outcome(outcome)
+            self.feedback.error(outcome.error)
+        self.display.run_bar.show_outcome(outcome)
         self.running_weights = None
-        self.window._update_state()
+        self.changed()
 
     def measure_speed(self, outcome: RunOutcome) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
@@ -200,5 +271,5 @@ class UserRuns:
         self._running_plan = None
         if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
             return
-        self.window.store.save_speed(last.elapsed / plan.work, last.compute)
+        self.store.save_speed(last.elapsed / plan.work, last.compute)
         self.update_needs()

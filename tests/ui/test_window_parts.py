@@ -1,0 +1,47 @@
+"""The window's parts work without the window: each gets what it needs, and tests hand it exactly that."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtWidgets import QWidget
+
+from style_studio.core import RenderQueue
+from style_studio.core.run.checkpoints import CheckpointStore
+from style_studio.ui.feedback import Feedback
+from style_studio.ui.inputs_panel import InputsPanel
+from style_studio.ui.qt_images import InputImage
+from style_studio.ui.queue_intake import QueueIntake
+from style_studio.ui.queue_panel import QueueController
+from style_studio.ui.regions_panel import RegionEditor
+from style_studio.ui.runner import RunController, WeightsCache
+from style_studio.ui.state import SettingsState
+from tests.ui.conftest import FAST
+
+
+def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbot, tmp_path, store, tiny,
+                                                                            content_image, style_image):  # fmt: skip
+    state = SettingsState(FAST)
+    inputs = InputsPanel(lambda: state.settings)
+    parent = QWidget()
+    qtbot.addWidget(inputs)
+    qtbot.addWidget(parent)
+    controller = RunController(weights=WeightsCache(lambda _: tiny), checkpoints=CheckpointStore(tmp_path / "runs"))
+    queue = QueueController(RenderQueue(tmp_path / "queue"), controller)
+    queue.set_paused(True)  # kept waiting: this test is about what goes in
+    told: list[tuple[str, str]] = []
+    shown: list[bool] = []
+    feedback = Feedback(lambda t: told.append(("info", t)), lambda t: told.append(("error", t)), lambda t, ms: None)
+    intake = QueueIntake(state=state, inputs=inputs, regions=RegionEditor(), queue=queue, store=store,
+                         show_queue=lambda: shown.append(True), feedback=feedback, parent=parent)  # fmt: skip
+
+    assert not intake.add(tmp_path / "out")
+    assert told == [("error", "Add a content image and at least one style image first.")] and not shown
+
+    inputs.set_content(InputImage(content_image, "photo.png"))
+    inputs.add_style(InputImage(style_image, "painting.png"))
+    state.set("style_weight", 7.0)
+    assert intake.add(tmp_path / "out")
+    (item,) = list(queue.queue)
+    assert item.job.settings == dataclasses.replace(FAST, style_weight=7.0) and shown == [True]
+    controller.shutdown()
