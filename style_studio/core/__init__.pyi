@@ -103,6 +103,7 @@ from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore
 from .run.compute import NetworkWeights as NetworkWeights
 from .run.engine import StyleTransfer as StyleTransfer
+from .run.live import LiveChanges as LiveChanges
 from .run.memory import available_bytes as available_bytes
 from .run.plan import RunPlan as RunPlan
 from .run.plan import Target as Target
@@ -137,6 +138,7 @@ __all__ = [
     "JobOutcome",
     "KeptResult",
     "KeptResults",
+    "LiveChanges",
     "LoadedWeights",
     "NetworkWeights",
     "Output",

@@ -31,6 +31,7 @@ from ..core import (
     UNTRAINED,
     Cancelled,
     CancelToken,
+    LiveChanges,
     Progress,
     Regions,
     RunPlan,
@@ -159,7 +160,11 @@ def _lower_this_threads_priority() -> None:
 
 
 class RenderSession:
-    """One run's work, done in its job's thread; live settings and previews cross threads here."""
+    """One run's work, done in its job's thread; previews cross threads here, live changes through ``live``.
+
+    ``live`` is made with the session, so the window's changes (weights, regions, the style map) go to the run's
+    own inbox from the start, before the run is set up as after: there is nothing to hold back and hand over.
+    """
 
     def __init__(self, job: RunRequest, weights: WeightsCache, checkpoints: CheckpointStore | None = None) -> None:
         self.job = job
@@ -168,37 +173,20 @@ class RenderSession:
         self.run_id: str | None = job.resume.run_id if job.resume is not None else job.run_id
         self._lock = threading.Lock()
         self._preview: QImage | None = None
-        self._transfer: StyleTransfer | None = None
-        self._pending_fields: dict[str, object] = {}
-        self._pending_regions: tuple[Regions | None] | None = None
-        self.style_map_layer: str | None = None
+        self.live = LiveChanges(job.settings, len(job.styles), job.content.size)
         self._report: Report = lambda _: None
 
     def set_style_map(self, layer: str | None) -> None:
         """Ask the run for a style map of ``layer`` with its previews (None: none); thread-safe."""
-        with self._lock:
-            self.style_map_layer = layer
-            transfer = self._transfer
-        if transfer is not None:
-            transfer.set_style_map(layer)
+        self.live.style_map_layer = layer
 
     def update_regions(self, regions: Regions | None) -> None:
-        """Regions painted during the run (thread-safe); the run takes them at its next iteration."""
-        with self._lock:
-            transfer = self._transfer
-            if transfer is None:
-                self._pending_regions = (regions,)
-        if transfer is not None:
-            transfer.update_regions(regions)
+        """Regions painted during the run (thread-safe; RegionError when they cannot be used)."""
+        self.live.paint(regions)
 
     def change(self, fields: Mapping[str, object]) -> None:
         """New values of live settings for the running optimisation (thread-safe; SettingsError when invalid)."""
-        with self._lock:
-            transfer = self._transfer
-            if transfer is None:
-                self._pending_fields.update(fields)
-        if transfer is not None:
-            transfer.live.change(fields)
+        self.live.change(fields)
 
     def take_preview(self) -> QImage | None:
         """The newest preview since the last call, or None."""
@@ -239,18 +227,10 @@ class RenderSession:
                 resume=job.resume,
                 input_names=(job.content_name, *job.style_names),
                 regions=job.regions,
+                live=self.live,
             )
             self.run_id = transfer.run_id
             report(transfer.plan)
-            with self._lock:
-                self._transfer = transfer
-                pending, self._pending_fields = self._pending_fields, {}
-                painted, self._pending_regions = self._pending_regions, None
-            if pending:
-                transfer.live.change(pending)
-            if painted is not None:
-                transfer.update_regions(painted[0])
-            transfer.set_style_map(self.style_map_layer)
             for record in transfer.run():
                 if record.preview is not None:
                     self._post_preview(array_to_qimage(record.preview))
@@ -275,9 +255,6 @@ class RenderSession:
         except Exception as exc:  # a bug or a device failure: keep the app alive, say what happened
             log.exception("the run failed")
             return self._failed(f"the run failed unexpectedly: {exc}", transfer, label, last)
-        finally:
-            with self._lock:
-                self._transfer = None
 
     def _failed(
         self, message: str, transfer: StyleTransfer | None, label: str | None, last: Progress | None
@@ -352,7 +329,7 @@ class RunController(QObject):
             return
         self._stopping = False
         session = RenderSession(render, self.weights, self.checkpoints)
-        session.style_map_layer = self.style_map_layer
+        session.set_style_map(self.style_map_layer)
         job = BackgroundTask(session, "style-studio-render", failure="the run failed unexpectedly")
         job.progressed.connect(self._on_report)
         job.finished.connect(self._on_finished)

@@ -139,13 +139,17 @@ def test_a_new_photo_clears_the_regions_with_a_notice(window):
 
 
 def test_painting_during_a_run_reaches_the_run(qtbot, window):
+    records = []
+    window.controller.progressed.connect(records.append)
     start_long_run(qtbot, window)
     window.regions.add_region()
     window.regions.fill(0)
-    session = window.controller._session
-    qtbot.waitUntil(lambda: session._transfer is not None and session._transfer.regions is not None, timeout=10_000)
-    window.stop()
-    qtbot.waitUntil(lambda: not window.controller.running, timeout=30_000)
+    painted_at = len(records)
+    qtbot.waitUntil(lambda: len(records) > painted_at + 2, timeout=30_000)
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
+        window.stop()
+    taken, painted = blocker.args[0].regions, window.regions.current()
+    assert taken is not None and painted is not None and taken.digest() == painted.digest()
 
 
 def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, window):

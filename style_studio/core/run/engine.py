@@ -84,6 +84,8 @@ class StyleTransfer:
             emulated fp16, ``Compute.fp16_emulated``).
         frame: in a clip, what this frame takes from the previous one (``temporal.FrameGuide``); None: a picture.
         known_styles: the style images' statistics, kept between the frames of a clip.
+        live: the run's inbox for changes made while it goes on (weights, regions, the style map's layer), which
+            the caller may make first and post to from any thread; None: one of its own (``self.live``).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class StyleTransfer:
         compute: Compute | None = None,
         frame: FrameGuide | None = None,
         known_styles: StyleCache | None = None,
+        live: LiveChanges | None = None,
     ) -> None:
         if not styles:
             raise StyleStudioError("at least one style image is needed")
@@ -133,7 +136,7 @@ class StyleTransfer:
         self.sizes = self.plan.sizes
         self.iterations = self.plan.iterations
         self.tile = self.plan.tile
-        self.live = LiveChanges(self.settings, len(self.style_images), self.content_image.size)
+        self.live = live or LiveChanges(self.settings, len(self.style_images), self.content_image.size)
         self._control: StepControl | None = None
         self._optimizer_now: torch.optim.Optimizer | None = None  # the scale's, for its checkpoints
         self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
@@ -160,27 +163,6 @@ class StyleTransfer:
         width, height = inputs.size
         keep = memory.kept_tiles(width, height, tile, self.compute.precision, available, settings.optimizer)
         return TiledObjective(network, inputs, settings, self.compute, tile, keep)
-
-    # -- live changes -------------------------------------------------------
-
-    def update_settings(self, settings: Settings) -> None:
-        """Take new loss weights (``LIVE_FIELDS``; others wait for the next run) at the next iteration; thread-safe."""
-        self.live.change_settings(settings)
-
-    def update_regions(self, regions: Regions | None) -> None:
-        """Take new regions (painted during the run) at the next iteration; thread-safe.
-
-        Raises:
-            RegionError: the regions cannot be used (nothing is changed).
-        """
-        self.live.paint(regions)
-
-    def set_style_map(self, layer: str | None) -> None:
-        """Send a style map of ``layer`` with each preview from the next iteration on; None: none (thread-safe).
-
-        Not made while a scale is evaluated in tiles.
-        """
-        self.live.style_map_layer = layer
 
     # -- result ---------------------------------------------------------------
 

@@ -360,7 +360,7 @@ def test_a_run_sends_a_style_map_with_its_previews_only_when_asked(tiny, picture
     transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
     assert all(r.style_map is None for r in transfer.run())
     transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
-    transfer.set_style_map("relu2_1")
+    transfer.live.style_map_layer = "relu2_1"
     maps = [r.style_map for r in transfer.run() if r.preview is not None]
     assert maps and all(m is not None and m.shape == (43, 64) and m.min() >= 0 and m.max() == 1 for m in maps)
 

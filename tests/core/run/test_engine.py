@@ -235,7 +235,7 @@ def test_loss_weight_changes_take_effect_at_the_next_iteration(tiny, content_ima
     for record in transfer.run():
         records.append(record)
         if record.iteration == 2 and not record.done:
-            transfer.update_settings(
+            transfer.live.change_settings(
                 dataclasses.replace(transfer.settings, tv_weight=0.0, style_layers=(("relu1_1", 2.0), ("relu3_2", 1.0)))
             )
     assert records[1].tv_loss > 0 and set(records[1].style_losses) == {
@@ -254,7 +254,7 @@ def run_with_a_change(transfer, at_iteration, settings):
     for record in transfer.run():
         records.append(record)
         if record.iteration == at_iteration and not record.done:
-            transfer.update_settings(settings)
+            transfer.live.change_settings(settings)
     return records
 
 
