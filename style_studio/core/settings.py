@@ -28,7 +28,7 @@ FORMAT: Final = "style-studio"
 FORMAT_VERSION: Final = 1
 
 OPTIMIZERS: Final = ("lbfgs", "adam")
-INITS: Final = ("content", "noise", "style")
+INITS: Final = ("content", "noise", "style", "palette")
 POOLINGS: Final = ("max", "avg")
 #: How the style is compared (``objective.STYLE_LOSSES``): Gram matrices (Gatys et al. 2016), or Gaussians'
 #: Wasserstein-2 distance (mean and covariance apart).
@@ -104,9 +104,11 @@ class Settings:
     )  # fmt: skip
     init: str = field(
         default="content",
-        metadata=_about("the picture the run starts from", choices=INITS,
+        metadata=_about("the picture the run starts from: the photo, noise, the first style, or the photo in "
+                        "the styles' colours (palette)", choices=INITS,
                         tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
-                        "painterly, less faithful) or the first style image."),
+                        "painterly, less faithful), the first style image, or the photo already in the "
+                        "painting's colours (its palette from the first iteration)."),
     )  # fmt: skip
     content_layers: tuple[str, ...] = field(
         default=("relu4_2",),

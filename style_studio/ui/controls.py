@@ -187,7 +187,13 @@ class ControlsPanel(QWidget):
         )
         self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], tip("optimizer"))
         self.init = _combo(
-            [("Content image", "content"), ("Noise", "noise"), ("First style image", "style")], tip("init")
+            [
+                ("Content image", "content"),
+                ("Noise", "noise"),
+                ("First style image", "style"),
+                ("Content in the style's colours", "palette"),
+            ],
+            tip("init"),
         )
         self.seed = QSpinBox()
         self.preserve_colors = QCheckBox("Preserve content colours")

@@ -1,4 +1,4 @@
-"""Luminance and chroma, for "preserve colours".
+"""Luminance and chroma, for "preserve colours"; the photo in a painting's colours, for the start of a run.
 
 Gatys et al., "Preserving Color in Neural Artistic Style Transfer" (2016):
 transfer the style on luminance only, then recombine the result's luminance
@@ -8,8 +8,12 @@ style's luminance mean and spread to the content's first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
+
+from .matrices import gaussian_map
 
 _RGB_TO_YIQ = torch.tensor(
     [
@@ -49,3 +53,26 @@ def with_chroma(y: Tensor, chroma_source: Tensor) -> Tensor:
     """Recombine luminance y: (B, 1, H, W) with the I and Q of an RGB image of the same size."""
     iq = rgb_to_yiq(chroma_source)[:, 1:]
     return yiq_to_rgb(torch.cat([y, iq], dim=1))
+
+
+def recoloured(content: Tensor, styles: Sequence[Tensor], weights: Sequence[float]) -> Tensor:
+    """``content`` (1, 3, H, W) in the styles' colours: their blended RGB mean and covariance, in [0, 1].
+
+    Each pixel's colour goes through the linear map between the two colour
+    Gaussians (``matrices.gaussian_map``): the photo keeps its light and
+    shapes and takes the painting's palette, the start the Gaussian style
+    loss is closest to. Several styles blend by their means and second moments.
+    """
+    pixels = content[0].flatten(1).double()  # (3, N)
+    mean = pixels.mean(1, keepdim=True)
+    eye = torch.eye(3, dtype=torch.float64, device=content.device)
+    covariance = torch.cov(pixels) + 1e-5 * eye
+    style_mean = torch.zeros_like(mean)
+    second = torch.zeros_like(covariance)
+    for style, weight in zip(styles, weights, strict=True):
+        colours = style[0].flatten(1).double()
+        style_mean += weight * colours.mean(1, keepdim=True)
+        second += weight * (colours @ colours.t()) / colours.shape[1]
+    style_covariance = second - style_mean @ style_mean.t() + 1e-5 * eye
+    mapped = gaussian_map(covariance, style_covariance) @ (pixels - mean) + style_mean
+    return mapped.reshape(content.shape).to(content.dtype).clamp(0, 1)

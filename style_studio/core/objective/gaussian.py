@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
+from .matrices import sqrtm, symmetric
 from .statistics import Statistic, Values
 from .terms import StyleLoss
 
@@ -61,17 +62,6 @@ class Moments(Statistic):
         return total.to(into.dtype if into is not None else flat.dtype)
 
 
-def sqrtm(matrix: Tensor) -> Tensor:
-    """The square root of a symmetric positive semi-definite (C, C) matrix, in its dtype (negative eigenvalues as 0)."""
-    values, vectors = torch.linalg.eigh(_symmetric(matrix))
-    root: Tensor = (vectors * values.clamp_min(0).sqrt()) @ vectors.t()
-    return root
-
-
-def _symmetric(matrix: Tensor) -> Tensor:
-    return (matrix + matrix.t()) / 2
-
-
 class _TraceSqrt(torch.autograd.Function):
     """tr(M^½) of a symmetric positive semi-definite M; its gradient ½ M^-½.
 
@@ -80,7 +70,7 @@ class _TraceSqrt(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, matrix: Tensor, floor: float) -> Tensor:
-        values, vectors = torch.linalg.eigh(_symmetric(matrix))
+        values, vectors = torch.linalg.eigh(symmetric(matrix))
         kept = values > floor * values.abs().max()
         roots = torch.where(kept, values.clamp_min(0).sqrt(), 0)
         ctx.save_for_backward(vectors, torch.where(kept, 1 / roots, 0))

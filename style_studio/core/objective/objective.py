@@ -86,6 +86,8 @@ def initial_image(settings: Settings, inputs: ScaleInputs, style: Image.Image) -
     if settings.init == "style":
         start = resized_tensor(style, (width, height)).to(device)
         return color.luminance(start).clamp(0, 1) if settings.preserve_colors else start
+    if settings.init == "palette" and not settings.preserve_colors:  # preserved colours: the photo's, as it is
+        return color.recoloured(inputs.content, inputs.styles, settings.blend_weights(len(inputs.styles)))
     return inputs.content.clone()
 
 

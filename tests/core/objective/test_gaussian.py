@@ -10,7 +10,8 @@ import scipy.linalg
 import torch
 
 from style_studio.core.objective import objective as objective_module
-from style_studio.core.objective.gaussian import GaussianLoss, Moments, sqrtm, trace_sqrt
+from style_studio.core.objective.gaussian import GaussianLoss, Moments, trace_sqrt
+from style_studio.core.objective.matrices import sqrtm
 from style_studio.core.objective.statistics import statistic_tap
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
