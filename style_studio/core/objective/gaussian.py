@@ -42,23 +42,28 @@ class Moments(Statistic):
     less the mean's outer product, and bfloat16's three digits would not survive that difference.
     """
 
-    def sums(self, flat: Tensor) -> Values:
+    def sums(self, flat: Tensor, mask: Tensor | None = None) -> Values:
         flat = flat.float()
-        return flat.sum(0), flat.t() @ flat
+        return (flat if mask is None else flat * mask.float()).sum(0), flat.t() @ flat
 
     def divisors(self, positions: float, channels: int) -> tuple[float, ...]:
         count = max(positions, 1e-12)
         return count, count
 
     def backward(
-        self, flat: Tensor, grads: Sequence[Tensor | None], scales: Sequence[float], into: Tensor | None
+        self,
+        flat: Tensor,
+        grads: Sequence[Tensor | None],
+        scales: Sequence[float],
+        into: Tensor | None,
+        mask: Tensor | None = None,
     ) -> Tensor:
         mean_grad, moment_grad = grads
         total = into.float() if into is not None else flat.new_zeros(flat.shape, dtype=torch.float32)
         if moment_grad is not None:
             total = torch.addmm(total, flat.float(), (moment_grad + moment_grad.t()) * scales[1])
         if mean_grad is not None:
-            total = total + mean_grad * scales[0]
+            total = total + (mean_grad * scales[0] if mask is None else mean_grad * scales[0] * mask.float())
         return total.to(into.dtype if into is not None else flat.dtype)
 
 

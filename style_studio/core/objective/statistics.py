@@ -33,8 +33,13 @@ class Statistic(ABC):
     """Σ over positions of a function of their features, each sum divided by its own count."""
 
     @abstractmethod
-    def sums(self, flat: Tensor) -> Values:
-        """The sums over the rows of ``flat`` (N, C): each float32 (bf16 rows may be multiplied as they are)."""
+    def sums(self, flat: Tensor, mask: Tensor | None = None) -> Values:
+        """The sums over the rows of ``flat`` (N, C): each float32 (bf16 rows may be multiplied as they are).
+
+        In a region, each row is already multiplied by its position's mask value, ``mask`` (N, 1): a statistic
+        linear in the features (a mean) weighs it once more, so that every part of it weighs positions by m²,
+        as a second moment of the weighted features does, and divides by Σm² (``divisors``).
+        """
 
     @abstractmethod
     def divisors(self, positions: float, channels: int) -> tuple[float, ...]:
@@ -42,9 +47,14 @@ class Statistic(ABC):
 
     @abstractmethod
     def backward(
-        self, flat: Tensor, grads: Sequence[Tensor | None], scales: Sequence[float], into: Tensor | None
+        self,
+        flat: Tensor,
+        grads: Sequence[Tensor | None],
+        scales: Sequence[float],
+        into: Tensor | None,
+        mask: Tensor | None = None,
     ) -> Tensor:
-        """d/d``flat`` of Σ ⟨grads[i], sums(flat)[i] · scales[i]⟩, (N, C) in ``flat``'s dtype, added to ``into``.
+        """d/d``flat`` of Σ ⟨grads[i], sums(flat, mask)[i] · scales[i]⟩, (N, C) in ``flat``'s dtype, added to ``into``.
 
         ``grads`` are one picture's (no batch dimension); ``into`` (N, C), the
         gradient from downstream, may be None.
@@ -64,7 +74,7 @@ class Statistic(ABC):
 class Gram(Statistic):
     """G = Fᵀ·F / (C·H·W): the features' second raw moment, over the channels as well."""
 
-    def sums(self, flat: Tensor) -> Values:
+    def sums(self, flat: Tensor, mask: Tensor | None = None) -> Values:
         # 2-D mm: batched bf16 matmul copies Fᵀ to contiguous first (2-3x slower
         # on oneDNN); mm reads the transposed operand in place.
         return ((flat.t() @ flat).float(),)
@@ -73,7 +83,12 @@ class Gram(Statistic):
         return (max(positions, _EPS) * channels,)
 
     def backward(
-        self, flat: Tensor, grads: Sequence[Tensor | None], scales: Sequence[float], into: Tensor | None
+        self,
+        flat: Tensor,
+        grads: Sequence[Tensor | None],
+        scales: Sequence[float],
+        into: Tensor | None,
+        mask: Tensor | None = None,
     ) -> Tensor:
         (grad,), (scale,) = grads, scales
         if grad is None:
@@ -171,7 +186,8 @@ class _GuidedTap(torch.autograd.Function):
             flat = _weighted(plane, mask, dtype).reshape(-1, channels)
             divisors = statistic.divisors(mask.energy, channels)
             scales.append(tuple(1.0 / d for d in divisors))
-            values.extend(s.mul_(scale).unsqueeze(0) for s, scale in zip(statistic.sums(flat), scales[-1], strict=True))
+            sums = statistic.sums(flat, _mask_rows(mask, dtype))
+            values.extend(s.mul_(scale).unsqueeze(0) for s, scale in zip(sums, scales[-1], strict=True))
         ctx.save_for_backward(features)
         ctx.masks, ctx.dtype, ctx.statistic, ctx.scales = masks, dtype, statistic, scales
         return (features.view_as(features), *values)
@@ -195,7 +211,9 @@ class _GuidedTap(torch.autograd.Function):
             if all(g is None for g in mine):
                 continue
             weighted = _weighted(plane, mask, ctx.dtype)
-            share = ctx.statistic.backward(weighted.reshape(-1, channels), mine, scales, None).view(weighted.shape)
+            rows = _mask_rows(mask, ctx.dtype)
+            share = ctx.statistic.backward(weighted.reshape(-1, channels), mine, scales, None, rows)
+            share = share.view(weighted.shape)
             if mask.values is not None:
                 share.mul_(mask.values[0, 0, mask.rows, mask.cols, None].to(ctx.dtype))
             out[mask.rows, mask.cols] += share
@@ -209,6 +227,11 @@ def _weighted(plane: Tensor, mask: LayerMask, dtype: torch.dtype) -> Tensor:
         return plane.to(dtype, copy=True)
     values = mask.values[0, 0, mask.rows, mask.cols, None]
     return plane[mask.rows, mask.cols].to(dtype) * values.to(dtype)
+
+
+def _mask_rows(mask: LayerMask, dtype: torch.dtype) -> Tensor | None:
+    """The mask's values within its bounding box as (N, 1), in the order of ``_weighted``'s rows; None: all ones."""
+    return None if mask.values is None else mask.values[0, 0, mask.rows, mask.cols].reshape(-1, 1).to(dtype)
 
 
 def guided_tap(features: Tensor, statistic: Statistic, masks: Sequence[LayerMask]) -> tuple[Tensor, list[Values]]:

@@ -205,15 +205,16 @@ class _StatisticSums:
         self.sums: dict[Any, list[Tensor]] = {}
         self.counts: dict[Any, tuple[float, int]] = {}
 
-    def add(self, key: Any, core: Tensor, positions: float) -> None:
+    def add(self, key: Any, core: Tensor, positions: float, mask: Tensor | None = None) -> None:
         """Add the sums over a tile's core (1, C, h, w) (masked, for a group) to ``key``'s.
 
-        ``positions``: the whole map's count (H·W, or Σm² of a group's mask).
+        ``positions``: the whole map's count (H·W, or Σm² of a group's mask); ``mask``: the group's mask
+        values at the core's positions (N, 1), by which ``core`` is multiplied (``Statistic.sums``).
         """
         flat = core[0].flatten(1).t()  # (h·w, C)
         if flat.dtype != torch.bfloat16:  # as ``statistics``: bf16 features are multiplied as they are
             flat = flat.float()
-        share = self.statistic.sums(flat)
+        share = self.statistic.sums(flat, mask)
         self.sums[key] = [a + b for a, b in zip(self.sums[key], share, strict=True)] if key in self.sums else [*share]
         self.counts[key] = (positions, core.shape[1])
 
@@ -238,19 +239,24 @@ class _StyleShare(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, features: Tensor, statistic: Statistic, grads: tuple[Tensor | None, ...], scales: tuple[float, ...]
+        ctx: Any,
+        features: Tensor,
+        statistic: Statistic,
+        grads: tuple[Tensor | None, ...],
+        scales: tuple[float, ...],
+        mask: Tensor | None,
     ) -> Tensor:
         ctx.save_for_backward(features)
-        ctx.statistic, ctx.grads, ctx.scales = statistic, grads, scales
+        ctx.statistic, ctx.grads, ctx.scales, ctx.mask = statistic, grads, scales, mask
         return features.new_zeros((), dtype=torch.float32)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None, None, None, None]:
         (features,) = ctx.saved_tensors
         flat = features[0].flatten(1).t()  # (h·w, C)
         grads = [g[0] * grad if g is not None else None for g in ctx.grads]
-        share = ctx.statistic.backward(flat, grads, ctx.scales, None)
-        return share.t().reshape(features.shape), None, None, None
+        share = ctx.statistic.backward(flat, grads, ctx.scales, None, ctx.mask)
+        return share.t().reshape(features.shape), None, None, None, None
 
 
 class TiledObjective(Objective):
@@ -327,15 +333,21 @@ class TiledObjective(Objective):
             self.captured.clear()
         return activations, statistics.result()
 
-    def _group_cores(self, tile: Tile, name: str, height: int, width: int) -> Iterator[tuple[int, Tensor, float]]:
-        """(group, the tile core's features at layer ``name`` weighted by its mask, Σm²) for each style group."""
+    def _group_cores(
+        self, tile: Tile, name: str, height: int, width: int
+    ) -> Iterator[tuple[int, Tensor, float, Tensor | None]]:
+        """(group, the tile core's features at layer ``name`` weighted by its mask, Σm², the mask at the core's
+        positions as (N, 1) or None for all ones) for each style group."""
         grid = self.reach.grids[name]
         core = tile.core(self.captured.activations[name], grid)
         rows, cols = _global_positions(tile, grid)
         for number, group in enumerate(self.groups):
             mask = group.at(grid.length(height), grid.length(width))
-            masked = core if mask.values is None else core * mask.values[..., rows, cols].to(core.dtype)
-            yield number, masked, mask.energy
+            if mask.values is None:
+                yield number, core, mask.energy, None
+            else:
+                values = mask.values[..., rows, cols].to(core.dtype)
+                yield number, core * values, mask.energy, values[0, 0].reshape(-1, 1)
 
     def _statistics_pass(
         self, image: Tensor, *, keep: int
@@ -356,8 +368,8 @@ class TiledObjective(Objective):
             crop = self._tile_forward(image, tile, with_grad=last)
             with torch.no_grad():
                 for name in self.style_layers:
-                    for group, masked, positions in self._group_cores(tile, name, height, width):
-                        statistics.add((name, group), masked, positions)
+                    for group, masked, positions, mask in self._group_cores(tile, name, height, width):
+                        statistics.add((name, group), masked, positions, mask)
             if last:
                 kept[done - 1] = (crop, dict(self.captured.activations))
             self.captured.clear()
@@ -411,10 +423,10 @@ class TiledObjective(Objective):
                 if backward:
                     share = tile_content
                     for name in self.style_layers:
-                        for group, masked, positions in self._group_cores(tile, name, height, width):
+                        for group, masked, positions, mask in self._group_cores(tile, name, height, width):
                             scales = tuple(1.0 / d for d in statistic.divisors(positions, masked.shape[1]))
                             grads = statistic_grads[(name, group)]
-                            share = share + _StyleShare.apply(masked, statistic, grads, scales)
+                            share = share + _StyleShare.apply(masked, statistic, grads, scales, mask)
                     (share * scale).backward()  # type: ignore[no-untyped-call]
             self.captured.clear()
             content = content + tile_content.detach()

@@ -155,3 +155,30 @@ def test_the_distances_gradient_holds_for_features_of_low_rank_and_any_scale(sca
         ahead = float(loss.distance(statistics(flat + step * direction), target))
         behind = float(loss.distance(statistics(flat - step * direction), target))
     assert float((flat.grad * direction).sum()) == pytest.approx((ahead - behind) / (2 * step), rel=1e-2)
+
+
+def test_a_regions_mean_and_moment_weigh_each_position_by_its_mask_squared():
+    # A soft mask's edge must not bias the mean: both parts weigh a position by m², as the second moment of the
+    # masked features does, and both divide by Σm².
+    from style_studio.core.objective.guided import LayerMask
+    from style_studio.core.objective.statistics import guided_tap
+
+    torch.manual_seed(0)
+    features = torch.rand(1, 6, 9, 7).contiguous(memory_format=torch.channels_last).requires_grad_(True)
+    soft = torch.zeros(1, 1, 9, 7)
+    soft[..., 2:6, 1:5] = torch.rand(4, 4) * 0.8 + 0.1
+    mask = LayerMask(soft, float(soft.square().sum()), slice(2, 6), slice(1, 5))
+    passed_on, [(mean, moment)] = guided_tap(features, Moments(), [mask])
+    weights = torch.randn(1, 6), torch.randn(1, 6, 6), torch.randn(1, 6, 9, 7)
+    ((mean * weights[0]).sum() + (moment * weights[1]).sum() + (passed_on * weights[2]).sum()).backward()
+    ours = features.grad.clone()
+    features.grad = None
+    flat, squared = features[0].flatten(1).t(), soft.flatten().square()[:, None]
+    expected_mean = (squared * flat).sum(0) / squared.sum()
+    expected_moment = (squared * flat).t() @ flat / squared.sum()
+    torch.testing.assert_close(mean[0], expected_mean.detach())
+    torch.testing.assert_close(moment[0], expected_moment.detach())
+    (
+        (expected_mean * weights[0]).sum() + (expected_moment * weights[1]).sum() + (features * weights[2]).sum()
+    ).backward()
+    torch.testing.assert_close(ours, features.grad)

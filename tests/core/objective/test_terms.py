@@ -37,20 +37,25 @@ class Brightness(PictureTerm):
 class Means(Statistic):
     """A made-up statistic: each channel's mean, and its mean square."""
 
-    def sums(self, flat: Tensor) -> Values:
+    def sums(self, flat: Tensor, mask: Tensor | None = None) -> Values:
         flat = flat.float()
-        return flat.sum(0), flat.square().sum(0)
+        return (flat if mask is None else flat * mask).sum(0), flat.square().sum(0)
 
     def divisors(self, positions: float, channels: int) -> tuple[float, ...]:
         return positions, positions
 
     def backward(
-        self, flat: Tensor, grads: Sequence[Tensor | None], scales: Sequence[float], into: Tensor | None
+        self,
+        flat: Tensor,
+        grads: Sequence[Tensor | None],
+        scales: Sequence[float],
+        into: Tensor | None,
+        mask: Tensor | None = None,
     ) -> Tensor:
         mean, square = grads
         total = torch.zeros_like(flat, dtype=torch.float32) if into is None else into.float()
         if mean is not None:
-            total = total + mean * scales[0]
+            total = total + mean * scales[0] * (1 if mask is None else mask)
         if square is not None:
             total = total + 2 * flat.float() * square * scales[1]
         return total.to(flat.dtype)
