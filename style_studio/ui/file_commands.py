@@ -1,4 +1,4 @@
-"""The window's file commands: export a result, save and load presets, choose a weights file."""
+"""The window's file commands: export a result, save and load presets, choose a weights file, take a drop."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import QMimeData
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from .. import __version__
-from ..core import Output, picture_metadata
+from ..core import ImageLoadError, Output, picture_metadata
 from .history import HistoryEntry
+from .qt_images import images_from_mime
 from .weights_dialog import WEIGHTS_FILTER
 
 if TYPE_CHECKING:
@@ -111,6 +113,29 @@ class FileCommands:
         if entry is not None and not error:
             self.kept.let_go(entry)  # exported: the kept copy is no longer needed
         self.changed()
+
+    def drop(self, mime: QMimeData) -> bool:
+        """A drop on the picture: an exported image restores its settings; another image becomes the content.
+
+        Returns whether the drop was taken.
+        """
+        for url in mime.urls() if mime.hasUrls() else []:
+            if not url.isLocalFile():
+                continue
+            path = Path(url.toLocalFile())
+            embedded, settings = self.documents.settings_in_picture(path)
+            if embedded:
+                if settings is not None:
+                    self.apply_settings(settings, f"Settings restored from {path.name}")
+                    self.restore_regions(self.documents.regions_in_picture(path), path.name)
+                return True
+        try:
+            items = images_from_mime(mime)
+        except ImageLoadError as exc:
+            self.feedback.error(str(exc))
+            return False
+        self.inputs.use_as_content(items[0])
+        return True
 
     def save_preset_dialog(self) -> None:
         path = self.documents.ask_preset_to_save(self.inputs.open_dir())

@@ -32,7 +32,6 @@ from ..core import (
     UNTRAINED,
     Checkpoint,
     CheckpointStore,
-    ImageLoadError,
     RenderQueue,
     RunPlan,
     Settings,
@@ -50,7 +49,7 @@ from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .kept_history import KeptHistory
 from .loss_plot import LossPlot
-from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
+from .qt_images import InputImage, can_accept, pil_to_qimage
 from .queue_intake import QueueIntake
 from .queue_panel import QueueController, QueuePanel
 from .regions_panel import RegionEditor, RegionsPanel
@@ -329,26 +328,8 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt override
-        """A drop on the picture: an exported image restores its settings; another image becomes the content."""
-        mime = event.mimeData()
-        for url in mime.urls() if mime.hasUrls() else []:
-            if not url.isLocalFile():
-                continue
-            path = Path(url.toLocalFile())
-            embedded, settings = self.documents.settings_in_picture(path)
-            if embedded:
-                if settings is not None:
-                    self.apply_settings(settings, f"Settings restored from {path.name}")
-                    self.painting.restore(self.documents.regions_in_picture(path), path.name)
-                event.acceptProposedAction()
-                return
-        try:
-            items = images_from_mime(mime)
-        except ImageLoadError as exc:
-            self.show_error(str(exc))
-            return
-        event.acceptProposedAction()
-        self.inputs.use_as_content(items[0])
+        if self.files.drop(event.mimeData()):
+            event.acceptProposedAction()
 
     # -- settings ----------------------------------------------------------------------
 
@@ -384,10 +365,6 @@ class MainWindow(QMainWindow):
         self.settings_state.load(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
         self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
-
-    # -- running -------------------------------------------------------------------------
-
-    # -- unfinished runs ------------------------------------------------------------
 
     @property
     def result(self) -> Image.Image | None:
@@ -462,10 +439,7 @@ class MainWindow(QMainWindow):
     # -- state and messages --------------------------------------------------------------------
 
     def _status(self, text: str, ms: int) -> None:
-        if text:
-            self.statusBar().showMessage(text, ms)
-        else:
-            self.statusBar().clearMessage()
+        self.statusBar().showMessage(text, ms)  # "" shows nothing: the line is cleared
 
     def _show_queue(self) -> None:
         self.queue_dock.show()
