@@ -1,0 +1,204 @@
+"""The picture's quality, measured: how far each recipe takes the photo towards the painting, and what it keeps.
+
+For each pair (a photo and a painting) and each recipe (a set of settings), the
+picture is rendered and measured against the photo and the painting, with
+measures none of the recipes optimises:
+
+- **colour closed**: the Wasserstein-2 distance between the RGB colour
+  Gaussians (mean and covariance) of the picture and the painting, as a share
+  of the photo's distance that the picture closed (0: the photo's colours, 1:
+  the painting's);
+- **style closed, half size**: the sliced Wasserstein distance between the
+  distributions of VGG features (relu1_1 to relu4_1, 64 random directions
+  each) of the picture at half its size and of the painting at the same size,
+  the share of the photo's distance closed: strokes at the painting's scale;
+- **layout kept**: the correlation of the picture's and the photo's
+  luminance blurred to 24 px (1: the composition as it was);
+- **edges kept**: the correlation of their luminance gradients' magnitudes at
+  full size (1: every fine edge where it was).
+
+A contact sheet (photo, painting, one column per recipe) is written to
+docs/quality/sheet.jpg.
+
+    python benchmarks/quality.py                        # 6 pairs, 160 px, 80 iterations
+    python benchmarks/quality.py --size 256 --iterations 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+
+import numpy as np
+from _common import ROOT, machine, table, weights
+from PIL import Image, ImageDraw
+
+SAMPLES = ROOT / "resources" / "samples"
+PAIRS = [
+    ("chelsea.png", "starry_night.jpg"),
+    ("astronaut.png", "the_scream.jpg"),
+    ("coffee.png", "shipwreck.jpg"),
+    ("rocket.jpg", "starry_night.jpg"),
+    ("grace_hopper.jpg", "shipwreck.jpg"),
+    ("coffee.png", "the_scream.jpg"),
+]
+#: Recipe name -> the settings it changes from the defaults.
+RECIPES = {
+    "gram": {},
+    "gaussian": {"style_loss": "gaussian"},
+    "gaussian, palette start": {"style_loss": "gaussian", "init": "palette"},
+}
+LAYERS = ("relu1_1", "relu2_1", "relu3_1", "relu4_1")
+
+
+def colour_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """W2 between the RGB Gaussians of two (H, W, 3) uint8 pictures, in [0, 1] units."""
+    from scipy.linalg import sqrtm
+
+    x, y = (p.reshape(-1, 3).astype(np.float64) / 255 for p in (a, b))
+    mx, my = x.mean(0), y.mean(0)
+    cx, cy = np.cov(x.T) + 1e-6 * np.eye(3), np.cov(y.T) + 1e-6 * np.eye(3)
+    root = np.real(sqrtm(cy))
+    cross = np.real(sqrtm(root @ cx @ root))
+    return math.sqrt(max(float(((mx - my) ** 2).sum() + np.trace(cx + cy - 2 * cross)), 0.0))
+
+
+def luminance(picture: np.ndarray) -> np.ndarray:
+    return picture.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a.ravel(), b.ravel())[0, 1])
+
+
+def layout_kept(picture: np.ndarray, photo: np.ndarray) -> float:
+    small = [Image.fromarray(p).reduce(max(1, max(p.shape[:2]) // 24)) for p in (picture, photo)]
+    return correlation(*(luminance(np.asarray(s)) for s in small))
+
+
+def edges_kept(picture: np.ndarray, photo: np.ndarray) -> float:
+    def magnitude(p: np.ndarray) -> np.ndarray:
+        y = luminance(p)
+        return np.hypot(np.diff(y, axis=0)[:, :-1], np.diff(y, axis=1)[:-1, :])
+
+    return correlation(magnitude(picture), magnitude(photo))
+
+
+class Features:
+    """VGG features of pictures and the sliced Wasserstein distance between their distributions."""
+
+    def __init__(self, loaded) -> None:
+        from style_studio.core.network.device import resolve
+        from style_studio.core.network.vgg import TruncatedNetwork
+        from style_studio.core.objective.capture import capture
+        from style_studio.core.run.compute import network_for
+
+        compute = resolve("cpu", "fp32")
+        self.net = TruncatedNetwork(network_for(loaded, compute), list(LAYERS))
+        self.capture = capture
+
+    def of(self, picture: Image.Image) -> dict[str, np.ndarray]:
+        import torch
+
+        from style_studio.core.io.tensors import pil_to_tensor
+
+        with self.capture(self.net, content_layers=LAYERS) as got, torch.no_grad():
+            self.net(pil_to_tensor(picture))
+            return {k: got.activations[k][0].flatten(1).t().numpy() for k in LAYERS}
+
+    def distance(self, a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+        rng = np.random.default_rng(0)
+        total = 0.0
+        for name in LAYERS:
+            x, y = a[name], b[name]
+            directions = rng.standard_normal((x.shape[1], 64))
+            directions /= np.linalg.norm(directions, axis=0)
+            quantiles = np.linspace(0, 1, 256)
+            px = np.quantile(x @ directions, quantiles, axis=0)
+            py = np.quantile(y @ directions, quantiles, axis=0)
+            scale = np.sqrt((y**2).sum(1).mean() / x.shape[1]) + 1e-12
+            total += float(np.sqrt(((px - py) ** 2).mean())) / scale
+        return total / len(LAYERS)
+
+
+def half(picture: Image.Image) -> Image.Image:
+    return picture.resize((max(1, picture.width // 2), max(1, picture.height // 2)), Image.Resampling.LANCZOS)
+
+
+def fitted(picture: Image.Image, side: int) -> Image.Image:
+    scale = side / max(picture.size)
+    return picture.resize((round(picture.width * scale), round(picture.height * scale)), Image.Resampling.LANCZOS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=160)
+    parser.add_argument("--iterations", type=int, default=80)
+    parser.add_argument("--pairs", type=int, default=len(PAIRS))
+    parser.add_argument("--weights", default=None, help="default: the proxy file if present, else untrained")
+    args = parser.parse_args()
+    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core.settings import DEFAULTS
+
+    loaded = weights(args.weights)
+    features = Features(loaded)
+    rows, sheet_rows = [], []
+    sums: dict[str, list[list[float]]] = {name: [] for name in RECIPES}
+    for photo_name, painting_name in PAIRS[: args.pairs]:
+        photo = Image.open(SAMPLES / "content" / photo_name).convert("RGB")
+        painting = Image.open(SAMPLES / "style" / painting_name).convert("RGB")
+        made = {}
+        for name, changes in RECIPES.items():
+            settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations,
+                                           weights=loaded.choice, **changes)  # fmt: skip
+            transfer = StyleTransfer(photo, [painting], settings, loaded)
+            for _ in transfer.run():
+                pass
+            assert transfer.result is not None
+            made[name] = transfer.result
+        size = next(iter(made.values())).size
+        shown_photo = photo.resize(size, Image.Resampling.LANCZOS)
+        photo_pixels, painting_pixels = np.asarray(shown_photo), np.asarray(fitted(painting, max(size)))
+        half_painting = features.of(fitted(painting, max(size) // 2))
+        photo_colour = colour_distance(photo_pixels, painting_pixels)
+        photo_style = features.distance(features.of(half(shown_photo)), half_painting)
+        for name, picture in made.items():
+            pixels = np.asarray(picture)
+            measures = [
+                1 - colour_distance(pixels, painting_pixels) / photo_colour,
+                1 - features.distance(features.of(half(picture)), half_painting) / photo_style,
+                layout_kept(pixels, photo_pixels),
+                edges_kept(pixels, photo_pixels),
+            ]
+            sums[name].append(measures)
+            rows.append([f"{photo_name} × {painting_name}", name, *(f"{m:.2f}" for m in measures)])
+        sheet_rows.append([shown_photo, fitted(painting, max(size)), *made.values()])
+    for name, measures in sums.items():
+        rows.append(["mean", name, *(f"{v:.2f}" for v in np.mean(measures, axis=0))])
+    print(f"Quality ({machine()}; weights: {loaded.label}; {args.size} px, {args.iterations} iterations)")
+    print(table(["pair", "recipe", "colour closed", "style closed, half size", "layout kept", "edges kept"], rows))
+    sheet = contact_sheet(sheet_rows, ["photo", "painting", *RECIPES])
+    target = ROOT / "docs" / "quality" / "sheet.jpg"
+    sheet.save(target, quality=88)
+    print(f"\ncontact sheet: {target.relative_to(ROOT)}")
+
+
+def contact_sheet(rows: list[list[Image.Image]], titles: list[str]) -> Image.Image:
+    cell = max(max(p.size) for row in rows for p in row)
+    band = 18
+    sheet = Image.new("RGB", (cell * len(titles), band + cell * len(rows)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for column, title in enumerate(titles):
+        draw.text((column * cell + 4, 3), title, fill="black")
+    for number, row in enumerate(rows):
+        for column, picture in enumerate(row):
+            shown = fitted(picture, cell)
+            sheet.paste(
+                shown, (column * cell + (cell - shown.width) // 2, band + number * cell + (cell - shown.height) // 2)
+            )
+    return sheet
+
+
+if __name__ == "__main__":
+    main()
