@@ -190,6 +190,8 @@ def contact_sheet(rows: list[list[Image.Image]], titles: list[str]) -> Image.Ima
     sheet = Image.new("RGB", (cell * len(titles), band + cell * len(rows)), "white")
     draw = ImageDraw.Draw(sheet)
     for column, title in enumerate(titles):
+        while title and draw.textlength(title) > cell - 8:  # a long recipe's name is cut, not run into the next
+            title = title[:-2] + "…"
         draw.text((column * cell + 4, 3), title, fill="black")
     for number, row in enumerate(rows):
         for column, picture in enumerate(row):
