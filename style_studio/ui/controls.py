@@ -342,38 +342,31 @@ class ControlsPanel(QWidget):
         checks = {"preserve_colors": self.preserve_colors, "deterministic": self.deterministic}
         sliders = {"content_weight": self.content_weight, "style_weight": self.style_weight,
                    "tv_weight": self.tv_weight}  # fmt: skip
-        bindings: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {
-            "style_layers": (self._style_layers, self._show_style_layers),
-            "content_layers": (lambda: (self.content_layer.currentData(),), self._show_content_layers),
+        # Each setting: (read the widget, show a value in it, the widget's change signals).
+        table: dict[str, tuple[Callable[[], Any], Callable[[Any], None], list[Any]]] = {
+            "style_layers": (self._style_layers, self._show_style_layers,
+                             [s.valueChanged for s in self.layer_sliders.values()]),
+            "content_layers": (lambda: (self.content_layer.currentData(),), self._show_content_layers,
+                               [self.content_layer.currentIndexChanged]),
             "finer_iterations": (lambda: self.finer_iterations.value() / 100,
-                                 lambda v: self.finer_iterations.setValue(round(v * 100))),
+                                 lambda v: self.finer_iterations.setValue(round(v * 100)),
+                                 [self.finer_iterations.valueChanged]),
             "tile": (lambda: max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
-                     self.tile.setValue),
-            "seed": (self.seed.value, lambda v: self.seed.setValue(min(v, 2**31 - 1))),
-            "style_scale": (lambda: round(self.style_scale.value(), 2), self.style_scale.setValue),
-            "weights": (self._weights_choice, self.set_weights),
-            **{name: (spin.value, spin.setValue) for name, spin in spins.items()},
-            **{name: (box.currentData, functools.partial(self._select_choice, box)) for name, box in combos.items()},
-            **{name: (check.isChecked, check.setChecked) for name, check in checks.items()},
-            **{name: (slider.value, slider.setValue) for name, slider in sliders.items()},
+                     self.tile.setValue, [self.tile.valueChanged]),
+            "seed": (self.seed.value, lambda v: self.seed.setValue(min(v, 2**31 - 1)), [self.seed.valueChanged]),
+            "style_scale": (lambda: round(self.style_scale.value(), 2), self.style_scale.setValue,
+                            [self.style_scale.valueChanged]),
+            "weights": (self._weights_choice, self.set_weights, [self.weights.currentIndexChanged]),
+            **{name: (spin.value, spin.setValue, [spin.valueChanged]) for name, spin in spins.items()},
+            **{name: (box.currentData, functools.partial(self._select_choice, box), [box.currentIndexChanged])
+               for name, box in combos.items()},
+            **{name: (check.isChecked, check.setChecked, [check.toggled]) for name, check in checks.items()},
+            **{name: (slider.value, slider.setValue, [slider.valueChanged]) for name, slider in sliders.items()},
         }  # fmt: skip
-        signals: dict[str, list[Any]] = {
-            "style_layers": [s.valueChanged for s in self.layer_sliders.values()],
-            "content_layers": [self.content_layer.currentIndexChanged],
-            "finer_iterations": [self.finer_iterations.valueChanged],
-            "tile": [self.tile.valueChanged],
-            "seed": [self.seed.valueChanged],
-            "style_scale": [self.style_scale.valueChanged],
-            "weights": [self.weights.currentIndexChanged],
-            **{name: [spin.valueChanged] for name, spin in spins.items()},
-            **{name: [box.currentIndexChanged] for name, box in combos.items()},
-            **{name: [check.toggled] for name, check in checks.items()},
-            **{name: [slider.valueChanged] for name, slider in sliders.items()},
-        }
-        for name, changes in signals.items():
+        for name, (_, _, changes) in table.items():
             for signal in changes:
                 signal.connect(lambda *_, name=name: self._write(name))
-        return bindings
+        return {name: (read, show) for name, (read, show, _) in table.items()}
 
     def _write(self, name: str) -> None:
         """The user moved a widget: its one setting goes into the state."""

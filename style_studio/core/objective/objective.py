@@ -272,10 +272,9 @@ class Objective:
         known = (
             inputs.known_styles if inputs.known_styles is not None and not settings.preserve_colors else StyleCache()
         )
-        key = (self.style_layers, settings.pooling, type(self).__name__, type(self.loss).__name__)
-        styles = known.get(
-            (*key, *(tuple(s.shape) for s in inputs.styles)), lambda: [self.summarise(s)[1] for s in inputs.styles]
-        )
+        sizes = tuple(tuple(s.shape) for s in inputs.styles)
+        key = (self.style_layers, settings.pooling, type(self).__name__, type(self.loss).__name__, sizes)
+        styles = known.get(key, lambda: [self.summarise(s)[1] for s in inputs.styles])
         self.style = StyleTerm(self.loss, styles, self.groups, settings)
         made = (make(content, settings, inputs.temporal) for make in PICTURE_TERMS)
         self.picture_terms: tuple[PictureTerm, ...] = tuple(term for term in made if term is not None)

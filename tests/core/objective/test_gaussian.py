@@ -12,11 +12,12 @@ import torch
 from style_studio.core.objective import objective as objective_module
 from style_studio.core.objective.gaussian import GaussianLoss, Moments, trace_sqrt
 from style_studio.core.objective.matrices import sqrtm
+from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.statistics import statistic_tap
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.engine import StyleTransfer
-from tests.core.objective.test_tiles import BLEND, FP32, SIZE, Objective, ScaleInputs, gradient_of, relative
+from tests.core.objective.test_tiles import BLEND, FP32, SIZE, gradient_of, relative
 
 GAUSSIAN = dataclasses.replace(BLEND, style_loss="gaussian")
 

@@ -13,12 +13,13 @@ from torch import Tensor
 
 from style_studio.core.objective import objective as objective_module
 from style_studio.core.objective.guided import ScaleRegions, StyleGroup
+from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.statistics import Statistic, Values
 from style_studio.core.objective.terms import PictureTerm, StyleLoss
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.engine import StyleTransfer
-from tests.core.objective.test_tiles import BLEND, FP32, SIZE, Objective, ScaleInputs, gradient_of, relative
+from tests.core.objective.test_tiles import BLEND, FP32, SIZE, gradient_of, relative
 
 
 class Brightness(PictureTerm):
