@@ -6,7 +6,6 @@ modules offered whole are the core's top-level ones (errors, progress, settings)
 contracts allow; nothing from ``io``, ``network``, ``objective``, ``run`` or ``jobs`` is offered but by name.
 """
 
-from . import errors, progress, settings
 from .about import About as About
 from .about import bound_text as bound_text
 from .about import check_fields as check_fields
@@ -57,6 +56,10 @@ from .jobs.job import picture_metadata as picture_metadata
 from .jobs.job import video_key as video_key
 from .jobs.kept import KeptResult as KeptResult
 from .jobs.kept import KeptResults as KeptResults
+from .jobs.picture import PictureResult as PictureResult
+from .jobs.picture import Pictures as Pictures
+from .jobs.picture import Previews as Previews
+from .jobs.picture import run_picture as run_picture
 from .jobs.render import render_job as render_job
 from .jobs.render import write_output as write_output
 from .jobs.render import write_picture as write_picture
@@ -102,118 +105,9 @@ from .run.cancel import CancelToken as CancelToken
 from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore
 from .run.compute import NetworkWeights as NetworkWeights
-from .run.engine import StyleTransfer as StyleTransfer
 from .run.live import LiveChanges as LiveChanges
 from .run.memory import available_bytes as available_bytes
 from .run.plan import RunPlan as RunPlan
 from .run.plan import Target as Target
 from .run.plan import plan_run as plan_run
 from .settings import Settings as Settings
-
-__all__ = [
-    "BUSY",
-    "CANCELLED",
-    "DEFAULT_FEATHER",
-    "FINISHED",
-    "FORMATS",
-    "IMAGENET",
-    "JOB_KEY",
-    "LAYER_NAMES",
-    "MAX_DPI",
-    "PALETTE",
-    "PRIMARY_STYLE_LAYERS",
-    "UNTRAINED",
-    "About",
-    "Busy",
-    "CancelToken",
-    "Cancelled",
-    "Checkpoint",
-    "CheckpointStore",
-    "ClipInfo",
-    "FrameFolder",
-    "FrameRecord",
-    "ImageLoadError",
-    "Job",
-    "JobInputs",
-    "JobOutcome",
-    "KeptResult",
-    "KeptResults",
-    "LiveChanges",
-    "LoadedWeights",
-    "NetworkWeights",
-    "Output",
-    "OutputError",
-    "OutputOptions",
-    "Progress",
-    "QueueItem",
-    "Region",
-    "RegionError",
-    "RegionSpec",
-    "Regions",
-    "RenderQueue",
-    "RenderedJob",
-    "RenderedVideo",
-    "RunPlan",
-    "Settings",
-    "SettingsError",
-    "Stroke",
-    "StyleStudioError",
-    "StyleTransfer",
-    "Target",
-    "UnsafePathError",
-    "VideoError",
-    "VideoOptions",
-    "already_done",
-    "available_bytes",
-    "bound_text",
-    "check_fields",
-    "check_image_fits",
-    "check_jobs",
-    "check_video_job",
-    "cleared",
-    "decode_image",
-    "describe",
-    "described",
-    "download_imagenet",
-    "errors",
-    "file_digest",
-    "filled",
-    "fit_size",
-    "folder_lock",
-    "folder_problem",
-    "from_document",
-    "held",
-    "image_hash",
-    "imagenet_cache_path",
-    "is_imagenet_cached",
-    "is_layer",
-    "is_queue_run",
-    "is_video_path",
-    "item_for",
-    "job_key",
-    "jobs_from_arguments",
-    "jobs_from_file",
-    "load_image",
-    "load_weights",
-    "output_key",
-    "parse_colour",
-    "picture_metadata",
-    "plan_run",
-    "probe",
-    "progress",
-    "read_frames",
-    "read_metadata",
-    "read_state_dict",
-    "regions_from_mask",
-    "regions_from_picture",
-    "remove_partial_files",
-    "render_job",
-    "render_video",
-    "save_image",
-    "settings",
-    "summary_rows",
-    "video_key",
-    "write_atomically",
-    "write_output",
-    "write_picture",
-]

@@ -20,11 +20,12 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem,
 from .. import __version__
 from ..core import (
     CANCELLED,
-    FINISHED,
     CancelToken,
     Checkpoint,
     FrameRecord,
     Job,
+    PictureResult,
+    Pictures,
     Progress,
     QueueItem,
     RenderedVideo,
@@ -34,13 +35,12 @@ from ..core import (
     job_key,
     load_image,
     output_key,
-    picture_metadata,
     render_video,
     video_key,
     write_picture,
 )
 from .background import BackgroundTask, Report, TaskOutcome
-from .runner import QUEUE, RunController, RunOutcome, RunRequest
+from .runner import QUEUE, RunController, RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,9 @@ class QueueController(QObject):
                 self.queue.set_state(item.id, "failed", str(exc))
                 self.changed.emit()
                 continue
-            if output_key(job.output) == job_key(job.settings, render.content, render.styles, job.regions):
+            if output_key(job.output) == job_key(
+                job.settings, render.pictures.content, render.pictures.styles, job.regions
+            ):
                 self._forget_progress(item.id)
                 self.queue.set_state(item.id, "done", f"{job.output} (already made)")
                 self.changed.emit()
@@ -310,14 +312,9 @@ class QueueController(QObject):
     def _run_request(self, item: QueueItem) -> tuple[Job, RunRequest]:
         """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
         job = item.job
-        content = load_image(job.content)
-        styles = tuple(load_image(p) for p in job.styles)
-        regions = job.regions.resized(*content.size) if job.regions else None
-        names = tuple(p.name for p in job.styles)
-        render = RunRequest(
-            content, styles, job.settings, job.content.name, names, self._checkpoint(item), regions, item.run_id, QUEUE
-        )
-        return job, render
+        names = (job.content.name, *(p.name for p in job.styles))
+        pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions)
+        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE)
 
     def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
         """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""
@@ -342,12 +339,12 @@ class QueueController(QObject):
         self.progress_text = f"{100 * record.step / max(record.steps, 1):.0f} %"
         self.changed.emit()
 
-    def on_finished(self, outcome: RunOutcome) -> None:
+    def on_finished(self, owner: str, outcome: PictureResult) -> None:
         """A queued job's run ended: write its picture (in the background), then go on.
 
         A run of the user's that ended lets the queue go on, once the window has taken its result.
         """
-        if outcome.owner != QUEUE:
+        if owner != QUEUE:
             QTimer.singleShot(0, self.start_next)
             return
         item_id, self.current = self.current, None
@@ -360,7 +357,7 @@ class QueueController(QObject):
         elif outcome.stop_reason == CANCELLED:
             self._forget_progress(item.id)
             self.queue.set_state(item.id, "cancelled")
-        elif outcome.stop_reason == FINISHED and outcome.result is not None:
+        elif outcome.finished:
             self._write(item, outcome)
             return
         else:
@@ -368,19 +365,12 @@ class QueueController(QObject):
         self.changed.emit()
         self.start_next()
 
-    def _write(self, item: QueueItem, outcome: RunOutcome) -> None:
-        """Write the picture with its metadata and job key, in the background."""
-        result = outcome.result
+    def _write(self, item: QueueItem, outcome: PictureResult) -> None:
+        """Write the picture with its metadata and job key (the run's own: the one checked before it started), in
+        the background."""
+        result = outcome.image
         assert result is not None
-        metadata = picture_metadata(
-            outcome.settings,
-            weights_label=outcome.weights_label,
-            app_version=__version__,
-            content=item.job.content.name,
-            styles=[p.name for p in item.job.styles],
-            regions=outcome.regions,
-            key=outcome.key,  # the run's own: the same job key as the one checked before it started
-        )
+        metadata = outcome.document(__version__)
 
         def write(report: Report, cancel: CancelToken) -> None:
             item.job.output.parent.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,7 @@ from collections import deque
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core import CANCELLED, Progress
-from .runner import RunOutcome
+from ..core import CANCELLED, PictureResult, Progress
 
 #: Progress bar units per iteration.
 STEP_RESOLUTION = 100
@@ -130,7 +129,7 @@ class RunBar(QWidget):
         metrics = self.progress.fontMetrics()
         return next((text for text in texts if metrics.horizontalAdvance(text) <= room), texts[-1])
 
-    def show_outcome(self, outcome: RunOutcome) -> None:
+    def show_outcome(self, outcome: PictureResult) -> None:
         if outcome.error:
             self.progress.setFormat("Stopped with an error")
         elif outcome.stop_reason == CANCELLED:

@@ -15,13 +15,13 @@ import dataclasses
 import logging
 import os
 import threading
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-import numpy as np
-from PIL import Image
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtGui import QImage
 
@@ -32,20 +32,22 @@ from ..core import (
     Cancelled,
     CancelToken,
     LiveChanges,
+    PictureResult,
+    Pictures,
+    Previews,
     Progress,
     Regions,
     RunPlan,
     Settings,
     SettingsError,
     StyleStudioError,
-    job_key,
 )
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .qt_images import array_to_qimage
 
 if TYPE_CHECKING:
-    from ..core import Checkpoint, CheckpointStore, NetworkWeights, StyleTransfer
+    from ..core import Checkpoint, CheckpointStore, NetworkWeights
     from .state import SettingsState
 
 log = logging.getLogger(__name__)
@@ -62,45 +64,13 @@ PREVIEW_READY: Final = "preview-ready"
 class RunRequest:
     """What a run needs: the pictures and the settings (weights are named in the settings)."""
 
-    content: Image.Image
-    styles: tuple[Image.Image, ...]
+    pictures: Pictures
     settings: Settings
-    content_name: str = "content"
-    style_names: tuple[str, ...] = ()
     resume: Checkpoint | None = None
-    regions: Regions | None = None
     #: The run's checkpoint name (None: a new one). A named run keeps its checkpoint when it is
     #: stopped, for its owner (the queue) to go on from; the user's runs are unnamed.
     run_id: str | None = None
     #: Whose run it is: the user's (``USER``) or the queue's (``QUEUE``); each listens to its own.
-    owner: str = "user"
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How a run ended.
-
-    Attributes:
-        stop_reason: ``FINISHED`` or ``CANCELLED``; None when it failed.
-        error: the message to show when it failed.
-        result: the best image at the requested size (also after a stop or an error).
-        settings: the settings it ran with (with any live changes).
-        weights_label: the weights actually used, as the status bar says it.
-        last: the last Progress record, if any.
-        deep: ``result`` at 16 bits per channel, (H, W, 3) uint16, for print exports.
-    """
-
-    stop_reason: str | None
-    error: str | None
-    result: Image.Image | None
-    settings: Settings
-    weights_label: str | None
-    last: Progress | None = None
-    deep: np.ndarray | None = None
-    regions: Regions | None = None
-    #: The job key of the finished picture (``core.job_key``): its settings, pictures and regions.
-    key: str | None = None
-    #: Whose run it was (``RunRequest.owner``).
     owner: str = "user"
 
 
@@ -170,10 +140,10 @@ class RenderSession:
         self.job = job
         self._weights = weights
         self._checkpoints = checkpoints
-        self.run_id: str | None = job.resume.run_id if job.resume is not None else job.run_id
+        self.run_id: str = job.resume.run_id if job.resume is not None else job.run_id or uuid.uuid4().hex
         self._lock = threading.Lock()
         self._preview: QImage | None = None
-        self.live = LiveChanges(job.settings, len(job.styles), job.content.size)
+        self.live = LiveChanges(job.settings, len(job.pictures.styles), job.pictures.content.size)
         self._report: Report = lambda _: None
 
     def set_style_map(self, layer: str | None) -> None:
@@ -201,77 +171,52 @@ class RenderSession:
         if notify:
             self._report(PREVIEW_READY)
 
-    def __call__(self, report: Report, cancel: CancelToken) -> RunOutcome:
+    def __call__(self, report: Report, cancel: CancelToken) -> PictureResult:
+        """The run's result, also when it stopped or failed: a failure that is not the user's to act on is logged
+        and said as unexpected, and the picture so far is kept."""
         _lower_this_threads_priority()
-        from ..core import StyleTransfer
+        from ..core import run_picture
 
         self._report = report
         job = self.job
-        transfer: StyleTransfer | None = None
-        last: Progress | None = None
-        label: str | None = None
+        began = time.perf_counter()
+        label = ""
         try:
             cancel.raise_if_cancelled()
             weights = self._weights.get(job.settings.weights)
             label = weights.label
-            cancel.raise_if_cancelled()
-            transfer = StyleTransfer(
-                job.content,
-                list(job.styles),
-                job.settings,
-                weights,
-                cancel=cancel,
-                preview_interval=0.15,
-                checkpoints=self._checkpoints,
-                run_id=self.run_id,
-                resume=job.resume,
-                input_names=(job.content_name, *job.style_names),
-                regions=job.regions,
-                live=self.live,
-            )
-            self.run_id = transfer.run_id
-            report(transfer.plan)
-            for record in transfer.run():
-                if record.preview is not None:
-                    self._post_preview(array_to_qimage(record.preview))
-                    record = dataclasses.replace(record, preview=None)
-                report(record)
-                last = record
-            return RunOutcome(
-                last.stop_reason if last else CANCELLED,
-                None,
-                transfer.result,
-                transfer.settings,
-                label,
-                last,
-                _deep(transfer),
-                transfer.regions,
-                job_key(transfer.settings, job.content, job.styles, transfer.regions),
-            )
+            result = run_picture(
+                job.pictures, job.settings, weights, cancel=cancel, report=self._forward, started=report,
+                live=self.live, resume=job.resume, checkpoints=self._checkpoints, run_id=self.run_id,
+                previews=Previews(0.15), deep=True,
+            )  # fmt: skip
         except Cancelled:
-            return RunOutcome(CANCELLED, None, None, job.settings, label, last)
-        except StyleStudioError as exc:
-            return self._failed(str(exc), transfer, label, last)
-        except Exception as exc:  # a bug or a device failure: keep the app alive, say what happened
-            log.exception("the run failed")
-            return self._failed(f"the run failed unexpectedly: {exc}", transfer, label, last)
+            return self.nothing(CANCELLED, None, label, began)
+        except Exception as exc:  # a refused resume, settings that do not fit, weights that do not load, a bug
+            return self.nothing(None, exc, label, began)
+        if result.failure is None or isinstance(result.failure, StyleStudioError):
+            return result
+        return dataclasses.replace(result, failure=_unexpected(result.failure))
 
-    def _failed(
-        self, message: str, transfer: StyleTransfer | None, label: str | None, last: Progress | None
-    ) -> RunOutcome:
-        result = transfer.result if transfer is not None else None
-        settings = transfer.settings if transfer is not None else self.job.settings
-        regions = transfer.regions if transfer is not None else self.job.regions
-        return RunOutcome(None, message, result, settings, label, last, _deep(transfer) if transfer else None, regions)
+    def _forward(self, record: Progress) -> None:
+        if record.preview is not None:
+            self._post_preview(array_to_qimage(record.preview))
+            record = dataclasses.replace(record, preview=None)
+        self._report(record)
+
+    def nothing(self, stop_reason: str | None, failure: Exception | None, label: str, began: float) -> PictureResult:
+        """A run that ended before it made anything."""
+        if failure is not None and not isinstance(failure, StyleStudioError):
+            failure = _unexpected(failure)
+        job = self.job
+        return PictureResult(job.pictures, None, None, job.settings, job.pictures.regions, stop_reason, failure,
+                             None, self.run_id, label, time.perf_counter() - began)  # fmt: skip
 
 
-def _deep(transfer: StyleTransfer) -> np.ndarray | None:
-    """The result at 16 bits per channel: the run's own values, at a quarter of float32's memory."""
-    values = transfer.result_array()
-    if values is None:
-        return None
-    deep: np.ndarray = (values * 65535.0 + 0.5).astype(np.uint16)
-    return deep
+def _unexpected(exc: BaseException) -> StyleStudioError:
+    """A bug or a device failure, logged with its traceback and said to the user as unexpected."""
+    log.error("the run failed", exc_info=exc)
+    return StyleStudioError(f"the run failed unexpectedly: {exc}")
 
 
 class RunController(QObject):
@@ -294,7 +239,7 @@ class RunController(QObject):
     planned = Signal(object)  # RunPlan: what the run that started will do
     progressed = Signal(object)  # Progress
     preview = Signal(QImage)
-    finished = Signal(object)  # RunOutcome
+    finished = Signal(str, object)  # whose run it was (``RunRequest.owner``), its PictureResult
     busy_changed = Signal(bool)
 
     def __init__(
@@ -406,20 +351,29 @@ class RunController(QObject):
         self._job = self._session = None
         self._stopping = False
         result = outcome.value
+        if session is not None and not isinstance(result, PictureResult):  # it never ran: the window closed at once
+            failure = StyleStudioError(outcome.error) if outcome.error is not None else None
+            result = session.nothing(CANCELLED if failure is None else None, failure, "", time.perf_counter())
+        if session is not None and isinstance(result, PictureResult):
+            self._ended(session, result)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.start(pending)
+        else:
+            self.busy_changed.emit(False)
+
+    def _ended(self, session: RenderSession, result: PictureResult) -> None:
         # A run that failed (a refused resume among them) keeps its checkpoint: it is the user's only copy.
         # So does a named run that was stopped: its owner goes on from it.
-        failed = outcome.error is not None or (isinstance(result, RunOutcome) and result.error is not None)
-        stopped = outcome.cancelled or (isinstance(result, RunOutcome) and result.stop_reason == CANCELLED)
-        kept = self._closing or failed or (stopped and session is not None and session.job.run_id is not None)
-        if session is not None and session.run_id is not None and self.checkpoints is not None and not kept:
+        stopped = result.stop_reason == CANCELLED
+        kept = (
+            self._closing
+            or result.failure is not None
+            or (stopped and session is not None and session.job.run_id is not None)
+        )
+        if session is not None and self.checkpoints is not None and not kept:
             self.checkpoints.discard(session.run_id)
-        if not isinstance(result, RunOutcome) and session is not None:
-            reason = CANCELLED if outcome.cancelled else None
-            result = RunOutcome(reason, outcome.error, None, session.job.settings, None)
-        if result is not None:
-            if session is not None:
-                result = dataclasses.replace(result, owner=session.job.owner)
-            self.finished.emit(result)
+        self.finished.emit(session.job.owner if session is not None else USER, result)
         pending, self._pending = self._pending, None
         if pending is not None:
             self.start(pending)

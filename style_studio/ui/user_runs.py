@@ -16,6 +16,8 @@ from ..core import (
     IMAGENET,
     UNTRAINED,
     Checkpoint,
+    PictureResult,
+    Pictures,
     Progress,
     RegionError,
     RunPlan,
@@ -27,7 +29,7 @@ from ..core import (
 )
 from .history import HistoryEntry
 from .regions_panel import style_map_image
-from .runner import QUEUE, USER, RunOutcome, RunRequest
+from .runner import QUEUE, USER, RunRequest
 from .weights_dialog import WeightsDialog
 
 if TYPE_CHECKING:
@@ -170,15 +172,10 @@ class UserRuns:
                 return
         self.display.banner.hide()
         rows = self.inputs.style_rows
-        job = RunRequest(
-            content.image,
-            tuple(r.item.image for r in rows),
-            settings,
-            content.name,
-            tuple(r.item.name for r in rows),
-            resume,
-            regions,
+        pictures = Pictures(
+            content.image, tuple(r.item.image for r in rows), (content.name, *(r.item.name for r in rows)), regions
         )
+        job = RunRequest(pictures, settings, resume)
         self._final_size = fit_size(*content.image.size, settings.size)
         self.display.loss_plot.clear()
         self.display.run_bar.begin()
@@ -238,21 +235,21 @@ class UserRuns:
         if not self.display.comparing() and self.controller.owner == USER:
             self.display.view.set_image(image, self._final_size)
 
-    def on_finished(self, outcome: RunOutcome) -> None:
-        if outcome.owner != USER:  # the queue's: it writes its picture
+    def on_finished(self, owner: str, outcome: PictureResult) -> None:
+        if owner != USER:  # the queue's: it writes its picture
             self.changed()
             return
         self.measure_speed(outcome)
-        if outcome.result is not None:
+        if outcome.image is not None:
             label = outcome.weights_label or (self.running_weights[1] if self.running_weights else "")
             entry = HistoryEntry(
-                outcome.result,
+                outcome.image,
                 outcome.settings,
                 label,
                 outcome.stop_reason or "failed",
                 deep=outcome.deep,
                 regions=outcome.regions,
-                key=outcome.key if outcome.stop_reason == FINISHED else None,
+                key=outcome.key if outcome.finished else None,
             )
             if self.queue.closing:
                 self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
@@ -265,7 +262,7 @@ class UserRuns:
         self.running_weights = None
         self.changed()
 
-    def measure_speed(self, outcome: RunOutcome) -> None:
+    def measure_speed(self, outcome: PictureResult) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
         last, plan = outcome.last, self._running_plan
         self._running_plan = None

@@ -46,7 +46,7 @@ def vgg_hooks(window) -> int:
 def finish(qtbot, window, timeout=60_000):
     with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
         window.start()
-    return blocker.args[0]
+    return blocker.args[1]
 
 
 @pytest.mark.slow
@@ -130,7 +130,7 @@ def test_a_blow_up_is_reported_and_the_run_finishes(qtbot, window):
     outcome = finish(qtbot, window)
     assert outcome.stop_reason == "finished"
     assert "went back to the lowest-loss image" in window.banner.text()
-    pixels = outcome.result.convert("L").getextrema()
+    pixels = outcome.image.convert("L").getextrema()
     assert pixels != (0, 0) and pixels != (255, 255)
 
 
@@ -138,7 +138,7 @@ def test_a_run_that_will_not_fit_in_memory_is_refused_with_what_to_change(qtbot,
     monkeypatch.setattr(memory, "available_bytes", lambda *args: 600 * 2**20)
     window.controls.output_size.setValue(4096)
     outcome = finish(qtbot, window)
-    assert outcome.error and outcome.result is None
+    assert outcome.error and outcome.image is None
     text = window.banner.text()
     assert "needs about" in text and "GB of memory" in text and "use a size of" in text
 
@@ -158,7 +158,7 @@ def test_out_of_gpu_memory_mid_run_is_caught_and_the_picture_kept(qtbot, window,
     monkeypatch.setattr(Objective, "evaluate", exhausted)
     outcome = finish(qtbot, window)
     assert outcome.error and "ran out of memory" in outcome.error and "lower the size" in outcome.error
-    assert outcome.result is not None and window.result is not None
+    assert outcome.image is not None and window.result is not None
 
 
 def test_dropping_an_image_with_bad_embedded_settings_applies_nothing(qtbot, window, tmp_path):

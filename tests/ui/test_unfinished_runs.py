@@ -39,7 +39,7 @@ def test_closing_during_a_run_keeps_it_and_the_next_start_resumes_it_to_the_end(
     second.controller.progressed.connect(lambda record: steps.append(record.step))
     with qtbot.waitSignal(second.controller.finished, timeout=60_000) as blocker:
         click(qtbot, second.banner, "Resume")
-    assert blocker.args[0].stop_reason == "finished"
+    assert blocker.args[1].stop_reason == "finished"
     # It went on where it stood, with the run's own settings and pictures.
     assert min(s for s in steps if s > 0) == stood + 1 and max(steps) == 40
     assert second.current_settings() == checkpoint.settings
@@ -104,7 +104,7 @@ def test_a_run_whose_blend_the_sliders_show_rescaled_resumes_with_its_own_settin
     window.controller.progressed.connect(lambda record: steps.append(record.step))
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         click(qtbot, window.banner, "Resume")
-    outcome = blocker.args[0]
+    outcome = blocker.args[1]
     assert outcome.error is None and outcome.stop_reason == "finished"
     assert min(s for s in steps if s > 0) == checkpoint.position.step + 1
     assert outcome.settings.style_blend == (0.6, 0.3) and outcome.settings.style_weight == 5000.0
@@ -119,6 +119,6 @@ def test_a_refused_resume_keeps_the_checkpoint(qtbot, make_window, monkeypatch, 
     window = make_window(settings=None)
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         click(qtbot, window.banner, "Resume")
-    assert "cannot be resumed: the content image is not the one the run started with" in blocker.args[0].error
+    assert "cannot be resumed: the content image is not the one the run started with" in blocker.args[1].error
     (kept,) = CheckpointStore().unfinished()
     assert kept.run_id == checkpoint.run_id and kept.position == checkpoint.position

@@ -72,7 +72,7 @@ def test_starting_without_cached_imagenet_weights_offers_the_dialog(qtbot, make_
     QTimer.singleShot(0, choose_untrained)
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         window.start()
-    assert shown and blocker.args[0].weights_label.startswith("untrained")
+    assert shown and blocker.args[1].weights_label.startswith("untrained")
     assert window.current_settings().weights == "untrained"
     assert "untrained" in window.weights_label.text()
 
@@ -96,7 +96,7 @@ def test_a_weights_file_is_used_and_remembered(qtbot, make_window, store, tmp_pa
     assert "my-vgg.pth" in window.weights_label.text()
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         window.start()
-    assert blocker.args[0].weights_label == "VGG19 weights from my-vgg.pth"
+    assert blocker.args[1].weights_label == "VGG19 weights from my-vgg.pth"
     window.close()
     again = make_window(settings=None)
     assert again.current_settings().weights == str(path)

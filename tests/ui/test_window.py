@@ -43,7 +43,7 @@ def start_long_run(qtbot, window) -> None:
 def run_to_end(qtbot, window, timeout=60_000):
     with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
         window.start()
-    return blocker.args[0]
+    return blocker.args[1]
 
 
 # -- first start and inputs ----------------------------------------------------
@@ -195,7 +195,7 @@ def test_stop_during_a_run_keeps_the_picture(qtbot, window):
     assert window.run_bar.stop_button.isEnabled() and not window.run_bar.start_button.isEnabled()
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
         window.run_bar.stop_button.click()
-    assert blocker.args[0].stop_reason == "cancelled"
+    assert blocker.args[1].stop_reason == "cancelled"
     assert window.result is not None
     assert "kept" in window.run_bar.progress.format()
 
@@ -235,7 +235,7 @@ def test_closing_the_window_during_a_run_stops_it_cleanly(qtbot, window):
 
 def test_start_while_the_last_run_is_still_stopping_runs_the_new_one(qtbot, window):
     outcomes = []
-    window.controller.finished.connect(outcomes.append)
+    window.controller.finished.connect(lambda _owner, outcome: outcomes.append(outcome))
     start_long_run(qtbot, window)
     window.stop()
     window.controls.set_settings(FAST)

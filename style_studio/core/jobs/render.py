@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import shutil
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -22,7 +20,8 @@ from PIL import Image
 from ..errors import ImageSaveError, StyleStudioError
 from ..io.imageio import save_image
 from ..io.outputs import Output
-from .job import Job, JobInputs, RenderedJob, job_key, picture_metadata
+from .job import Job, JobInputs, RenderedJob, job_key
+from .picture import Pictures, run_picture
 from .video_job import hand_over, render_video_inputs
 
 if TYPE_CHECKING:
@@ -62,25 +61,20 @@ def render_job(
         StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
         Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
     """
-    from ..errors import Cancelled
-    from ..progress import CANCELLED
-    from ..run.engine import StyleTransfer
-
     if inputs.job.video is not None:
         return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
-    began = time.perf_counter()
     job = inputs.job
     content, styles = inputs.pictures()
-    regions = job.regions.resized(*content.size) if job.regions else None
+    pictures = Pictures(content, tuple(styles), (job.content.name, *(p.name for p in job.styles)), job.regions)
     key = inputs.key or job_key(job.settings, content, styles, job.regions)
     run_id = run_id or f"batch-{key}"
     automatic = resume == "auto"
     if resume == "auto":
         resume = None
-    transfer_from = functools.partial(
-        StyleTransfer, content, styles, job.settings, weights, cancel=cancel, preview_interval=math.inf,
-        checkpoints=checkpoints, run_id=run_id, input_names=(job.content.name, *(p.name for p in job.styles)),
-        regions=regions,
+    run = functools.partial(
+        run_picture, pictures, job.settings, weights, cancel=cancel, report=progress,
+        started=(lambda _plan: started()) if started is not None else None, checkpoints=checkpoints,
+        run_id=run_id, deep=job.bit_depth == 16,
     )  # fmt: skip
     notes: list[str] = []
     if automatic and checkpoints is not None:
@@ -90,42 +84,21 @@ def render_job(
             notes.append(checkpoints.set_aside(run_id, exc))
             resume = None
     try:
-        transfer = transfer_from(resume=resume)
+        result = run(resume=resume)
     except StyleStudioError as exc:
         if not automatic or resume is None or checkpoints is None:
             raise
         notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
-        transfer = transfer_from(resume=None)
-    if started is not None:
-        started()
-    last = None
-    for record in transfer.run():
-        last = record
-        if progress is not None:
-            progress(record)
-    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
-        raise Cancelled()
-    metadata = picture_metadata(
-        job.settings,
-        weights_label=weights.label,
-        app_version=app_version,
-        content=job.content.name,
-        styles=[p.name for p in job.styles],
-        regions=regions,
-        key=key,
-    )
-    if job.bit_depth == 16:
-        deep = transfer.result_array()
-        assert deep is not None
-        pixels = (np.clip(deep, 0.0, 1.0) * 65535.0 + 0.5).astype(np.uint16)
-    else:
-        pixels = np.asarray(transfer.result, dtype=np.uint8)
+        result = run(resume=None)
+    picture = result.finished_or_raise()
+    pixels = result.deep if result.deep is not None else np.asarray(picture, dtype=np.uint8)
     if checkpoints is not None and not keep_checkpoint:
         checkpoints.discard(run_id)
     dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
     for note in notes:
         log.warning("%s", note)
-    return RenderedJob(job.id, pixels, metadata, time.perf_counter() - began, last.compute, dpi, notes=tuple(notes))
+    return RenderedJob(job.id, pixels, result.document(app_version), result.seconds, result.compute, dpi,
+                       notes=tuple(notes))  # fmt: skip
 
 
 def write_picture(

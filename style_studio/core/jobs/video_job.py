@@ -47,6 +47,7 @@ from ..io.video import ClipInfo, probe, read_frames
 from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
 from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
+from .picture import Pictures, Previews, run_picture
 
 if TYPE_CHECKING:
     from ..objective.objective import StyleCache
@@ -402,18 +403,11 @@ def _render_frame(
     report: Callable[[Progress], None],
 ) -> tuple[np.ndarray, str]:
     """One frame styled: its pixels (8 bits, as kept) and where it was computed."""
-    from ..progress import CANCELLED
-    from ..run.engine import StyleTransfer
-
-    transfer = StyleTransfer(Image.fromarray(content), styles, settings, weights, cancel=cancel, preview_interval=0.5,
-                             preview_max_side=256, frame=guide, known_styles=known_styles)  # fmt: skip
-    last = None
-    for record in transfer.run():
-        last = record
-        report(record)
-    if last is None or last.stop_reason == CANCELLED or transfer.result is None:
-        raise Cancelled()
-    return np.asarray(transfer.result, dtype=np.uint8), last.compute
+    result = run_picture(
+        Pictures(Image.fromarray(content), tuple(styles)), settings, weights, cancel=cancel, report=report,
+        previews=Previews(0.5, 256), frame=guide, known_styles=known_styles,
+    )  # fmt: skip
+    return np.asarray(result.finished_or_raise(), dtype=np.uint8), result.compute
 
 
 def render_video_inputs(

@@ -1,0 +1,218 @@
+"""A picture's run: the one place the engine is built, for a job's picture, the window's, the queue's and a frame.
+
+``run_picture`` takes pictures already read (``Pictures``), runs the engine to
+its end and returns a ``PictureResult``: the best picture so far with the
+settings and regions it was made with (after any live change), its job key
+and the document to embed. A run that is stopped or fails part-way still
+returns what it made (``stop_reason``, ``failure``); callers that need all or
+nothing ask ``PictureResult.finished_or_raise``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from PIL import Image
+
+from ..errors import Cancelled
+from ..objective.regions import Regions
+from ..progress import CANCELLED, FINISHED, Progress
+from ..settings import Settings
+from .job import job_key, picture_metadata
+
+if TYPE_CHECKING:
+    from ..objective.objective import StyleCache
+    from ..objective.temporal import FrameGuide
+    from ..run.cancel import CancelToken
+    from ..run.checkpoints import Checkpoint, CheckpointStore
+    from ..run.compute import NetworkWeights
+    from ..run.engine import StyleTransfer
+    from ..run.live import LiveChanges
+    from ..run.plan import RunPlan
+
+
+@dataclass(frozen=True)
+class Pictures:
+    """A run's pictures, read: the photo, its styles, their names for the user, and the regions fitted to the photo.
+
+    Attributes:
+        names: the photo's name, then each style's (file names; kept in checkpoints and the embedded document).
+    """
+
+    content: Image.Image
+    styles: tuple[Image.Image, ...]
+    names: tuple[str, ...] = ()
+    regions: Regions | None = None
+
+    def __post_init__(self) -> None:
+        if self.regions is not None and self.regions.size != self.content.size:
+            object.__setattr__(self, "regions", self.regions.resized(*self.content.size))
+
+    @property
+    def content_name(self) -> str:
+        return self.names[0] if self.names else "content"
+
+    @property
+    def style_names(self) -> tuple[str, ...]:
+        return self.names[1:] if self.names else tuple(f"style {n}" for n in range(1, len(self.styles) + 1))
+
+
+@dataclass(frozen=True)
+class Previews:
+    """How often a run sends a preview with its records, and how large (``math.inf``: never)."""
+
+    interval: float = math.inf
+    max_side: int = 512
+
+
+@dataclass(frozen=True, eq=False)
+class PictureResult:
+    """What a picture's run made, also when it was stopped or failed part-way.
+
+    Attributes:
+        image: the lowest-loss picture at the requested size; None when the run made none.
+        deep: ``image`` at 16 bits per channel, (H, W, 3) uint16, when asked for (print files).
+        settings: the settings it ended with (live changes included).
+        regions: the regions it ended with (painting during the run included), fitted to the photo.
+        stop_reason: ``FINISHED`` or ``CANCELLED``; None when it failed.
+        failure: why it failed part-way (the exception), else None.
+        last: the last record.
+        run_id: the run's checkpoint name.
+        weights_label: the weights it ran with, as the user is told.
+        seconds: how long it ran, setting up included.
+    """
+
+    pictures: Pictures
+    image: Image.Image | None
+    deep: np.ndarray | None
+    settings: Settings
+    regions: Regions | None
+    stop_reason: str | None
+    failure: BaseException | None
+    last: Progress | None
+    run_id: str
+    weights_label: str
+    seconds: float
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason == FINISHED and self.image is not None
+
+    @property
+    def error(self) -> str | None:
+        """The failure as the user is told it; None when it did not fail."""
+        if self.failure is None:
+            return None
+        return str(self.failure) or type(self.failure).__name__
+
+    @property
+    def compute(self) -> str:
+        """Where it ran ("cpu, fp32", ...)."""
+        return self.last.compute if self.last is not None else ""
+
+    @functools.cached_property
+    def key(self) -> str:
+        """The job key of the picture made: its settings, weights, pictures and regions as they ended."""
+        return job_key(self.settings, self.pictures.content, self.pictures.styles, self.regions)
+
+    def document(self, app_version: str) -> str:
+        """The document to embed in the picture's file (``picture_metadata``), with its job key."""
+        return picture_metadata(
+            self.settings,
+            weights_label=self.weights_label,
+            app_version=app_version,
+            content=self.pictures.content_name,
+            styles=self.pictures.style_names,
+            regions=self.regions,
+            key=self.key,
+        )
+
+    def finished_or_raise(self) -> Image.Image:
+        """The picture of a run that finished; else the failure, or Cancelled for a stopped run."""
+        if self.failure is not None:
+            raise self.failure
+        if not self.finished or self.image is None:
+            raise Cancelled()
+        return self.image
+
+
+def run_picture(
+    pictures: Pictures,
+    settings: Settings,
+    weights: NetworkWeights,
+    *,
+    cancel: CancelToken | None = None,
+    report: Callable[[Progress], None] | None = None,
+    started: Callable[[RunPlan], None] | None = None,
+    live: LiveChanges | None = None,
+    resume: Checkpoint | None = None,
+    checkpoints: CheckpointStore | None = None,
+    run_id: str | None = None,
+    previews: Previews = Previews(),
+    deep: bool = False,
+    frame: FrameGuide | None = None,
+    known_styles: StyleCache | None = None,
+) -> PictureResult:
+    """Run the engine on ``pictures`` and return what it made.
+
+    Args:
+        report: hears every record (with a preview as ``previews`` says).
+        started: hears the run's plan once it is set up (a resume accepted), before its first iteration.
+        live: the run's inbox for changes made while it goes on (the window's sliders, painting, the style map).
+        resume: a checkpoint to go on from (refused, with what changed, when it is not this run's).
+        run_id: the checkpoint's name (the resumed one's when resuming; a new one when None).
+        deep: keep the result at 16 bits per channel too (``PictureResult.deep``).
+        frame: a video frame's guide from the previous one; known_styles: the clip's style statistics.
+
+    Raises:
+        StyleStudioError: settings that do not fit the pictures, a refused resume, out of memory while setting up.
+        Cancelled: stopped before the run was set up.
+    A failure once the run is under way is returned (``PictureResult.failure``) with the picture made so far.
+    """
+    from ..run.engine import StyleTransfer
+
+    began = time.perf_counter()
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    run_id = resume.run_id if resume is not None else run_id or uuid.uuid4().hex
+    transfer = StyleTransfer(
+        pictures.content, pictures.styles, settings, weights, cancel=cancel, preview_interval=previews.interval,
+        preview_max_side=previews.max_side, checkpoints=checkpoints, run_id=run_id, resume=resume,
+        input_names=(pictures.content_name, *pictures.style_names), regions=pictures.regions, compute=None,
+        frame=frame, known_styles=known_styles, live=live,
+    )  # fmt: skip
+    if started is not None:
+        started(transfer.plan)
+    last: Progress | None = None
+    failure: BaseException | None = None
+    stop_reason: str | None = CANCELLED
+    try:
+        for record in transfer.run():
+            last = record
+            if report is not None:
+                report(record)
+        stop_reason = last.stop_reason if last is not None else CANCELLED
+    except Cancelled:
+        pass
+    except Exception as exc:  # kept with the picture so far: the caller says it, or raises it
+        failure, stop_reason = exc, None
+    return PictureResult(
+        pictures, transfer.result, _deep(transfer) if deep else None, transfer.settings, transfer.regions,
+        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began,
+    )  # fmt: skip
+
+
+def _deep(transfer: StyleTransfer) -> np.ndarray | None:
+    """The result at 16 bits per channel: the run's own values, at a quarter of float32's memory."""
+    values = transfer.result_array()
+    if values is None:
+        return None
+    deep: np.ndarray = (values * 65535.0 + 0.5).astype(np.uint16)
+    return deep
