@@ -19,6 +19,10 @@ from ..core import settings as settings_mod
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
 NOT_FOR_BATCH = ("style_blend",)
 PROGRESS_MODES = ("bar", "json", "none")
+PRESET_HELP = (
+    f"start from a preset: {', '.join(settings_mod.PRESETS)} (quick: a first look soon; best: the most like the "
+    "painting), or a preset file saved by the window; options override it"
+)
 
 
 class UsageError(Exception):
@@ -73,6 +77,7 @@ def _add_render(sub: Any) -> None:
         "the photo there, e.g. --region red=1 --region '#00ff00=2:0.5' --region white=keep (repeatable)",
     )
     add_output_options(r)
+    r.add_argument("--preset", metavar="NAME|FILE", help=PRESET_HELP)
     add_settings_options(r)
     r.add_argument(
         "--progress", choices=PROGRESS_MODES, default=None,
@@ -101,7 +106,7 @@ def _add_video(sub: Any) -> None:
         help="output: .mp4 (H.264), .mov, .webm (VP9), .gif, or a folder (numbered PNG frames)",
     )  # fmt: skip
     add_video_options(v)
-    v.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
+    v.add_argument("--preset", metavar="NAME|FILE", help=PRESET_HELP)
     add_settings_options(v)
     v.add_argument(
         "--progress", choices=PROGRESS_MODES, default=None,
@@ -134,7 +139,7 @@ def _add_batch(sub: Any) -> None:
     b.add_argument("--jobs", metavar="FILE", help="a TOML or JSON jobs file (see the README) instead of photos")
     b.add_argument("-o", "--output", metavar="OUTDIR", required=True, help="the folder outputs go to (made if missing)")
     b.add_argument("--format", choices=("png", "jpg", "webp", "tif"), default="png", help="of the outputs named here")
-    b.add_argument("--preset", metavar="FILE", help="settings from a preset saved by the window (options override it)")
+    b.add_argument("--preset", metavar="NAME|FILE", help=PRESET_HELP)
     b.add_argument("--workers", type=int, default=1, help="jobs at once on this machine, each in its own process")
     b.add_argument(
         "--ray", metavar="auto|ADDRESS",
@@ -273,10 +278,16 @@ def settings_data(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def preset_base(args: argparse.Namespace) -> settings_mod.Settings:
-    """The settings of ``--preset`` (the defaults without one), for the options to override."""
+    """The settings of ``--preset`` (the defaults without one), for the options to override: a built-in preset's
+    name (``settings.PRESETS``), or a preset file saved by the window."""
     if not getattr(args, "preset", None):
         return settings_mod.DEFAULTS
     path = Path(args.preset)
+    if not path.exists():
+        if args.preset in settings_mod.PRESETS:
+            return settings_mod.with_preset(settings_mod.DEFAULTS, args.preset)
+        names = ", ".join(settings_mod.PRESETS)
+        raise UsageError(f"unknown preset {args.preset!r}: choose {names}, or a preset file saved by the window")
     try:
         return settings_mod.loads(path.read_bytes(), source=path.name)
     except OSError as exc:

@@ -21,7 +21,7 @@ from ..core import (
     load_image,
     regions_from_mask,
 )
-from .parser import UsageError, settings_from_args
+from .parser import UsageError, preset_base, settings_from_args
 from .terminal import Reporter, load_weights_shown, signals_stop_the_render
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         raise UsageError(
             f"{args.content} is a video: style it with `style-studio video {args.content} STYLE... -o OUT.mp4`"
         )
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, preset_base(args))
     output = Path(args.output)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,
               bit_depth=args.bit_depth, dpi=args.dpi, mask=Path(args.regions) if args.regions else None)  # fmt: skip

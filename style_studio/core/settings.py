@@ -46,6 +46,8 @@ MAX_SCALES: Final = 6
 SCREEN_SIDE: Final = 1024
 #: The coarsest scale's longest side is at least this (coarser scales are skipped).
 MIN_SCALE_SIDE: Final = 64
+#: The most scales ``first_scale`` may step through (128 px to 8192 px in steps of √2 is 13).
+MAX_STEPPED_SCALES: Final = 16
 #: The smallest tile core ``tile`` may ask for, in pixels.
 MIN_TILE: Final = 128
 
@@ -88,6 +90,21 @@ class Settings:
                         f"up to {SCREEN_SIDE} px; a large picture settles at screen size, then each doubling "
                         "refines it. 1 = full size only."),
     )  # fmt: skip
+    first_scale: int = field(
+        default=0,
+        metadata=_about("the first scale's longest side: the scales step up from about this by the scale ratio to "
+                        "the size, whatever the size (instead of --scales)", low=MIN_SCALE_SIDE, high=MAX_SIZE,
+                        zero="off", unit="pixels",
+                        tip="Start every picture this small (most iterations are cheap there), then step up by the "
+                        "scale step to the size: the whole picture's look shows within seconds. 0: as Scales says."),
+    )  # fmt: skip
+    scale_ratio: float = field(
+        default=2.0,
+        metadata=_about("each finer scale's side as a multiple of the coarser one's (1.41: steps of √2)",
+                        low=1.1, high=4, metavar="RATIO",
+                        tip="How much larger each finer scale is than the one before: 2 doubles the side, 1.41 "
+                        "takes steps of √2 (more scales, each closer to the last)."),
+    )  # fmt: skip
     # The composition settles at the coarse scales, the finer ones refine it.
     finer_iterations: float = field(
         default=0.5,
@@ -96,6 +113,13 @@ class Settings:
                         tip="Iterations at each finer scale, as a share of the previous scale's. The composition "
                         "settles at the coarse scales; the finer ones only refine it, and each costs four times as "
                         "much per iteration."),
+    )  # fmt: skip
+    average: bool = field(
+        default=False,
+        metadata=_about("keep the average of each scale's last iterations (about a fifth of them) as the picture, "
+                        "not the lowest-loss one",
+                        tip="Show and save the average of the last iterations' pictures rather than the lowest-loss "
+                        "one: fewer speckles where the optimisation still jitters."),
     )  # fmt: skip
     optimizer: str = field(
         default="lbfgs",
@@ -222,7 +246,11 @@ class Settings:
         return max(1, round((self.size if longest is None else longest) * self.style_scale))
 
     def scale_count(self) -> int:
-        """The number of scales: ``scales``, or for 0 one per doubling from SCREEN_SIDE."""
+        """The number of scales: from ``first_scale`` by ``scale_ratio`` when set, else ``scales``, or for 0 one per
+        doubling from SCREEN_SIDE."""
+        if self.first_scale:
+            steps = math.log(self.size / self.first_scale) / math.log(self.scale_ratio)
+            return min(MAX_STEPPED_SCALES, 1 + max(0, math.floor(steps + 1e-9)))
         if self.scales:
             return self.scales
         return min(MAX_SCALES, 1 + max(0, math.ceil(math.log2(self.size / SCREEN_SIDE))))
@@ -233,7 +261,7 @@ class Settings:
 
     def schedule(self) -> list[tuple[int, int]]:
         """(longest side, iterations) of each scale the run will have, coarse to fine."""
-        sides = scale_sides(self.size, self.scale_count())
+        sides = scale_sides(self.size, self.scale_count(), self.scale_ratio)
         return list(zip(sides, self.iterations_per_scale(len(sides)), strict=True))
 
     @property
@@ -265,17 +293,46 @@ class Settings:
         return self
 
 
-def scale_sides(size: int, scales: int) -> list[int]:
+def scale_sides(size: int, scales: int, ratio: float = 2.0) -> list[int]:
     """The longest side of each of ``scales`` scales, coarse to fine; the last is ``size``.
 
-    Each coarser scale halves the next; those under MIN_SCALE_SIDE are dropped.
+    Each coarser scale is the next one's side divided by ``ratio``; those under MIN_SCALE_SIDE are dropped.
     """
-    sides = [round(size / 2**k) for k in reversed(range(scales))]
+    sides = [round(size / ratio**k) for k in reversed(range(scales))]
     return [side for k, side in zip(reversed(range(scales)), sides, strict=True) if k == 0 or side >= MIN_SCALE_SIDE]
 
 
 #: The defaults, in one place.
 DEFAULTS: Final = Settings()
+
+#: Presets named for what a user wants: the settings each sets over the user's (the size, the weights, the device
+#: and the loss weights stay the user's). Chosen by ``benchmarks/quality.py`` (docs/quality/README.md).
+PRESETS: Final[dict[str, dict[str, Any]]] = {
+    # A quick look: the painting's colours from the first iteration, most iterations at a small first scale.
+    "quick": {
+        "style_loss": "gaussian",
+        "init": "palette",
+        "first_scale": 128,
+        "scale_ratio": 1.41,
+        "iterations": 150,
+        "scales": 0,
+        "finer_iterations": 0.5,
+    },
+    "default": {},
+    # The best the machine can do: the Gaussian style measure from the painting's colours, every iteration at full size.
+    "best": {"style_loss": "gaussian", "init": "palette", "iterations": 300, "scales": 0, "first_scale": 0},
+}
+#: What each preset says in the window's Settings menu.
+PRESET_NAMES: Final = {"quick": "Quick look", "default": "Default", "best": "Best this machine can do"}
+
+
+def with_preset(settings: Settings, name: str) -> Settings:
+    """``settings`` with preset ``name``'s fields (any field another preset sets goes back to its default)."""
+    if name not in PRESETS:
+        raise SettingsError(f"unknown preset {name!r}; choose {', '.join(PRESETS)}")
+    touched = {field for preset in PRESETS.values() for field in preset}
+    fields = {field: getattr(DEFAULTS, field) for field in touched} | PRESETS[name]
+    return dataclasses.replace(settings, **fields)
 
 
 def about(name: str) -> About:
@@ -318,7 +375,7 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
         sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()), key=lambda kv: order[kv[0]])
     )
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
-    for key in ("content_weight", "style_weight", "tv_weight", "style_scale", "finer_iterations"):
+    for key in ("content_weight", "style_weight", "tv_weight", "style_scale", "finer_iterations", "scale_ratio"):
         merged[key] = float(merged[key])
     if merged["step_size"] is not None:
         merged["step_size"] = float(merged["step_size"])

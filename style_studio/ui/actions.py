@@ -6,7 +6,14 @@ from PySide6.QtCore import QObject, QSize
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
+from ..core import settings as settings_mod
+
 _Key = QKeySequence.StandardKey
+PRESET_TIPS = {
+    "quick": "A first look soon: most iterations at a small first scale, from the painting's colours",
+    "default": "The default settings for the picture (your size, weights and loss weights stay)",
+    "best": "The most like the painting: its colours and strokes, every iteration at full size",
+}
 
 
 class WindowActions(QObject):
@@ -64,6 +71,10 @@ class WindowActions(QObject):
             "Style every frame of the content video and write the video, with its sound",
         )
         self.reset = self._make("Reset settings")
+        #: Settings → the built-in presets, by name (``settings.PRESETS``).
+        self.presets = {
+            name: self._make(title, tip=PRESET_TIPS[name]) for name, title in settings_mod.PRESET_NAMES.items()
+        }
         self.about = self._make("About Style Studio")
 
     def _make(
@@ -92,7 +103,7 @@ class WindowActions(QObject):
             "&Run": [self.start, self.stop, None, self.render_video, None, self.add_to_queue, self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
                       *(dock.toggleViewAction() for dock in docks)],
-            "&Settings": [self.reset],
+            "&Settings": [*self.presets.values(), None, self.reset],
             "&Help": [self.about],
         }  # fmt: skip
         for title, actions in sections.items():

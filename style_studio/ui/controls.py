@@ -171,6 +171,12 @@ class ControlsPanel(QWidget):
         self.iterations = QSpinBox()
         self.iterations.setSingleStep(50)
         self.scales = QSpinBox()
+        self.first_scale = QSpinBox()
+        self.first_scale.setSingleStep(32)
+        self.first_scale.setSuffix(" px")
+        self.scale_ratio = QDoubleSpinBox()
+        self.scale_ratio.setSingleStep(0.1)
+        self.scale_ratio.setDecimals(2)
         self.finer_iterations = QSpinBox()
         self.finer_iterations.setSingleStep(5)
         self.finer_iterations.setSuffix(" %")
@@ -197,6 +203,7 @@ class ControlsPanel(QWidget):
         )
         self.seed = QSpinBox()
         self.preserve_colors = QCheckBox("Preserve content colours")
+        self.average = QCheckBox("Average the last iterations")
         self.style_scale = QDoubleSpinBox()
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
@@ -213,7 +220,7 @@ class ControlsPanel(QWidget):
         self.bounded: dict[str, QSpinBox | QDoubleSpinBox] = {
             "size": self.output_size, "iterations": self.iterations, "scales": self.scales,
             "finer_iterations": self.finer_iterations, "tile": self.tile, "seed": self.seed,
-            "style_scale": self.style_scale,
+            "style_scale": self.style_scale, "scale_ratio": self.scale_ratio, "first_scale": self.first_scale,
         }  # fmt: skip
         for name, spin in self.bounded.items():
             bounded(spin, settings_mod.about(name), scale=100.0 if name == "finer_iterations" else 1.0)
@@ -226,6 +233,8 @@ class ControlsPanel(QWidget):
         for widget, label in (
             (self.iterations, "Iterations"),
             (self.scales, "Scales"),
+            (self.first_scale, "First scale"),
+            (self.scale_ratio, "Scale step"),
             (self.finer_iterations, "Finer scales"),
             (self.optimizer, "Optimiser"),
             (self.init, "Start from"),
@@ -237,10 +246,11 @@ class ControlsPanel(QWidget):
             (self.print_dpi, "Print resolution"),
         ):
             form.addRow(label, widget)
-        form.insertRow(4, "", self.schedule)
-        form.insertRow(5, "", self.needs)
-        self.preserve_colors.setToolTip(tip("preserve_colors"))
-        form.addRow(self.preserve_colors)
+        form.insertRow(6, "", self.schedule)
+        form.insertRow(7, "", self.needs)
+        for name, check in (("preserve_colors", self.preserve_colors), ("average", self.average)):
+            check.setToolTip(tip(name))
+            form.addRow(check)
         return group
 
     def _size_presets(self) -> QToolButton:
@@ -336,10 +346,12 @@ class ControlsPanel(QWidget):
 
     def _bind(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
         """Each setting's (read the widget, show a value in it), with the widget's change signals bound to it."""
-        spins = {"size": self.output_size, "iterations": self.iterations, "scales": self.scales}
+        spins = {"size": self.output_size, "iterations": self.iterations, "scales": self.scales,
+                 "first_scale": self.first_scale}  # fmt: skip
         combos = {"optimizer": self.optimizer, "init": self.init, "pooling": self.pooling,
                   "style_loss": self.style_loss, "device": self.device, "precision": self.precision}  # fmt: skip
-        checks = {"preserve_colors": self.preserve_colors, "deterministic": self.deterministic}
+        checks = {"preserve_colors": self.preserve_colors, "average": self.average,
+                  "deterministic": self.deterministic}  # fmt: skip
         sliders = {"content_weight": self.content_weight, "style_weight": self.style_weight,
                    "tv_weight": self.tv_weight}  # fmt: skip
         # Each setting: (read the widget, show a value in it, the widget's change signals).
@@ -354,8 +366,8 @@ class ControlsPanel(QWidget):
             "tile": (lambda: max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
                      self.tile.setValue, [self.tile.valueChanged]),
             "seed": (self.seed.value, lambda v: self.seed.setValue(min(v, 2**31 - 1)), [self.seed.valueChanged]),
-            "style_scale": (lambda: round(self.style_scale.value(), 2), self.style_scale.setValue,
-                            [self.style_scale.valueChanged]),
+            **{name: (_rounded(spin), spin.setValue, [spin.valueChanged])
+               for name, spin in (("style_scale", self.style_scale), ("scale_ratio", self.scale_ratio))},
             "weights": (self._weights_choice, self.set_weights, [self.weights.currentIndexChanged]),
             **{name: (spin.value, spin.setValue, [spin.valueChanged]) for name, spin in spins.items()},
             **{name: (box.currentData, functools.partial(self._select_choice, box), [box.currentIndexChanged])
@@ -382,7 +394,7 @@ class ControlsPanel(QWidget):
                 binding[1](value)
             finally:
                 self._loading = False
-        if name in ("size", "iterations", "scales", "finer_iterations"):
+        if name in ("size", "iterations", "scales", "first_scale", "scale_ratio", "finer_iterations"):
             self._show_schedule()
 
     def _show_all(self, settings: Settings) -> None:
@@ -430,3 +442,8 @@ class ControlsPanel(QWidget):
         iterations = " + ".join(str(n) for _, n in schedule)
         noun = "iteration" if schedule == [(schedule[0][0], 1)] else "iterations"
         self.schedule.setText(f"{sides} px · {iterations} {noun}")
+
+
+def _rounded(spin: QDoubleSpinBox) -> Callable[[], float]:
+    """Read a spin box's value as it shows it (two decimals)."""
+    return lambda: round(spin.value(), 2)

@@ -9,6 +9,7 @@ results, persisting state, and closing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -259,6 +260,7 @@ class MainWindow(QMainWindow):
             (a.add_to_queue, lambda: self.intake.add()),
             (a.apply_to_folder, self.intake.apply_to_folder_dialog),
             (a.reset, self.reset_settings),
+            *((action, functools.partial(self.apply_preset, name)) for name, action in a.presets.items()),
             (a.about, self.about),
         ):
             action.triggered.connect(slot)
@@ -359,6 +361,11 @@ class MainWindow(QMainWindow):
             self.runs.update_needs()
         self._save_timer.start()
 
+    def apply_preset(self, name: str) -> None:
+        """A built-in preset over the settings shown (the size, weights, device and loss weights stay)."""
+        self.settings_state.load(settings_mod.with_preset(self.settings_state.settings, name))
+        self.show_info(f"Preset: {settings_mod.PRESET_NAMES[name]}")
+
     def reset_settings(self) -> None:
         """Defaults for everything that shapes the picture; the weights choice stays."""
         weights = self.settings_state.settings.weights
@@ -394,12 +401,6 @@ class MainWindow(QMainWindow):
 
     def toggle_split(self) -> None:
         self.view.set_split(self.commands.split.isChecked())
-
-    # -- export --------------------------------------------------------------------------------
-
-    # -- the render queue ------------------------------------------------------------------------
-
-    # -- regions ------------------------------------------------------------------------------
 
     # -- what the helpers do, as the window's own commands --------------------------------------
 

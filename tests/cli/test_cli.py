@@ -98,6 +98,18 @@ def test_python_dash_m_entry_point_runs(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == f"style-studio {__version__}"
 
 
+def test_a_named_preset_sets_its_settings_and_options_still_override_it(tmp_path):
+    target = tmp_path / "quick.png"
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--preset", "quick", "--size", "64")
+    assert code == 0, err
+    written = settings_mod.loads(read_metadata(target))
+    quick = settings_mod.PRESETS["quick"]
+    assert written.style_loss == quick["style_loss"] and written.first_scale == quick["first_scale"]
+    assert written.size == 64 and written.iterations == 3  # the options typed win
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "x.png"), *FAST, "--preset", "fastest")
+    assert code == 2 and "unknown preset 'fastest'" in err and "quick" in err
+
+
 # What scripts parse: the shape of `--progress json` records and of the embedded
 # settings document. Changing either breaks users' scripts; change it on purpose.
 PINNED_RECORD_FIELDS = {
@@ -111,7 +123,8 @@ PINNED_METADATA = {
     "format": "style-studio",
     "version": 1,
     "settings": {
-        "size": 48, "iterations": 3, "scales": 0, "finer_iterations": 0.5, "optimizer": "lbfgs", "init": "content",
+        "size": 48, "iterations": 3, "scales": 0, "first_scale": 0, "scale_ratio": 2.0, "finer_iterations": 0.5,
+        "average": False, "optimizer": "lbfgs", "init": "content",
         "content_layers": ["relu4_2"],
         "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},
         "content_weight": 1.0, "style_weight": 3.0, "tv_weight": 0.1, "style_blend": [], "style_scale": 1.0,
@@ -178,7 +191,8 @@ def test_16_bits_in_a_jpeg_is_refused_before_the_run(tmp_path):
 
 # A value other than the default for each setting, as the command line types it.
 NOT_DEFAULT = {
-    "size": ("300", 300), "iterations": ("7", 7), "scales": ("2", 2), "finer_iterations": ("0.25", 0.25),
+    "size": ("300", 300), "iterations": ("7", 7), "scales": ("2", 2), "first_scale": ("128", 128),
+    "scale_ratio": ("1.5", 1.5), "finer_iterations": ("0.25", 0.25), "average": (None, True),
     "optimizer": ("adam", "adam"), "init": ("noise", "noise"), "content_layers": ("relu3_2", ("relu3_2",)),
     "style_layers": ("relu1_1:2,relu3_1:0.5", (("relu1_1", 2.0), ("relu3_1", 0.5))),
     "content_weight": ("2", 2.0), "style_weight": ("5000", 5000.0), "tv_weight": ("0", 0.0),

@@ -102,3 +102,32 @@ def test_with_style_layer_keeps_network_order():
 def test_blend_weights_normalise():
     assert dataclasses.replace(s.DEFAULTS, style_blend=(3.0, 1.0)).blend_weights(2) == [0.75, 0.25]
     assert s.DEFAULTS.blend_weights(3) == pytest.approx([1 / 3] * 3)
+
+
+def test_a_first_scale_steps_up_to_the_size_whatever_the_size():
+    from style_studio.core.settings import Settings
+
+    def sides(size: int) -> list[int]:
+        return [side for side, _ in Settings(size=size, first_scale=128, scale_ratio=1.41).schedule()]
+
+    assert sides(512) == [130, 183, 258, 363, 512]
+    assert sides(256)[0] == 129 and sides(256)[-1] == 256 and len(sides(256)) == 3
+    assert sides(1024)[0] < 182 and len(sides(1024)) == 7
+    assert sides(100) == [100]  # smaller than the first scale: one scale
+    assert Settings(size=512, first_scale=128, scales=5).schedule() == Settings(size=512, scales=3).schedule()
+
+
+def test_presets_set_what_they_name_and_keep_the_users_size_weights_and_loss_weights():
+    import dataclasses
+
+    from style_studio.core.settings import DEFAULTS, PRESETS, SettingsError, with_preset
+
+    mine = dataclasses.replace(DEFAULTS, size=777, weights="untrained", style_weight=9.0, device="cpu")
+    quick = with_preset(mine, "quick")
+    assert {k: getattr(quick, k) for k in PRESETS["quick"]} == PRESETS["quick"]
+    assert (quick.size, quick.weights, quick.style_weight, quick.device) == (777, "untrained", 9.0, "cpu")
+    assert with_preset(with_preset(mine, "quick"), "default") == mine  # back to the defaults it set
+    for name in PRESETS:
+        with_preset(mine, name).validate()
+    with pytest.raises(SettingsError, match="unknown preset"):
+        with_preset(mine, "fastest")

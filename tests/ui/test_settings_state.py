@@ -61,3 +61,16 @@ def test_only_a_setting_that_shapes_the_plan_makes_the_window_plan_again(qtbot, 
     window.controls.output_size.setValue(window.controls.output_size.value() + 64)
     assert planned == [True]
     assert window.current_settings().style_weight == 40
+
+
+def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_users_size(qtbot, window):
+    window.controls.output_size.setValue(320)
+    window.controls.style_weight.spin.setValue(40)
+    window.commands.presets["quick"].trigger()
+    settings = window.current_settings()
+    assert settings.first_scale == 128 and settings.style_loss == "gaussian"
+    assert (settings.size, settings.style_weight) == (320, 40)
+    assert window.controls.first_scale.value() == 128 and window.controls.style_loss.currentData() == "gaussian"
+    assert window.controls.schedule.text().startswith("161 → 227 → 320 px")  # starts small, steps up
+    window.commands.presets["default"].trigger()
+    assert window.current_settings().first_scale == 0 and window.controls.first_scale.text() == "Off"

@@ -222,16 +222,16 @@ def job_key(
     return digest.hexdigest()[:32]
 
 
-#: Settings added after job keys were first made: they key only when set away from their default, so that a job
-#: keyed before they were added keeps its key (and its checkpoint or kept frames are found again).
-_KEYED_WHEN_SET: Final = ("style_loss",)
+#: Settings added after job keys were first made, with the value that gives the pictures made before they existed:
+#: they key only when set to another, so that a job keyed before they were added keeps its key (and its checkpoint
+#: or kept frames are found again), whatever the defaults become.
+_KEYED_WHEN_SET: Final = {"style_loss": "gram", "scale_ratio": 2.0, "first_scale": 0, "average": False}
 
 
 def _keyed(settings: Settings) -> dict[str, Any]:
     """The settings as a key takes them (``_KEYED_WHEN_SET``)."""
     described = settings_mod.to_dict(settings)
-    defaults = settings_mod.to_dict(settings_mod.DEFAULTS)
-    return {k: v for k, v in described.items() if k not in _KEYED_WHEN_SET or v != defaults[k]}
+    return {k: v for k, v in described.items() if k not in _KEYED_WHEN_SET or v != _KEYED_WHEN_SET[k]}
 
 
 def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:

@@ -373,7 +373,8 @@ def _report(
 
 def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
     """A frame after the first: one scale (it starts from a finished picture) and ``frame_iterations``."""
-    return dataclasses.replace(job.settings, scales=1, iterations=options.frame_iterations, init="content")
+    return dataclasses.replace(job.settings, scales=1, first_scale=0, iterations=options.frame_iterations,
+                               init="content")  # fmt: skip
 
 
 def _guide(

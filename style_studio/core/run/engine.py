@@ -60,6 +60,9 @@ from .steps import StepControl
 
 log = logging.getLogger(__name__)
 
+#: With ``Settings.average``, a scale's picture is the average of about its last 1/AVERAGED_SHARE iterations.
+AVERAGED_SHARE = 5
+
 
 class StyleTransfer:
     """A style-transfer run: set up with images and settings, then iterate ``run()``.
@@ -173,14 +176,14 @@ class StyleTransfer:
         Lowest at the current scale, and since the last live change of weights:
         losses under other weights do not compare.
         """
-        kept = self._control.lowest if self._control is not None else self._kept
+        kept = self._control.kept if self._control is not None else self._kept
         if kept is None:
             return None
         return tensor_to_pil(self._final_rgb(kept))
 
     def result_array(self) -> np.ndarray | None:
         """``result`` as an (H, W, 3) float32 array in [0, 1], before rounding to 8 bits (for 16-bit files)."""
-        kept = self._control.lowest if self._control is not None else self._kept
+        kept = self._control.kept if self._control is not None else self._kept
         if kept is None:
             return None
         rgb = self._final_rgb(kept).detach().float().clamp(0, 1)
@@ -299,7 +302,7 @@ class StyleTransfer:
     def _keep_result_on_cpu(self) -> None:
         """Move the lowest-loss image to the CPU and give the device's memory back."""
         if self._control is not None:
-            self._kept = self._control.lowest.cpu()
+            self._kept = self._control.kept.cpu()
         self._control = None
         self._optimizer_now = None
         self._position = None
@@ -339,13 +342,16 @@ class StyleTransfer:
         start = inputs.regions.kept_photo(start.detach(), inputs.content)
         # L-BFGS flattens the gradient with view(-1): the image must be NCHW-contiguous.
         image = start.clone(memory_format=torch.contiguous_format).requires_grad_(True)
-        control = self._control = StepControl(image, self.settings.optimizer, self.settings.effective_step)
+        average_over = max(2, self.iterations[index] // AVERAGED_SHARE) if self.settings.average else 0
+        control = self._control = StepControl(
+            image, self.settings.optimizer, self.settings.effective_step, average_over
+        )
         first = 1
         if resumed is not None:
             control.lowest, control.best = resumed.lowest.to(image.device), resumed.best
             first = resumed.position.iteration + 1
             if first > self.iterations[index]:
-                return control.lowest
+                return control.kept
         optimizer = self._optimizer(image, control.step_size, resumed.step_scale if resumed is not None else None)
         keep_photo = KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
         gradient_norm = GradientNorm(image)  # sees the scaled gradient
@@ -416,7 +422,7 @@ class StyleTransfer:
                     event=verdict.event,
                     force_preview=iteration in (1, self.iterations[index]),
                 )
-            return control.lowest
+            return control.kept
         finally:
             gradient_norm.remove()
             keep_photo.remove()
@@ -456,7 +462,7 @@ class StyleTransfer:
         pictures = None
         due = self._records.preview_due(force_preview or stop_reason is not None)
         if self._control is not None and due and part is None:
-            preview = self._preview(self._control.lowest)
+            preview = self._preview(self._control.kept)
             pictures = (preview, self._style_map_preview(preview.shape[:2]))
         return self._records.record(
             index, iteration, size, losses, pictures=pictures, event=event, stop_reason=stop_reason, part=part

@@ -107,9 +107,9 @@ class RunPlan:
         return self
 
 
-def scale_sizes(content_size: tuple[int, int], size: int, scales: int) -> list[tuple[int, int]]:
+def scale_sizes(content_size: tuple[int, int], size: int, scales: int, ratio: float = 2.0) -> list[tuple[int, int]]:
     """(width, height) of each scale, coarse to fine (``settings.scale_sides``); the last is the requested size."""
-    return [fit_size(*content_size, side) for side in scale_sides(size, scales)]
+    return [fit_size(*content_size, side) for side in scale_sides(size, scales, ratio)]
 
 
 def plan_run(
@@ -121,7 +121,7 @@ def plan_run(
     whole; a run whose largest scale does not fit even in tiles has a
     ``refusal`` and is not started.
     """
-    sizes = scale_sizes(content_size, settings.size, settings.scale_count())
+    sizes = scale_sizes(content_size, settings.size, settings.scale_count(), settings.scale_ratio)
     iterations = settings.iterations_per_scale(len(sizes))
     scales, refusal = [], None
     for (width, height), count in zip(sizes, iterations, strict=True):

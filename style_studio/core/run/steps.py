@@ -5,7 +5,8 @@ iteration started from. A loss that is non-finite or ``DIVERGENCE_FACTOR``
 times the best one is a blow-up: the image goes back to the lowest-loss one,
 the step size is divided, and the optimiser restarts. After
 ``STEP_RECOVERY`` good iterations in a row a lowered step is doubled again,
-in place. The lowest-loss image is what the run returns, not the last one.
+in place. The lowest-loss image is what the run returns, not the last one;
+with averaging, it is a moving average of the iterates (``StepControl.kept``).
 """
 
 from __future__ import annotations
@@ -69,10 +70,15 @@ class StepControl:
         start: the image the scale starts from, (1, C, H, W).
         optimizer: "lbfgs" or "adam" (how far a blow-up lowers the step).
         step_size: the step size set; never exceeded.
+        average_over: keep a moving average of the iterates over about this many iterations (an exponential
+            one, bias-corrected, as Polyak averaging's practical form); 0: keep the lowest-loss image.
     """
 
-    def __init__(self, start: Tensor, optimizer: str, step_size: float) -> None:
+    def __init__(self, start: Tensor, optimizer: str, step_size: float, average_over: int = 0) -> None:
         self.lowest = start.detach().clone()
+        self._decay = 1.0 - 1.0 / average_over if average_over > 1 else 0.0
+        self._sum: Tensor | None = None
+        self._weight = 0.0
         self._candidate = torch.empty_like(self.lowest)
         self.set_step_size = step_size
         self.step_size = step_size
@@ -80,6 +86,23 @@ class StepControl:
         self.best = math.inf  # the lowest image's loss
         self._blowups = 0
         self._good_run = 0
+
+    @property
+    def kept(self) -> Tensor:
+        """The picture the scale keeps: the iterates' average when averaging (once there is one), else the
+        lowest-loss image."""
+        if self._sum is None:
+            return self.lowest
+        return self._sum / self._weight
+
+    @torch.no_grad()
+    def _average(self, image: Tensor) -> None:
+        if not self._decay:
+            return
+        if self._sum is None:
+            self._sum = torch.zeros_like(self.lowest)
+        self._sum.mul_(self._decay).add_(image.detach(), alpha=1.0 - self._decay)
+        self._weight = self._weight * self._decay + (1.0 - self._decay)
 
     def new_objective(self) -> None:
         """The loss changed meaning (new weights): past losses are no yardstick for a blow-up."""
@@ -117,6 +140,7 @@ class StepControl:
         if improved:
             self.best = loss
             self.lowest, self._candidate = self._candidate, self.lowest
+        self._average(image)
         return Verdict(False, improved, self.step_size, step_raised=raised, overflowed=not gradient_finite)
 
     def _back_off(self, loss: float, image: Tensor, iteration: int) -> Verdict:

@@ -602,3 +602,20 @@ def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishe
     assert overflowed, "the scale did not overflow: raise LOSS_SCALE_START"
     assert records[-1].stop_reason == FINISHED and math.isfinite(records[-1].total_loss)
     assert math.isfinite(records[-2].grad_norm) and records[-2].total_loss < records[0].total_loss
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+def test_an_averaged_run_keeps_the_average_of_its_last_iterates_as_its_picture_and_preview(
+    optimizer, tiny, content_image, style_image
+):
+    settings = dataclasses.replace(SMALL, optimizer=optimizer, scales=2)
+    plain = StyleTransfer(content_image, [style_image], settings, tiny)
+    run_all(plain)
+    averaged = StyleTransfer(
+        content_image, [style_image], dataclasses.replace(settings, average=True), tiny, preview_interval=0
+    )
+    records = run_all(averaged)
+    assert records[-1].stop_reason == FINISHED and averaged.result.size == plain.result.size
+    assert not np.array_equal(np.asarray(averaged.result), np.asarray(plain.result))
+    # What the user sees at the end is what is written: the average, not the lowest-loss iterate.
+    assert np.abs(records[-1].preview.astype(int) - np.asarray(averaged.result).astype(int)).max() <= 1

@@ -128,3 +128,23 @@ def test_the_scaled_backward_leaves_the_losss_own_gradient():
         x = torch.tensor([1.0, 2.0], requires_grad=True)
         LossScale(enabled).backward((x**2).sum() * 1e-3, x)
         torch.testing.assert_close(x.grad, torch.tensor([2e-3, 4e-3]))
+
+
+def test_averaging_keeps_the_bias_corrected_moving_average_of_the_iterates(image):
+    control = StepControl(image, "lbfgs", 1.0, average_over=2)  # a decay of 1/2
+    assert torch.equal(control.kept, control.lowest)  # nothing averaged yet: the start
+    drive(control, [5.0, 4.0], image)  # iterates 0.5 and 1.5
+    # (0.5 · 0.5 · 0.5 + 0.5 · 1.5) / (0.5 · 0.5 + 0.5) = 0.875 / 0.75
+    assert control.kept.flatten()[0].item() == pytest.approx(0.875 / 0.75)
+
+
+def test_a_step_undone_by_a_blow_up_stays_out_of_the_average(image):
+    control = StepControl(image, "lbfgs", 1.0, average_over=2)
+    drive(control, [5.0, 5.0 * DIVERGENCE_FACTOR * 2], image)  # the second blew up: the image went back
+    assert control.kept.flatten()[0].item() == pytest.approx(0.5)
+
+
+def test_without_averaging_the_lowest_loss_image_is_kept(image):
+    control = StepControl(image, "lbfgs", 1.0)
+    drive(control, [5.0, 4.0, 6.0], image)
+    assert torch.equal(control.kept, control.lowest) and control.kept.flatten()[0].item() == 1.0
