@@ -34,6 +34,8 @@ import numpy as np
 from _common import ROOT, machine, table, weights
 from PIL import Image, ImageDraw
 
+from style_studio.core.settings import PRESETS
+
 SAMPLES = ROOT / "resources" / "samples"
 PAIRS = [
     ("chelsea.png", "starry_night.jpg"),
@@ -43,11 +45,25 @@ PAIRS = [
     ("grace_hopper.jpg", "shipwreck.jpg"),
     ("coffee.png", "the_scream.jpg"),
 ]
+#: CK's style layer weights, relu1_1 to relu5_1 (256:64:16:4:1), normalised to 1.
+CK_LAYERS = tuple((name, w / 341) for name, w in zip(("relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"),
+                                                     (256, 64, 16, 4, 1), strict=True))  # fmt: skip
+GAUSSIAN_PALETTE = {"style_loss": "gaussian", "init": "palette"}
+FROM_SMALL = {"first_scale": 128, "scale_ratio": 1.41}
+
 #: Recipe name -> the settings it changes from the defaults.
-RECIPES = {
+RECIPES: dict[str, dict[str, object]] = {
     "gram": {},
     "gaussian": {"style_loss": "gaussian"},
-    "gaussian, palette start": {"style_loss": "gaussian", "init": "palette"},
+    "gaussian, palette start": GAUSSIAN_PALETTE,
+    "gaussian, palette, from 128 px": {**GAUSSIAN_PALETTE, **FROM_SMALL},
+    "gaussian, palette, from 128 px, CK layers": {**GAUSSIAN_PALETTE, **FROM_SMALL, "style_layers": CK_LAYERS},
+    "gaussian, palette, 100 iterations": {**GAUSSIAN_PALETTE, "iterations": 100},
+    "gaussian, palette, 150 iterations": {**GAUSSIAN_PALETTE, "iterations": 150},
+    "gaussian, palette, averaged": {**GAUSSIAN_PALETTE, "average": True},
+    "adam": {"optimizer": "adam"},
+    "adam, averaged": {"optimizer": "adam", "average": True},
+    **{f"preset {name}": preset for name, preset in PRESETS.items() if name != "default"},
 }
 LAYERS = ("relu1_1", "relu2_1", "relu3_1", "relu4_1")
 
@@ -114,12 +130,16 @@ class Features:
             x, y = a[name], b[name]
             directions = rng.standard_normal((x.shape[1], 64))
             directions /= np.linalg.norm(directions, axis=0)
-            quantiles = np.linspace(0, 1, 256)
-            px = np.quantile(x @ directions, quantiles, axis=0)
-            py = np.quantile(y @ directions, quantiles, axis=0)
+            px, py = (_quantiles(v @ directions) for v in (x, y))
             scale = np.sqrt((y**2).sum(1).mean() / x.shape[1]) + 1e-12
             total += float(np.sqrt(((px - py) ** 2).mean())) / scale
         return total / len(LAYERS)
+
+
+def _quantiles(projected: np.ndarray, count: int = 256) -> np.ndarray:
+    """``count`` evenly spaced quantiles of each column (the nearest sorted value: a sort, not 256 selections)."""
+    ordered = np.sort(projected, axis=0)
+    return ordered[np.round(np.linspace(0, len(ordered) - 1, count)).astype(int)]
 
 
 def half(picture: Image.Image) -> Image.Image:
@@ -131,57 +151,103 @@ def fitted(picture: Image.Image, side: int) -> Image.Image:
     return picture.resize((round(picture.width * scale), round(picture.height * scale)), Image.Resampling.LANCZOS)
 
 
+def render(photo: Image.Image, painting: Image.Image, settings, loaded) -> tuple[Image.Image, float, list]:
+    """The picture, the seconds it took, and its previews as (seconds, picture), about one a second."""
+    import time
+
+    from style_studio.core.jobs.picture import Pictures, Previews, run_picture
+
+    began, shown = time.perf_counter(), []
+
+    def report(record) -> None:
+        if record.preview is not None:
+            shown.append((time.perf_counter() - began, Image.fromarray(record.preview)))
+
+    result = run_picture(Pictures(photo, (painting,)), settings, loaded, report=report,
+                         previews=Previews(1.0, settings.size))  # fmt: skip
+    return result.finished_or_raise(), time.perf_counter() - began, shown
+
+
+def first_look(shown: list, final: float, painting: dict, features: Features, size: tuple[int, int]) -> float:
+    """Seconds until a preview, at the picture's size, is within 10 % of the final picture's style distance.
+
+    Looked for among at most 16 previews evenly spread over the run, then to the second among those before it.
+    """
+
+    def close(index: int) -> bool:
+        preview = shown[index][1].resize(size, Image.Resampling.BICUBIC)
+        return features.distance(features.of(preview), painting) <= 1.1 * final
+
+    coarse = sorted({round(i * (len(shown) - 1) / 15) for i in range(16)}) if shown else []
+    first = next((i for i in coarse if close(i)), None)
+    if first is None:
+        return math.nan
+    earlier = [i for i in range(coarse[max(0, coarse.index(first) - 1)] + 1, first)]
+    return shown[next((i for i in earlier if close(i)), first)][0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=160)
-    parser.add_argument("--iterations", type=int, default=80)
+    parser.add_argument("--iterations", type=int, default=None, help="default: the defaults' (300)")
     parser.add_argument("--pairs", type=int, default=len(PAIRS))
+    parser.add_argument("--recipes", default=";".join(RECIPES), help="separated by ;, the first is the baseline")
     parser.add_argument("--weights", default=None, help="default: the proxy file if present, else untrained")
+    parser.add_argument("--sheet", default=str(ROOT / "docs" / "quality" / "sheet.jpg"))
     args = parser.parse_args()
-    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
+    recipes = [name.strip() for name in args.recipes.split(";")]
     loaded = weights(args.weights)
     features = Features(loaded)
     rows, sheet_rows = [], []
-    sums: dict[str, list[list[float]]] = {name: [] for name in RECIPES}
+    sums: dict[str, list[list[float]]] = {name: [] for name in recipes}
+    headers = ["pair", "recipe", "colour closed", "style closed, half size", "style closed", "layout kept",
+               "edges kept", "time", "first look"]  # fmt: skip
     for photo_name, painting_name in PAIRS[: args.pairs]:
         photo = Image.open(SAMPLES / "content" / photo_name).convert("RGB")
         painting = Image.open(SAMPLES / "style" / painting_name).convert("RGB")
-        made = {}
-        for name, changes in RECIPES.items():
-            settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations,
-                                           weights=loaded.choice, **changes)  # fmt: skip
-            transfer = StyleTransfer(photo, [painting], settings, loaded)
-            for _ in transfer.run():
-                pass
-            assert transfer.result is not None
-            made[name] = transfer.result
+        made, times, looks = {}, {}, {}
+        for name in recipes:
+            changes = RECIPES[name]
+            iterations = {"iterations": args.iterations} if args.iterations else {}
+            changes = {**iterations, **changes}  # a recipe's own iterations win
+            settings = dataclasses.replace(DEFAULTS, size=args.size, weights=loaded.choice, **changes)
+            made[name], times[name], looks[name] = render(photo, painting, settings, loaded)
         size = next(iter(made.values())).size
         shown_photo = photo.resize(size, Image.Resampling.LANCZOS)
         photo_pixels, painting_pixels = np.asarray(shown_photo), np.asarray(fitted(painting, max(size)))
         half_painting = features.of(fitted(painting, max(size) // 2))
+        full_painting = features.of(fitted(painting, max(size)))
         photo_colour = colour_distance(photo_pixels, painting_pixels)
         photo_style = features.distance(features.of(half(shown_photo)), half_painting)
+        photo_full = features.distance(features.of(shown_photo), full_painting)
+        baseline = times[recipes[0]]
         for name, picture in made.items():
             pixels = np.asarray(picture)
+            final = features.distance(features.of(picture), full_painting)
             measures = [
                 1 - colour_distance(pixels, painting_pixels) / photo_colour,
                 1 - features.distance(features.of(half(picture)), half_painting) / photo_style,
+                1 - final / photo_full,
                 layout_kept(pixels, photo_pixels),
                 edges_kept(pixels, photo_pixels),
+                times[name] / baseline,
+                first_look(looks[name], final, full_painting, features, size) / baseline,
             ]
             sums[name].append(measures)
             rows.append([f"{photo_name} × {painting_name}", name, *(f"{m:.2f}" for m in measures)])
+            print(" | ".join(str(c) for c in rows[-1]), f"({times[name]:.0f} s)", flush=True)
         sheet_rows.append([shown_photo, fitted(painting, max(size)), *made.values()])
     for name, measures in sums.items():
-        rows.append(["mean", name, *(f"{v:.2f}" for v in np.mean(measures, axis=0))])
-    print(f"Quality ({machine()}; weights: {loaded.label}; {args.size} px, {args.iterations} iterations)")
-    print(table(["pair", "recipe", "colour closed", "style closed, half size", "layout kept", "edges kept"], rows))
-    sheet = contact_sheet(sheet_rows, ["photo", "painting", *RECIPES])
-    target = ROOT / "docs" / "quality" / "sheet.jpg"
-    sheet.save(target, quality=88)
-    print(f"\ncontact sheet: {target.relative_to(ROOT)}")
+        rows.append(["mean", name, *(f"{v:.2f}" for v in np.nanmean(measures, axis=0))])
+    iterations = args.iterations or DEFAULTS.iterations
+    print(f"\nQuality ({machine()}; weights: {loaded.label}; {args.size} px, iterations: {iterations}; "
+          f"time and first look as a share of {recipes[0]}'s time)")  # fmt: skip
+    print(table(headers, rows))
+    sheet = contact_sheet(sheet_rows, ["photo", "painting", *recipes])
+    sheet.save(args.sheet, quality=88)
+    print(f"\ncontact sheet: {args.sheet}")
 
 
 def contact_sheet(rows: list[list[Image.Image]], titles: list[str]) -> Image.Image:
