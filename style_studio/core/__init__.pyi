@@ -6,6 +6,9 @@ modules offered whole are the core's top-level ones (errors, progress, settings)
 contracts allow; nothing from ``io``, ``network``, ``objective``, ``run`` or ``jobs`` is offered but by name.
 """
 
+from . import errors as errors
+from . import progress as progress
+from . import settings as settings
 from .about import About as About
 from .about import bound_text as bound_text
 from .about import check_fields as check_fields
