@@ -72,5 +72,7 @@ def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_use
     assert (settings.size, settings.style_weight) == (320, 40)
     assert window.controls.first_scale.value() == 128 and window.controls.style_loss.currentData() == "gaussian"
     assert window.controls.schedule.text().startswith("161 → 227 → 320 px")  # starts small, steps up
+    assert not window.controls.scales.isEnabled()  # the first scale decides how many
     window.commands.presets["default"].trigger()
     assert window.current_settings().first_scale == 0 and window.controls.first_scale.text() == "Off"
+    assert window.controls.scales.isEnabled()
