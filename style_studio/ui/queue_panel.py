@@ -244,9 +244,7 @@ class QueueController(QObject):
                 self.queue.set_state(item.id, "failed", str(exc))
                 self.changed.emit()
                 continue
-            if output_key(job.output) == job_key(
-                job.settings, render.pictures.content, render.pictures.styles, job.regions
-            ):
+            if output_key(job.output) == render.key:
                 self._forget_progress(item.id)
                 self.queue.set_state(item.id, "done", f"{job.output} (already made)")
                 self.changed.emit()
@@ -314,7 +312,8 @@ class QueueController(QObject):
         job = item.job
         names = (job.content.name, *(p.name for p in job.styles))
         pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions)
-        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE)
+        key = job_key(job.settings, pictures.content, pictures.styles, job.regions)
+        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE, key)
 
     def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
         """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""

@@ -72,6 +72,8 @@ class RunRequest:
     run_id: str | None = None
     #: Whose run it is: the user's (``USER``) or the queue's (``QUEUE``); each listens to its own.
     owner: str = "user"
+    #: The job key of the pictures with the settings, when the owner has worked it out (the queue has).
+    key: str | None = None
 
 
 LoadWeights = Callable[[str], "NetworkWeights"]
@@ -188,7 +190,7 @@ class RenderSession:
             result = run_picture(
                 job.pictures, job.settings, weights, cancel=cancel, report=self._forward, started=report,
                 live=self.live, resume=job.resume, checkpoints=self._checkpoints, run_id=self.run_id,
-                previews=Previews(0.15), deep=True,
+                previews=Previews(0.15), deep=True, key=job.key,
             )  # fmt: skip
         except Cancelled:
             return self.nothing(CANCELLED, None, label, began)

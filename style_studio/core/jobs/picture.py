@@ -87,6 +87,8 @@ class PictureResult:
         run_id: the run's checkpoint name.
         weights_label: the weights it ran with, as the user is told.
         seconds: how long it ran, setting up included.
+        known_key: the job key the caller worked out for the pictures and settings it gave, when the run ended
+            with those (no live change): ``key`` is then not worked out again.
     """
 
     pictures: Pictures
@@ -100,6 +102,7 @@ class PictureResult:
     run_id: str
     weights_label: str
     seconds: float
+    known_key: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -120,6 +123,8 @@ class PictureResult:
     @functools.cached_property
     def key(self) -> str:
         """The job key of the picture made: its settings, weights, pictures and regions as they ended."""
+        if self.known_key is not None:
+            return self.known_key
         return job_key(self.settings, self.pictures.content, self.pictures.styles, self.regions)
 
     def document(self, app_version: str) -> str:
@@ -159,6 +164,7 @@ def run_picture(
     deep: bool = False,
     frame: FrameGuide | None = None,
     known_styles: StyleCache | None = None,
+    key: str | None = None,
 ) -> PictureResult:
     """Run the engine on ``pictures`` and return what it made.
 
@@ -170,6 +176,7 @@ def run_picture(
         run_id: the checkpoint's name (the resumed one's when resuming; a new one when None).
         deep: keep the result at 16 bits per channel too (``PictureResult.deep``).
         frame: a video frame's guide from the previous one; known_styles: the clip's style statistics.
+        key: the job key of ``pictures`` with ``settings``, when the caller has worked it out already.
 
     Raises:
         StyleStudioError: settings that do not fit the pictures, a refused resume, out of memory while setting up.
@@ -203,9 +210,10 @@ def run_picture(
         pass
     except Exception as exc:  # kept with the picture so far: the caller says it, or raises it
         failure, stop_reason = exc, None
+    unchanged = transfer.settings == settings and transfer.regions is pictures.regions
     return PictureResult(
         pictures, transfer.result, _deep(transfer) if deep else None, transfer.settings, transfer.regions,
-        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began,
+        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began, key if unchanged else None,
     )  # fmt: skip
 
 

@@ -74,7 +74,7 @@ def render_job(
     run = functools.partial(
         run_picture, pictures, job.settings, weights, cancel=cancel, report=progress,
         started=(lambda _plan: started()) if started is not None else None, checkpoints=checkpoints,
-        run_id=run_id, deep=job.bit_depth == 16,
+        run_id=run_id, deep=job.bit_depth == 16, key=key,
     )  # fmt: skip
     notes: list[str] = []
     if automatic and checkpoints is not None:
