@@ -95,10 +95,8 @@ class StepControl:
             return self.lowest
         return self._sum / self._weight
 
-    @torch.no_grad()
     def _average(self, image: Tensor) -> None:
-        if not self._decay:
-            return
+        """Add an iterate to the average (called under ``judge``'s no_grad, only when averaging)."""
         if self._sum is None:
             self._sum = torch.zeros_like(self.lowest)
         self._sum.mul_(self._decay).add_(image.detach(), alpha=1.0 - self._decay)
@@ -140,7 +138,8 @@ class StepControl:
         if improved:
             self.best = loss
             self.lowest, self._candidate = self._candidate, self.lowest
-        self._average(image)
+        if self._decay:
+            self._average(image)
         return Verdict(False, improved, self.step_size, step_raised=raised, overflowed=not gradient_finite)
 
     def _back_off(self, loss: float, image: Tensor, iteration: int) -> Verdict:
