@@ -16,6 +16,8 @@ from .render import EXIT_INTERRUPTED
 if TYPE_CHECKING:
     from ..core import Job
 
+STOPPED = "style-studio: stopped; finished pictures are kept. Run the same command to do the rest"
+
 
 def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
@@ -44,7 +46,11 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         raise UsageError(f"{outdir}: the output folder is not writable")
     busy = f"{outdir} is the output folder of another style-studio batch; wait for it, or choose another -o"
     with held(folder_lock(outdir, "batch"), busy):
-        return _run_jobs(args, jobs, stdout, stderr)
+        try:
+            return _run_jobs(args, jobs, stdout, stderr)
+        except KeyboardInterrupt:  # while loading weights, joining a cluster or leaving it: nothing was lost
+            stderr.write(f"{STOPPED}\n")
+            return EXIT_INTERRUPTED
 
 
 def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], stderr: IO[str]) -> int:
@@ -80,6 +86,6 @@ def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], st
     else:
         print_summary(result, stderr)
     if result.interrupted:
-        stderr.write("style-studio: stopped; finished pictures are kept. Run the same command to do the rest\n")
+        stderr.write(f"{STOPPED}\n")
         return EXIT_INTERRUPTED
     return 1 if result.failed else 0

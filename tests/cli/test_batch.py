@@ -279,13 +279,19 @@ def test_a_job_that_fails_on_a_worker_is_reported_with_its_reason(tmp_path, ray_
 
 def test_stopping_a_ray_batch_keeps_finished_pictures_and_no_half_written_file(tmp_path, ray_address):
     out = tmp_path / "out"
-    slow = ["--size", "64", "--iterations", "300", "--scales", "1", "--weights", "untrained"]
+    # Far more iterations than the test waits for: the stop lands while every task is under way.
+    slow = ["--size", "64", "--iterations", "20000", "--scales", "1", "--weights", "untrained"]
     quick = batch_command(PHOTOS[0], "--style", STYLES[0], "-o", str(out), "--size", "48", "--iterations", "3",
                           "--scales", "1", "--weights", "untrained")  # fmt: skip
     assert subprocess.run(quick, capture_output=True, timeout=300).returncode == 0
+    finished = read_metadata(out / "chelsea-starry_night.png")
     args = batch_command(*PHOTOS, "--style", *STYLES, "-o", str(out), *slow, "--ray", ray_address, "--progress", "none")
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(8)  # connected, tasks under way
+    assert process.stderr is not None
+    for line in process.stderr:  # connected: the tasks go out next
+        if "on Ray:" in line:
+            break
+    time.sleep(3)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
@@ -293,6 +299,19 @@ def test_stopping_a_ray_batch_keeps_finished_pictures_and_no_half_written_file(t
     assert not list(out.glob(".*.part"))
     for made in out.iterdir():
         assert read_metadata(made) is not None  # whole pictures only
+    assert read_metadata(out / "chelsea-starry_night.png") == finished
+
+
+def test_a_batch_stopped_while_it_joins_the_cluster_exits_as_stopped(tmp_path, ray_address, monkeypatch):
+    from style_studio.cli import ray_cluster
+
+    def interrupted(self):
+        raise KeyboardInterrupt  # Ctrl+C while ray.init waits for the cluster
+
+    monkeypatch.setattr(ray_cluster.RayCluster, "connect", interrupted)
+    code, _, err = run_cli("batch", PHOTOS[0], "--style", STYLES[0], "-o", str(tmp_path), *FAST, "--ray", ray_address)
+    assert code == 130
+    assert "finished pictures are kept" in err and "Traceback" not in err
 
 
 def test_worker_processes_take_the_gpus_in_turn_where_there_are_several():
