@@ -1,4 +1,4 @@
-"""The settings panel: one widget per setting, each bound both ways to its field of the window's ``SettingsState``."""
+"""The settings panel: one widget per setting, each bound both ways to its field of the window's state."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from superqt import QCollapsible
 
 from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
-from .state import SettingsState
+from .state import WindowState
 from .widgets import LayerSlider, LogSlider, bounded
 
 CHOOSE_FILE = "choose-file"
@@ -90,10 +90,10 @@ class ControlsPanel(QWidget):
         parent: QWidget | None = None,
         *,
         show_all_layers: bool = False,
-        state: SettingsState | None = None,
+        state: WindowState | None = None,
     ) -> None:
         super().__init__(parent)
-        self.state = state if state is not None else SettingsState(settings)
+        self.state = state if state is not None else WindowState(settings)
         self._loading = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -118,6 +118,9 @@ class ControlsPanel(QWidget):
         self.state.setting_changed.connect(self._show_field)
         self.state.load(settings)
         self._show_all(self.state.settings)
+        self.print_dpi.setValue(self.state.print_dpi)
+        self.print_dpi.valueChanged.connect(self.state.set_print_dpi)
+        self.state.print_dpi_changed.connect(lambda dpi: self.print_dpi.setValue(dpi))
 
     # -- building ----------------------------------------------------------
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from .. import __version__
 from ..core import ImageLoadError, Output, picture_metadata
-from .history import HistoryEntry
+from .pictures import HistoryEntry
 from .qt_images import images_from_mime
 from .weights_dialog import WEIGHTS_FILTER
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .inputs_panel import InputsPanel
     from .kept_history import KeptHistory
     from .regions_panel import RegionEditor
-    from .state import SettingsState
+    from .state import WindowState
     from .store import Store
 
 
@@ -31,20 +31,21 @@ class FileCommands:
     """Export, presets and the weights file: the window's commands that read and write the user's files.
 
     Args:
-        shown: the result shown (what Export writes), or None.
-        inputs, state, regions, controls: the pictures, settings, regions and print resolution written with it.
+        state: the result shown (what Export writes) and what is written with it: the pictures' names, the
+            settings, the print resolution; it hears when an export starts and ends.
+        inputs: takes a dropped photo and knows the folder dialogs open in; ``regions``: written with a preset.
+        controls: takes a weights file.
         documents: reads and writes the files; ``kept``: the results kept until exported.
         apply_settings: shows a preset's settings (with a message); ``restore_regions``: its regions.
-        store: remembers the weights file; ``changed``: an export started or ended.
+        store: remembers the weights file.
         feedback, parent: tells the user; the dialogs' parent.
     """
 
     def __init__(
         self,
         *,
-        shown: Callable[[], HistoryEntry | None],
+        state: WindowState,
         inputs: InputsPanel,
-        state: SettingsState,
         regions: RegionEditor,
         controls: ControlsPanel,
         documents: Documents,
@@ -52,25 +53,24 @@ class FileCommands:
         apply_settings: Callable[[Settings, str], None],
         restore_regions: Callable[[Regions | None, str], None],
         store: Store,
-        changed: Callable[[], None],
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
-        self.shown, self.inputs, self.state, self.regions, self.controls = shown, inputs, state, regions, controls
+        self.state, self.inputs, self.regions, self.controls = state, inputs, regions, controls
         self.documents, self.kept, self.apply_settings, self.restore_regions = (
             documents,
             kept,
             apply_settings,
             restore_regions,
         )
-        self.store, self.changed, self.feedback, self.parent = store, changed, feedback, parent
+        self.store, self.feedback, self.parent = store, feedback, parent
         self._exporting: HistoryEntry | None = None  # the entry being exported: let go of once written
 
     def export_dialog(self, *_: object, entry: HistoryEntry | None = None) -> None:
-        if (entry or self.shown()) is None:
+        if (entry or self.state.shown) is None:
             self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return
-        content = self.inputs.content
+        content = self.state.photo
         chosen = self.documents.ask_export_path(content.path if content else None)
         if chosen is not None:
             path, bit_depth = chosen
@@ -83,36 +83,36 @@ class FileCommands:
         photo's print resolution (DPI) is kept. ``documents.exportFinished``
         reports the outcome. Returns False when nothing could be started.
         """
-        entry = entry or self.shown()
+        entry = entry or self.state.shown
         if entry is None:
             self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return False
-        content = self.inputs.content
+        content, styles = self.state.photo, self.state.styles
         metadata = picture_metadata(
             entry.settings,
             weights_label=entry.weights_label,
             app_version=__version__,
             content=content.name if content else None,
-            styles=[r.item.name for r in self.inputs.style_rows],
+            styles=[style.name for style in styles],
             regions=entry.regions,
             key=entry.key,
         )
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
-        chosen_dpi = self.controls.print_dpi.value()
+        chosen_dpi = self.state.print_dpi
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        sources = [content, *(r.item for r in self.inputs.style_rows)]
+        sources = [content, *styles]
         inputs = tuple(image.path for image in sources if image is not None and image.path is not None)
         started = self.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
             self._exporting = entry
-        self.changed()
+        self.state.set_exporting(self.documents.exporting)
         return started
 
     def exported(self, _path: str, error: str) -> None:
         entry, self._exporting = self._exporting, None
         if entry is not None and not error:
             self.kept.let_go(entry)  # exported: the kept copy is no longer needed
-        self.changed()
+        self.state.set_exporting(self.documents.exporting)
 
     def drop(self, mime: QMimeData) -> bool:
         """A drop on the picture: an exported image restores its settings; another image becomes the content.

@@ -2,44 +2,12 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import numpy as np
-from PIL import Image
 from PySide6.QtCore import QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QIcon, QPixmap
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 
-from ..core import Regions, Settings
+from .pictures import HistoryEntry
 from .qt_images import pil_to_qimage
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    result: Image.Image
-    settings: Settings
-    weights_label: str
-    stop_reason: str
-    created: float = field(default_factory=time.time)
-    deep: np.ndarray | None = field(default=None, repr=False, compare=False)
-    """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
-    regions: Regions | None = field(default=None, repr=False, compare=False)
-    """The regions it was painted with (embedded in exports)."""
-    kept: Path | None = field(default=None, repr=False, compare=False)
-    """Its copy among the kept results, until it is exported or removed (``core.jobs.kept``)."""
-    key: str | None = field(default=None, repr=False, compare=False)
-    """The job key of a finished run's picture (embedded in exports: batches and the queue skip it)."""
-
-    def summary(self) -> str:
-        s = self.settings
-        stamp = time.strftime("%H:%M:%S", time.localtime(self.created))
-        return (
-            f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
-            f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
-            f"{'' if self.stop_reason == 'finished' else ' (stopped early)'}"
-        )
 
 
 class HistoryStrip(QListWidget):

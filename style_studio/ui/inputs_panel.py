@@ -21,9 +21,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core import ImageLoadError, Settings, StyleStudioError, VideoOptions, check_image_fits, described
+from ..core import ImageLoadError, StyleStudioError, VideoOptions, check_image_fits, described
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
-from .qt_images import InputImage, images_from_mime
+from .pictures import InputImage
+from .qt_images import images_from_mime
+from .state import WindowState
 from .widgets import ImageDropZone, StyleRow, bounded
 
 log = logging.getLogger(__name__)
@@ -63,24 +65,20 @@ class InputsPanel(QScrollArea):
     """The content drop zone, the style list and the style drop zone.
 
     Args:
-        settings: the current settings, to refuse an image too thin to stylise.
+        state: where the photo and the styles go (its ``photo_changed`` and ``styles_changed`` say so); its
+            settings refuse an image too thin to stylise.
 
     Signals:
-        contentChanged(InputImage): a new content image is in use.
-        stylesChanged(): a style image was added or removed.
         blendChanged(): a style's blend weight moved (a live change).
         error(str): an input was refused; the message says why.
     """
 
-    contentChanged = Signal(object)
-    stylesChanged = Signal()
     blendChanged = Signal()
     error = Signal(str)
 
-    def __init__(self, settings: Callable[[], Settings], parent: QWidget | None = None) -> None:
+    def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._settings = settings
-        self.content: InputImage | None = None
+        self.state = state
         self.style_rows: list[StyleRow] = []
         self.content_zone = ImageDropZone("Drop a photo here\nor click to open one (Ctrl+O)")
         self.content_zone.setToolTip("The content image (or a video): the picture to repaint")
@@ -123,9 +121,9 @@ class InputsPanel(QScrollArea):
         self.style_zone.clicked.connect(self.add_style_dialog)
 
     @property
-    def ready(self) -> bool:
-        """A content image and at least one style image are in."""
-        return self.content is not None and bool(self.style_rows)
+    def content(self) -> InputImage | None:
+        """The photo (the state's)."""
+        return self.state.photo
 
     def load_initial(self, content: Path | None, styles: Sequence[Path], *, given: bool) -> None:
         """Open ``content`` and ``styles``, falling back to the bundled samples for what fails.
@@ -150,7 +148,7 @@ class InputsPanel(QScrollArea):
 
     def _fits(self, item: InputImage, role: str) -> bool:
         """Refuse, with a message, an image too thin to stylise at the current settings."""
-        settings = self._settings()
+        settings = self.state.settings
         layers = list(settings.content_layers) + list(settings.active_style_layers)
         longest = settings.size if role == "content" else settings.style_side()
         try:
@@ -178,7 +176,6 @@ class InputsPanel(QScrollArea):
             self.add_style(item)
 
     def set_content(self, item: InputImage) -> None:
-        self.content = item
         self.content_zone.show_image(item)
         clip = item.clip
         for part in (self.frame_slider, self.frame_label, self.video_options):
@@ -189,7 +186,7 @@ class InputsPanel(QScrollArea):
             self.frame_slider.setValue(clip.frame)
             self.frame_slider.blockSignals(False)
             self.frame_label.setText(f"Frame {clip.frame + 1} of {clip.frames} ({clip.frame / clip.rate:.2f} s)")
-        self.contentChanged.emit(item)
+        self.state.set_photo(item)
 
     # -- a video's frames -------------------------------------------------------------
 
@@ -217,13 +214,13 @@ class InputsPanel(QScrollArea):
         row.removeRequested.connect(self.remove_style)
         self._styles_box.addWidget(row)
         self.style_rows.append(row)
-        self.stylesChanged.emit()
+        self.state.set_styles(tuple(r.item for r in self.style_rows))
 
     def remove_style(self, row: StyleRow) -> None:
         self.style_rows.remove(row)
         self._styles_box.removeWidget(row)
         row.deleteLater()
-        self.stylesChanged.emit()
+        self.state.set_styles(tuple(r.item for r in self.style_rows))
 
     # -- blend weights --------------------------------------------------------------
 

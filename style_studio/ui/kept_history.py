@@ -11,7 +11,8 @@ from .. import __version__
 from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults, RegionError, SettingsError, from_document
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
-from .history import HistoryEntry, HistoryStrip
+from .history import HistoryStrip
+from .pictures import HistoryEntry
 
 log = logging.getLogger(__name__)
 

@@ -45,12 +45,13 @@ from .controls import ControlsPanel
 from .documents import Documents
 from .feedback import Feedback
 from .file_commands import FileCommands
-from .history import HistoryEntry, HistoryStrip
+from .history import HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
 from .kept_history import KeptHistory
 from .loss_plot import LossPlot
-from .qt_images import InputImage, can_accept, pil_to_qimage
+from .pictures import HistoryEntry, InputImage
+from .qt_images import can_accept, pil_to_qimage
 from .queue_intake import QueueIntake
 from .queue_panel import QueueController, QueuePanel
 from .regions_panel import RegionEditor, RegionsPanel
@@ -58,7 +59,7 @@ from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
 from .runner import USER, RunController, WeightsCache
-from .state import SettingsState, shapes_the_plan
+from .state import WindowState, shapes_the_plan
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
 from .user_runs import RunDisplay, UserRuns
@@ -98,8 +99,7 @@ class MainWindow(QMainWindow):
         self.controller = RunController(self, weights=weights, checkpoints=self.checkpoints)
         self.planner = RunPlanner(self.store)
         self.documents = Documents(self)
-        self.shown: HistoryEntry | None = None  # the result in the picture area, which Export writes
-        self._compare: HistoryEntry | None = None
+        self._compare: HistoryEntry | None = None  # a history entry shown beside the result, in the split view
         self.regions = RegionEditor(self)
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
@@ -110,50 +110,47 @@ class MainWindow(QMainWindow):
         self.commands = WindowActions(self)
         self.painting = RegionsWiring(
             regions=self.regions, panel=self.regions_panel, dock=self.regions_dock, actions=self.commands,
-            view=self.view, inputs=self.inputs, state=self.settings_state, controller=self.controller,
+            view=self.view, inputs=self.inputs, state=self.state, controller=self.controller,
             feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.intake = QueueIntake(
-            state=self.settings_state, inputs=self.inputs, regions=self.regions, queue=self.queue, store=self.store,
+            state=self.state, inputs=self.inputs, regions=self.regions, queue=self.queue, store=self.store,
             show_queue=self._show_queue, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.unfinished = UnfinishedRuns(
-            checkpoints=self.checkpoints, queue=self.queue.queue, inputs=self.inputs, state=self.settings_state,
+            checkpoints=self.checkpoints, queue=self.queue.queue, inputs=self.inputs, state=self.state,
             regions=self.regions, controller=self.controller, start=lambda checkpoint: self.start(resume=checkpoint),
             banner=self.banner, feedback=self.feedback,
         )  # fmt: skip
         display = RunDisplay(
             self.view, self.run_bar, self.loss_plot, self.controls.needs, self.device_label, self.banner,
-            self.commands.style_map, comparing=lambda: self._compare is not None, show=self._show,
+            self.commands.style_map, comparing=lambda: self._compare is not None,
             weights_changed=self._update_weights_label,
         )  # fmt: skip
         self.runs = UserRuns(
-            inputs=self.inputs, state=self.settings_state, regions=self.regions, controller=self.controller,
-            queue=self.queue, video_running=lambda: self.video.running, planner=self.planner, store=self.store,
-            history=self.history, kept=self.kept, display=display, feedback=self.feedback, changed=self._update_state,
-            use_weights_file=self.use_weights_file, parent=self,
+            state=self.state, regions=self.regions, controller=self.controller, queue=self.queue,
+            planner=self.planner, store=self.store, history=self.history, kept=self.kept, display=display,
+            feedback=self.feedback, use_weights_file=self.use_weights_file, parent=self,
         )  # fmt: skip
         self.files = FileCommands(
-            shown=lambda: self.shown, inputs=self.inputs, state=self.settings_state, regions=self.regions,
-            controls=self.controls, documents=self.documents, kept=self.kept, apply_settings=self.apply_settings,
-            restore_regions=self.painting.restore, store=self.store, changed=self._update_state,
-            feedback=self.feedback, parent=self,
+            state=self.state, inputs=self.inputs, regions=self.regions, controls=self.controls,
+            documents=self.documents, kept=self.kept, apply_settings=self.apply_settings,
+            restore_regions=self.painting.restore, store=self.store, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.video = VideoRuns(
-            inputs=self.inputs, state=self.settings_state, ensure_weights=self.runs.ensure_weights,
-            controller=self.controller, queue=self.queue, view=self.view, loss_plot=self.loss_plot,
-            run_bar=self.run_bar, feedback=self.feedback, action=self.commands.render_video,
-            changed=self._update_state, parent=self,
+            state=self.state, video_options=self.inputs.video_options.options,
+            ensure_weights=self.runs.ensure_weights, controller=self.controller, queue=self.queue, view=self.view,
+            loss_plot=self.loss_plot, run_bar=self.run_bar, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
-        geometry, state = self.store.geometry()
+        geometry, docks = self.store.geometry()
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
             self.resize(1360, 860)
-        if state is not None:
-            self.restoreState(state)
+        if docks is not None:
+            self.restoreState(docks)
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(400)
@@ -163,13 +160,16 @@ class MainWindow(QMainWindow):
             self.inputs.load_initial(
                 content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
             )
-        self._update_state()
+        self._show_commands()
         self.unfinished.offer()
 
     # -- construction ----------------------------------------------------------------
 
     def _build_ui(self) -> None:
-        self.inputs = InputsPanel(self.current_settings)
+        # The blend is the style rows' (equal until they are restored and moved), as the state's first value.
+        stored = dataclasses.replace(self.store.load_settings(), style_blend=())
+        self.state = WindowState(stored)
+        self.inputs = InputsPanel(self.state)
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -181,10 +181,7 @@ class MainWindow(QMainWindow):
         middle_layout.addWidget(self.view, 1)
         middle_layout.addWidget(self.run_bar)
 
-        # The blend is the style rows' (equal until they are restored and moved), as the state's first value.
-        stored = dataclasses.replace(self.store.load_settings(), style_blend=())
-        self.settings_state = SettingsState(stored)
-        self.controls = ControlsPanel(stored, show_all_layers=self.store.show_all_layers(), state=self.settings_state)
+        self.controls = ControlsPanel(stored, show_all_layers=self.store.show_all_layers(), state=self.state)
         weights_file = self.store.weights_file()
         if weights_file is not None:
             current = self.controls.settings().weights
@@ -265,17 +262,19 @@ class MainWindow(QMainWindow):
         ):
             action.triggered.connect(slot)
         self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
-        self.inputs.contentChanged.connect(self._content_changed)
-        self.inputs.contentChanged.connect(self.video.show_result)
-        self.inputs.stylesChanged.connect(self._inputs_changed)
-        self.inputs.stylesChanged.connect(self._blend_changed)
+        self.state.photo_changed.connect(self._content_changed)
+        self.state.photo_changed.connect(self.video.show_result)
+        self.state.styles_changed.connect(lambda _: self._inputs_changed())
+        self.state.styles_changed.connect(lambda _: self._blend_changed())
+        self.state.shown_changed.connect(self._shown_changed)
+        self.state.commands_changed.connect(self._show_commands)
         self.inputs.blendChanged.connect(self._blend_changed)
         self.inputs.error.connect(self.show_error)
         self.run_bar.startRequested.connect(self.runs.start)
         self.run_bar.stopRequested.connect(self.runs.stop)
         self.run_bar.stopRequested.connect(self.video.stop)
-        self.settings_state.setting_changed.connect(self._setting_changed)
-        self.controller.follow(self.settings_state, USER, self.show_error)
+        self.state.setting_changed.connect(self._setting_changed)
+        self.controller.follow(self.state, USER, self.show_error)
         self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)
         self.controls.resetRequested.connect(self.reset_settings)
         self.controls.savePresetRequested.connect(self.files.save_preset_dialog)
@@ -285,7 +284,7 @@ class MainWindow(QMainWindow):
         self.controller.progressed.connect(self.runs.on_progress)
         self.controller.preview.connect(self.runs.on_preview)
         self.controller.finished.connect(self.runs.on_finished)
-        self.controller.busy_changed.connect(lambda _: self._update_state())
+        self.controller.status_changed.connect(self.state.set_picture_run)
         self.history.entrySelected.connect(self.view_entry)
         self.history.compareRequested.connect(self.compare_entry)
         self.history.restoreRequested.connect(
@@ -299,29 +298,23 @@ class MainWindow(QMainWindow):
         self.painting.connect()
         self.queue.message.connect(self.show_info)
         self.queue.error.connect(self.show_error)
-        self.queue.changed.connect(self._update_state)
 
     # -- inputs ----------------------------------------------------------------------
 
-    def _content_changed(self, item: InputImage) -> None:
-        """A new photo: show it; the last result (made from the old one) stays in the history."""
-        if self.regions.set_photo(*item.image.size):
-            self.show_info(
-                "The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)"
-            )
-        self.painting.show_brush()
-        photo = pil_to_qimage(item.image)
-        self.controls.set_photo_size(*item.image.size)
-        self.view.set_before(photo)
-        self._compare = None
-        self.shown = None
-        self.view.set_image(photo)
+    def _content_changed(self, item: InputImage | None) -> None:
+        """A new photo (the state shows it, not the last result: that stays in the history)."""
+        if item is not None:
+            if self.regions.set_photo(*item.image.size):
+                self.show_info(
+                    "The regions were cleared: they were painted on the previous photo (Ctrl+Z brings nothing back)"
+                )
+            self.painting.show_brush()
+            self.controls.set_photo_size(*item.image.size)
         self._inputs_changed()
 
     def _inputs_changed(self) -> None:
-        self.regions.set_style_count(len(self.inputs.style_rows))
+        self.regions.set_style_count(len(self.state.styles))
         self.regions_panel.refresh()
-        self._update_state()
         self.runs.update_needs()
         self._save_timer.start()
 
@@ -334,9 +327,6 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     # -- settings ----------------------------------------------------------------------
-
-    def current_settings(self) -> Settings:
-        return self.settings_state.settings
 
     def apply_settings(self, settings: Settings, message: str = "") -> None:
         """Show ``settings`` in the controls (validated first: nothing half-applied)."""
@@ -351,7 +341,7 @@ class MainWindow(QMainWindow):
             self.show_info(message)
 
     def _blend_changed(self) -> None:
-        self.settings_state.set("style_blend", self.inputs.blend())
+        self.state.set("style_blend", self.inputs.blend())
 
     def _setting_changed(self, name: str, value: object) -> None:
         """One setting changed (the run under way takes a live one: ``RunController.follow``)."""
@@ -363,33 +353,41 @@ class MainWindow(QMainWindow):
 
     def apply_preset(self, name: str) -> None:
         """A built-in preset over the settings shown (the size, weights, device and loss weights stay)."""
-        self.settings_state.load(settings_mod.with_preset(self.settings_state.settings, name))
+        self.state.load(settings_mod.with_preset(self.state.settings, name))
         self.show_info(f"Preset: {settings_mod.PRESET_NAMES[name]}")
 
     def reset_settings(self) -> None:
         """Defaults for everything that shapes the picture; the weights choice stays."""
-        weights = self.settings_state.settings.weights
-        self.settings_state.load(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
+        weights = self.state.settings.weights
+        self.state.load(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
         self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
+
+    @property
+    def shown(self) -> HistoryEntry | None:
+        """The result in the picture area, which Export writes (the state's)."""
+        return self.state.shown
 
     @property
     def result(self) -> Image.Image | None:
         """The picture shown (and exported), if it is a result."""
         return self.shown.result if self.shown is not None else None
 
-    def _show(self, entry: HistoryEntry) -> None:
-        self.shown = entry
+    def _shown_changed(self, entry: HistoryEntry | None) -> None:
+        """The state shows another result, or the photo: the picture area follows, the comparison ends."""
         self._compare = None
-        self.view.set_image(pil_to_qimage(entry.result))
-        content = self.inputs.content
-        self.view.set_before(pil_to_qimage(content.image) if content else None)
+        photo = self.state.photo
+        before = pil_to_qimage(photo.image) if photo is not None else None
+        self.view.set_before(before)
+        if entry is not None:
+            self.view.set_image(pil_to_qimage(entry.result))
+        elif before is not None:
+            self.view.set_image(before)
 
     # -- history and view ------------------------------------------------------------------
 
     def view_entry(self, entry: HistoryEntry) -> None:
-        self._show(entry)
-        self._update_state()
+        self.state.show(entry)
 
     def compare_entry(self, entry: HistoryEntry) -> None:
         """Split view: this history entry on the left, the current result on the right."""
@@ -459,18 +457,18 @@ class MainWindow(QMainWindow):
         self.weights_label.setText(f"Weights: {label or describe(choice)}")
         self.weights_label.setStyleSheet("color: #9a4c00; font-weight: bold;" if choice == UNTRAINED else "")
 
-    def _update_state(self) -> None:
-        running, stopping = self.controller.running, self.controller.stopping
-        a = self.commands
-        a.start.setEnabled(self.inputs.ready and (not running or stopping) and not self.video.running)
-        a.stop.setEnabled((running and not stopping) or self.video.running)
-        self.video.update()
-        self.run_bar.set_enabled(can_start=a.start.isEnabled(), can_stop=a.stop.isEnabled())
-        a.export.setEnabled(self.shown is not None and not self.documents.exporting)
+    def _show_commands(self) -> None:
+        """What can be done now, as the state says (it tells when that may have changed)."""
+        state, a = self.state, self.commands
+        a.start.setEnabled(state.can_start)
+        a.stop.setEnabled(state.can_stop)
+        a.render_video.setEnabled(state.can_render_video)
+        self.run_bar.set_enabled(can_start=state.can_start, can_stop=state.can_stop)
+        a.export.setEnabled(state.can_export)
         self._update_weights_label()
 
     def _persist(self) -> None:
-        self.store.save_settings(self.current_settings())
+        self.store.save_settings(self.state.settings)
         content = self.inputs.content
         self.store.save_inputs(
             content.path if content else None,

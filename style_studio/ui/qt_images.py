@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +9,8 @@ from PIL import Image
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QUrl
 from PySide6.QtGui import QImage
 
-from ..core import ImageLoadError, StyleStudioError, decode_image, is_video_path, load_image, probe, read_frames
+from ..core import ImageLoadError, decode_image
+from .pictures import InputImage
 
 
 def array_to_qimage(array: np.ndarray) -> QImage:
@@ -32,55 +32,6 @@ def qimage_to_png(image: QImage) -> bytes:
     image.save(buffer, "PNG")  # type: ignore[call-overload]  # the stub says bytes; the binding takes str
     buffer.close()
     return bytes(data.data())
-
-
-@dataclass(frozen=True)
-class ClipFrameRef:
-    """Which frame of a video a content picture is: its number (from 0), the clip's frames and rate."""
-
-    frame: int
-    frames: int
-    rate: float
-
-
-@dataclass(frozen=True)
-class InputImage:
-    """An image the user gave: its pixels and where it came from.
-
-    Attributes:
-        image: 8-bit RGB.
-        name: what to call it (file name, "pasted image", ...).
-        path: the file, when it came from one.
-    """
-
-    image: Image.Image
-    name: str
-    path: Path | None = None
-    clip: ClipFrameRef | None = None
-
-    @property
-    def size_text(self) -> str:
-        if self.clip is not None:
-            return f"{self.image.width} × {self.image.height} px · frame {self.clip.frame + 1}/{self.clip.frames}"
-        return f"{self.image.width} × {self.image.height} px"
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> InputImage:
-        path = Path(path)
-        if is_video_path(path):
-            return cls.from_clip(path, 0)
-        return cls(load_image(path), path.name, path)
-
-    @classmethod
-    def from_clip(cls, path: Path, frame: int) -> InputImage:
-        """Frame ``frame`` (from 0) of a video: the picture still runs and the sliders work on."""
-        try:
-            info = probe(path)
-            frame = max(0, min(frame, info.frame_count - 1))
-            picture = next(iter(read_frames(path, start=frame / info.frame_rate))).image()
-        except StyleStudioError as exc:
-            raise ImageLoadError(str(exc)) from None
-        return cls(picture, path.name, path, ClipFrameRef(frame, info.frame_count, info.frame_rate))
 
 
 def images_from_mime(mime: QMimeData | None, what: str = "dropped image", source: str = "the drop") -> list[InputImage]:
@@ -123,9 +74,7 @@ def can_accept(mime: QMimeData) -> bool:
 
 
 __all__ = [
-    "ClipFrameRef",
     "ImageLoadError",
-    "InputImage",
     "array_to_qimage",
     "can_accept",
     "images_from_mime",

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from ..core import BUSY as QUEUE_BUSY
 from ..core import SettingsError, item_for
 from .documents import pictures_folder
-from .qt_images import InputImage
+from .pictures import InputImage
 from .queue_panel import images_in
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .inputs_panel import InputsPanel
     from .queue_panel import QueueController
     from .regions_panel import RegionEditor
-    from .state import SettingsState
+    from .state import WindowState
     from .store import Store
 
 
@@ -36,7 +36,7 @@ class QueueIntake:
     def __init__(
         self,
         *,
-        state: SettingsState,
+        state: WindowState,
         inputs: InputsPanel,
         regions: RegionEditor,
         queue: QueueController,
@@ -56,13 +56,13 @@ class QueueIntake:
         if not self.queue.queue.owned:
             self.feedback.error(f"{QUEUE_BUSY[0].upper()}{QUEUE_BUSY[1:]}.")
             return None
-        content = self.inputs.content
-        if content is None or not self.inputs.style_rows:
+        content = self.state.photo
+        if content is None or not self.state.styles:
             self.feedback.error("Add a content image and at least one style image first.")
             return None
         try:
             photo = self.as_file(content)
-            styles = [self.as_file(row.item) for row in self.inputs.style_rows]
+            styles = [self.as_file(style) for style in self.state.styles]
         except OSError as exc:
             self.feedback.error(f"The pasted picture could not be kept for the queue ({exc.strerror or exc})")
             return None

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .inputs_panel import InputsPanel
     from .regions_panel import RegionEditor, RegionsPanel
     from .runner import RunController
-    from .state import SettingsState
+    from .state import WindowState
 
 
 class RegionsWiring:
@@ -26,7 +26,8 @@ class RegionsWiring:
     Args:
         regions: the editor; ``panel`` and ``dock``: its panel and the dock that holds it.
         actions: the window's commands (paint, eraser, undo, the style map, show regions).
-        view: the picture painted on; ``inputs``: the photo and styles; ``state``: the settings (the style layers).
+        view: the picture painted on; ``inputs``: where its dialogs open; ``state``: the photo, the styles and the
+            settings (the style layers).
         controller: the run that takes painted regions and sends the style map.
         feedback, parent: tells the user; the dialogs' parent.
     """
@@ -40,7 +41,7 @@ class RegionsWiring:
         actions: WindowActions,
         view: ImageView,
         inputs: InputsPanel,
-        state: SettingsState,
+        state: WindowState,
         controller: RunController,
         feedback: Feedback,
         parent: QWidget,
@@ -103,7 +104,7 @@ class RegionsWiring:
             self.feedback.info(f"The style map of {layer} is drawn over the preview while a run goes on")
 
     def add_region(self) -> None:
-        if self.inputs.content is None:
+        if self.state.photo is None:
             self.feedback.error("Open a photo first: regions are painted on it.")
             return
         self.regions.add_region()
@@ -111,7 +112,7 @@ class RegionsWiring:
         self.actions.paint.setChecked(True)
 
     def paint_mode(self, on: bool) -> None:
-        if on and self.inputs.content is not None:
+        if on and self.state.photo is not None:
             # Paint on the photo: a result may be of another size, but regions belong to the photo.
             if not self.regions.regions:
                 self.regions.add_region()
@@ -157,12 +158,12 @@ class RegionsWiring:
 
     def load_mask(self, path: Path) -> bool:
         """Regions from a mask picture: one per colour (black unpainted), or one from a greyscale picture."""
-        content = self.inputs.content
+        content = self.state.photo
         if content is None:
             self.feedback.error("Open a photo first: the mask is fitted to it.")
             return False
         try:
-            regions, notice = regions_from_picture(path, max(len(self.inputs.style_rows), 1), content.image.size)
+            regions, notice = regions_from_picture(path, max(len(self.state.styles), 1), content.image.size)
         except RegionError as exc:
             self.feedback.error(str(exc))
             return False
@@ -174,7 +175,7 @@ class RegionsWiring:
     def restore(self, regions: Regions | None, source: str) -> None:
         if regions is None:
             return
-        if self.inputs.content is None:
+        if self.state.photo is None:
             self.feedback.error(f"{source} has regions, but there is no photo to put them on.")
             return
         scaled = regions.size != self.regions.size

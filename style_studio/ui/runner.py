@@ -45,6 +45,7 @@ from ..core import (
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .qt_images import array_to_qimage
+from .state import RunStatus
 
 if TYPE_CHECKING:
     from ..core import Checkpoint, CheckpointStore, NetworkWeights
@@ -242,7 +243,7 @@ class RunController(QObject):
     progressed = Signal(object)  # Progress
     preview = Signal(QImage)
     finished = Signal(str, object)  # whose run it was (``RunRequest.owner``), its PictureResult
-    busy_changed = Signal(bool)
+    status_changed = Signal(object)  # RunStatus: a run started, was asked to stop, or ended
 
     def __init__(
         self,
@@ -269,6 +270,12 @@ class RunController(QObject):
     def stopping(self) -> bool:
         return self._stopping
 
+    @property
+    def status(self) -> RunStatus:
+        if self._job is None:
+            return RunStatus.IDLE
+        return RunStatus.STOPPING if self._stopping else RunStatus.RUNNING
+
     def start(self, render: RunRequest) -> None:
         if self._job is not None:
             self._pending = render
@@ -283,16 +290,17 @@ class RunController(QObject):
         self._job, self._session = job, session
         job.start()
         self.started.emit(render)
-        self.busy_changed.emit(True)
+        self.status_changed.emit(self.status)
 
     def job_settings(self) -> Settings | None:
         """The settings the run under way started with; None when none runs."""
         return self._session.job.settings if self._session is not None else None
 
     def stop(self) -> None:
-        if self._job is not None:
+        if self._job is not None and not self._stopping:
             self._stopping = True
             self._job.cancel()
+            self.status_changed.emit(self.status)
 
     @property
     def owner(self) -> str | None:
@@ -362,7 +370,7 @@ class RunController(QObject):
         if pending is not None:
             self.start(pending)
         else:
-            self.busy_changed.emit(False)
+            self.status_changed.emit(self.status)
 
     def _ended(self, session: RenderSession, result: PictureResult) -> None:
         # A run that failed (a refused resume among them) keeps its checkpoint: it is the user's only copy.
@@ -376,8 +384,3 @@ class RunController(QObject):
         if session is not None and self.checkpoints is not None and not kept:
             self.checkpoints.discard(session.run_id)
         self.finished.emit(session.job.owner if session is not None else USER, result)
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            self.start(pending)
-        else:
-            self.busy_changed.emit(False)

@@ -1,4 +1,4 @@
-"""The window's settings as a Qt-free model with change events: widgets write one field, listeners get that field.
+"""The window's model, free of Qt: the pictures, the settings, the result shown and the runs, with change events.
 
 In the manner of napari's evented models (with psygnal, napari's signals
 without Qt): a widget writes the one setting it shows (``set``); the state
@@ -7,17 +7,28 @@ it, the run under way takes it when it is live, and the plan is made again
 only when it shapes the plan (``PLANNED``). Nothing rebuilds ``Settings`` from
 the widgets. Loading a whole settings document (a preset, Reset, a restored
 picture) emits each field that changed.
+
+``WindowState`` adds the rest of what the window shows: the photo and the
+styles the user gave, the result in the picture area, the print resolution,
+and whether a picture, a video or an export is under way. What the commands
+may do follows from it alone (``can_start``, ``can_stop``, ``can_export``,
+``can_render_video``); it says when that may have changed
+(``commands_changed``), and the window's actions listen.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Final
+import enum
+from typing import TYPE_CHECKING, Any, Final
 
 from psygnal import Signal
 
 from ..core import Settings
 from ..core import settings as settings_mod
+
+if TYPE_CHECKING:
+    from .pictures import HistoryEntry, InputImage
 
 #: Settings that change only the loss's weights: moving them leaves the run's plan (scales, memory, time) as it is.
 UNPLANNED: Final = ("content_weight", "style_weight", "tv_weight", "style_blend")
@@ -58,3 +69,140 @@ class SettingsState:
             value = getattr(settings, field.name)
             if getattr(before, field.name) != value:
                 self.setting_changed.emit(field.name, value)
+
+
+class RunStatus(enum.Enum):
+    """Where a run (a picture's or a video's) stands."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    STOPPING = "stopping"  # asked to stop: it ends after its current step
+
+
+class WindowState(SettingsState):
+    """Everything the window shows, as values: what it starts runs from, what Export writes, what can be done.
+
+    Signals (besides ``setting_changed``):
+        photo_changed(object): the photo (an ``InputImage``; None when there is none).
+        styles_changed(tuple): the style pictures, in the list's order.
+        shown_changed(object): the result in the picture area (a ``HistoryEntry``), or None for the photo.
+        print_dpi_changed(int): the print resolution exports carry (0: the photo's own).
+        commands_changed(): what can be started, stopped, exported or rendered may differ now.
+    """
+
+    photo_changed = Signal(object)
+    styles_changed = Signal(tuple)
+    shown_changed = Signal(object)
+    print_dpi_changed = Signal(int)
+    commands_changed = Signal()
+
+    def __init__(self, settings: Settings = settings_mod.DEFAULTS) -> None:
+        super().__init__(settings)
+        self._photo: InputImage | None = None
+        self._styles: tuple[InputImage, ...] = ()
+        self._shown: HistoryEntry | None = None
+        self._print_dpi = 0
+        self._picture_run = RunStatus.IDLE
+        self._video_run = RunStatus.IDLE
+        self._exporting = False
+
+    # -- values --------------------------------------------------------------------------
+
+    @property
+    def photo(self) -> InputImage | None:
+        return self._photo
+
+    @property
+    def styles(self) -> tuple[InputImage, ...]:
+        return self._styles
+
+    @property
+    def shown(self) -> HistoryEntry | None:
+        """The result in the picture area, which Export writes (None: the photo is shown)."""
+        return self._shown
+
+    @property
+    def print_dpi(self) -> int:
+        return self._print_dpi
+
+    @property
+    def picture_run(self) -> RunStatus:
+        """The still run under way (the user's or the queue's)."""
+        return self._picture_run
+
+    @property
+    def video_run(self) -> RunStatus:
+        return self._video_run
+
+    @property
+    def exporting(self) -> bool:
+        return self._exporting
+
+    # -- what can be done ------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """A photo and at least one style are in."""
+        return self._photo is not None and bool(self._styles)
+
+    @property
+    def can_start(self) -> bool:
+        """Start: the pictures are in and no video renders (a stopping run hands over to the next)."""
+        return self.ready and self._picture_run is not RunStatus.RUNNING and self._video_run is RunStatus.IDLE
+
+    @property
+    def can_stop(self) -> bool:
+        return self._picture_run is RunStatus.RUNNING or self._video_run is not RunStatus.IDLE
+
+    @property
+    def can_export(self) -> bool:
+        return self._shown is not None and not self._exporting
+
+    @property
+    def can_render_video(self) -> bool:
+        """Render video: the photo is a video's frame and no video renders."""
+        return self._photo is not None and self._photo.clip is not None and self._video_run is RunStatus.IDLE
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def set_photo(self, photo: InputImage | None) -> None:
+        """A new photo; the result shown was made from the old one, so the photo is shown instead."""
+        if photo is self._photo:
+            return
+        self._photo = photo
+        self._shown = None
+        self.shown_changed.emit(None)  # first: the photo's listeners may show something of their own over it
+        self.photo_changed.emit(photo)
+        self.commands_changed.emit()
+
+    def set_styles(self, styles: tuple[InputImage, ...]) -> None:
+        if styles == self._styles:
+            return
+        self._styles = tuple(styles)
+        self.styles_changed.emit(self._styles)
+        self.commands_changed.emit()
+
+    def show(self, entry: HistoryEntry | None) -> None:
+        """Show a result (a finished run's, a history entry) in the picture area; None shows the photo."""
+        self._shown = entry
+        self.shown_changed.emit(entry)
+        self.commands_changed.emit()
+
+    def set_print_dpi(self, dpi: int) -> None:
+        if dpi != self._print_dpi:
+            self._print_dpi = dpi
+            self.print_dpi_changed.emit(dpi)
+
+    def set_picture_run(self, status: RunStatus) -> None:
+        self._put("_picture_run", status)
+
+    def set_video_run(self, status: RunStatus) -> None:
+        self._put("_video_run", status)
+
+    def set_exporting(self, exporting: bool) -> None:
+        self._put("_exporting", exporting)
+
+    def _put(self, attribute: str, value: object) -> None:
+        if getattr(self, attribute) != value:
+            setattr(self, attribute, value)
+            self.commands_changed.emit()

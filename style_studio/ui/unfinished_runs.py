@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core import Checkpoint, RegionError, StyleStudioError, is_queue_run
-from .qt_images import InputImage
+from .pictures import InputImage
 from .run_bar import ago
 
 if TYPE_CHECKING:

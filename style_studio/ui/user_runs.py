@@ -27,16 +27,16 @@ from ..core import (
     fit_size,
     is_imagenet_cached,
 )
-from .history import HistoryEntry
+from .pictures import HistoryEntry
 from .regions_panel import style_map_image
 from .runner import QUEUE, USER, RunRequest
+from .state import RunStatus
 from .weights_dialog import WeightsDialog
 
 if TYPE_CHECKING:
     from .feedback import Feedback
     from .history import HistoryStrip
     from .image_view import ImageView
-    from .inputs_panel import InputsPanel
     from .kept_history import KeptHistory
     from .loss_plot import LossPlot
     from .queue_panel import QueueController
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from .run_bar import RunBar
     from .run_plan import RunPlanner
     from .runner import RunController
-    from .state import SettingsState
+    from .state import WindowState
     from .store import Store
     from .widgets import MessageBanner
 
@@ -56,7 +56,6 @@ class RunDisplay:
     Attributes:
         comparing: whether the picture area shows a history entry to compare (previews then wait).
         style_map: the command that asks for the style map over the picture.
-        show: shows a finished run's entry in the picture area (what Export writes).
         weights_changed: the weights' label is to be shown again.
     """
 
@@ -68,7 +67,6 @@ class RunDisplay:
     banner: MessageBanner
     style_map: QAction
     comparing: Callable[[], bool]
-    show: Callable[[HistoryEntry], None]
     weights_changed: Callable[[], None]
 
 
@@ -76,39 +74,36 @@ class UserRuns:
     """The user's runs: started from the window's inputs, shown as they go, kept in the history when done.
 
     Args:
-        inputs, state, regions: what a run is made of.
-        controller: runs it; ``queue``: the render queue (the user's runs wait for it); ``video_running``: whether
-            a video renders (so do they).
+        state, regions: what a run is made of (the state's photo, styles and settings); a finished run's
+            result is shown in the state.
+        controller: runs it; ``queue``: the render queue (the user's runs wait for it, and for a video).
         planner: plans runs and learns their speed, kept in ``store``.
         history, kept: where finished results go (kept until exported).
-        display: where a run shows itself; ``feedback``: tells the user; ``changed``: a run started or ended.
+        display: where a run shows itself; ``feedback``: tells the user.
         use_weights_file, parent: takes a weights file the weights dialog found; the dialog's parent.
     """
 
     def __init__(
         self,
         *,
-        inputs: InputsPanel,
-        state: SettingsState,
+        state: WindowState,
         regions: RegionEditor,
         controller: RunController,
         queue: QueueController,
-        video_running: Callable[[], bool],
         planner: RunPlanner,
         store: Store,
         history: HistoryStrip,
         kept: KeptHistory,
         display: RunDisplay,
         feedback: Feedback,
-        changed: Callable[[], None],
         use_weights_file: Callable[[Path], None],
         parent: QWidget,
     ) -> None:
-        self.inputs, self.state, self.regions = inputs, state, regions
+        self.state, self.regions = state, regions
         self.use_weights_file = use_weights_file
-        self.controller, self.queue, self.video_running = controller, queue, video_running
+        self.controller, self.queue = controller, queue
         self.planner, self.store, self.history, self.kept = planner, store, history, kept
-        self.display, self.feedback, self.changed, self.parent = display, feedback, changed, parent
+        self.display, self.feedback, self.parent = display, feedback, parent
         #: (choice, label) of the weights of the run under way (the label as the run reports it).
         self.running_weights: tuple[str, str] | None = None
         self._running_plan: RunPlan | None = None  # the plan of the run under way: its work measures its speed
@@ -116,10 +111,10 @@ class UserRuns:
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
-        content = self.inputs.content
+        content = self.state.photo
         if content is None:
             return None
-        styles = [r.item.image.size for r in self.inputs.style_rows]
+        styles = [style.image.size for style in self.state.styles]
         return self.planner.plan(settings or self.state.settings, content.image.size, styles)
 
     def update_needs(self) -> None:
@@ -144,11 +139,11 @@ class UserRuns:
             return
         if self.controller.running and not self.controller.stopping:
             return
-        if self.video_running():
+        if self.state.video_run is not RunStatus.IDLE:
             self.feedback.error("The video is rendering: stop it (Esc) to run here.")
             return
-        content = self.inputs.content
-        if content is None or not self.inputs.style_rows:
+        content, styles = self.state.photo, self.state.styles
+        if content is None or not styles:
             self.feedback.error("Add a content image and at least one style image first.")
             return
         try:
@@ -166,14 +161,13 @@ class UserRuns:
         regions = self.regions.current()
         if regions is not None and resume is None:
             try:
-                regions.check(len(self.inputs.style_rows))
+                regions.check(len(styles))
             except RegionError as exc:
                 self.feedback.error(f"The regions cannot be used: {exc}.")
                 return
         self.display.banner.hide()
-        rows = self.inputs.style_rows
         pictures = Pictures(
-            content.image, tuple(r.item.image for r in rows), (content.name, *(r.item.name for r in rows)), regions
+            content.image, tuple(s.image for s in styles), (content.name, *(s.name for s in styles)), regions
         )
         job = RunRequest(pictures, settings, resume)
         self._final_size = fit_size(*content.image.size, settings.size)
@@ -181,7 +175,7 @@ class UserRuns:
         self.display.run_bar.begin()
         self.running_weights = (settings.weights, describe(settings.weights))
         self.controller.start(job)
-        self.changed()
+        self.display.weights_changed()
 
     def ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
@@ -214,7 +208,6 @@ class UserRuns:
         if self.controller.running:
             self.controller.stop()
             self.display.run_bar.show_stopping()
-            self.changed()
 
     def on_progress(self, record: Progress) -> None:
         if self.controller.owner != USER:  # the queue's: its panel shows it
@@ -237,7 +230,6 @@ class UserRuns:
 
     def on_finished(self, owner: str, outcome: PictureResult) -> None:
         if owner != USER:  # the queue's: it writes its picture
-            self.changed()
             return
         self.measure_speed(outcome)
         if outcome.image is not None:
@@ -255,12 +247,12 @@ class UserRuns:
                 self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
             else:
                 entry = self.kept.add(entry)
-            self.display.show(entry)
+            self.state.show(entry)
         if outcome.error:
             self.feedback.error(outcome.error)
         self.display.run_bar.show_outcome(outcome)
         self.running_weights = None
-        self.changed()
+        self.display.weights_changed()
 
     def measure_speed(self, outcome: PictureResult) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import (
@@ -28,20 +27,21 @@ from ..core import (
 )
 from .background import BackgroundTask, TaskOutcome
 from .documents import export_folder
-from .qt_images import InputImage, array_to_qimage
+from .pictures import InputImage
+from .qt_images import array_to_qimage
 from .run_bar import duration
+from .state import RunStatus
 
 if TYPE_CHECKING:
-    from ..core import CancelToken, Settings
+    from ..core import CancelToken, Settings, VideoOptions
     from .background import Report
     from .feedback import Feedback
     from .image_view import ImageView
-    from .inputs_panel import InputsPanel
     from .loss_plot import LossPlot
     from .queue_panel import QueueController
     from .run_bar import RunBar
     from .runner import RunController
-    from .state import SettingsState
+    from .state import WindowState
 
 VIDEO_FILTER = "MP4 video (*.mp4);;QuickTime movie (*.mov);;WebM video (*.webm);;GIF animation (*.gif)"
 
@@ -50,18 +50,18 @@ class VideoRuns:
     """The window's video render: at most one at a time, next to (never during) a still run or the queue.
 
     Args:
-        inputs, state: the clip, its styles and the settings; ``ensure_weights``: the settings with weights at hand,
-            or None when the user gave up getting them.
+        state: the clip, its styles and the settings; it hears when a video starts, stops and ends.
+        video_options: the options the inputs panel shows for the clip.
+        ensure_weights: the settings with weights at hand, or None when the user gave up getting them.
         controller, queue: the still runs and the queue (a video waits for both).
-        view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``action``: Render video.
-        changed: called when it starts or ends (what can be started changes); ``parent``: its dialogs' parent.
+        view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``parent``: its dialogs' parent.
     """
 
     def __init__(
         self,
         *,
-        inputs: InputsPanel,
-        state: SettingsState,
+        state: WindowState,
+        video_options: Callable[[], VideoOptions],
         ensure_weights: Callable[[Settings], Settings | None],
         controller: RunController,
         queue: QueueController,
@@ -69,14 +69,12 @@ class VideoRuns:
         loss_plot: LossPlot,
         run_bar: RunBar,
         feedback: Feedback,
-        action: QAction,
-        changed: Callable[[], None],
         parent: QWidget,
     ) -> None:
-        self.inputs, self.state, self.ensure_weights = inputs, state, ensure_weights
+        self.state, self.video_options, self.ensure_weights = state, video_options, ensure_weights
         self.controller, self.queue = controller, queue
         self.view, self.loss_plot, self.run_bar, self.feedback = view, loss_plot, run_bar, feedback
-        self.action, self.changed, self.parent = action, changed, parent
+        self.parent = parent
         self.task: BackgroundTask | None = None
         self.job: Job | None = None
         #: the last video written, and the clip it was made from
@@ -85,10 +83,6 @@ class VideoRuns:
     @property
     def running(self) -> bool:
         return self.task is not None
-
-    def update(self) -> None:
-        content = self.inputs.content
-        self.action.setEnabled(content is not None and content.clip is not None and not self.running)
 
     def ask_output(self, clip: Path) -> Path | None:
         start = export_folder(clip) / f"{clip.stem}-styled.mp4"
@@ -100,14 +94,14 @@ class VideoRuns:
 
     def start(self, output: Path | None = None) -> None:
         """Render the content video to ``output`` (asked for when None) with the current settings and styles."""
-        content = self.inputs.content
+        content = self.state.photo
         if content is None or content.clip is None or content.path is None:
             self.feedback.error("Open a video as the content first (File ▸ Open content image… takes videos too).")
             return
         if self.running or self.controller.running or self.queue.busy:
             self.feedback.error("Something is rendering: stop it (Esc) before rendering the video.")
             return
-        styles = [row.item.path for row in self.inputs.style_rows]
+        styles = [style.path for style in self.state.styles]
         if not styles or any(path is None for path in styles):
             self.feedback.error("A video's styles must be picture files: open them from files (not pasted).")
             return
@@ -123,7 +117,7 @@ class VideoRuns:
         if output is None:
             return
         job = Job("video", content.path, tuple(p for p in styles if p is not None), ready, output,
-                  video=self.inputs.video_options.options())  # fmt: skip
+                  video=self.video_options())  # fmt: skip
         problems = job.output_problems()
         if problems:
             self.feedback.error("; ".join(problems))
@@ -143,11 +137,12 @@ class VideoRuns:
         self.run_bar.begin()
         self.feedback.info(f"Rendering {content.name} to {output.name}: Esc stops after keeping the finished frames")
         self.task.start()
-        self.changed()
+        self.state.set_video_run(RunStatus.RUNNING)
 
     def stop(self) -> None:
         if self.task is not None:
             self.task.cancel()
+            self.state.set_video_run(RunStatus.STOPPING)
             self.run_bar.show_stopping()
             self.feedback.status("Stopping the video: the finished frames are kept…", 0)
 
@@ -194,9 +189,8 @@ class VideoRuns:
             notes = "".join(f"; {note}" for note in rendered.notes)
             self.feedback.info(f"Wrote {rendered.output.name}: {rendered.frames} frames in {rendered.seconds:.0f} s"
                              f"{notes}. Move the frame slider to see its frames.")  # fmt: skip
-            self.show_result(self.inputs.content)
-        self.update()
-        self.changed()
+            self.show_result(self.state.photo)
+        self.state.set_video_run(RunStatus.IDLE)
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip."""

@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
 from superqt import QElidingLabel
 
 from ..core import About, ImageLoadError
-from .qt_images import InputImage, can_accept, images_from_mime, pil_to_qimage
+from .pictures import InputImage
+from .qt_images import can_accept, images_from_mime, pil_to_qimage
 
 _STEPS = 1000
 

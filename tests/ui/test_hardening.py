@@ -79,7 +79,7 @@ def test_fifty_start_stop_cycles(qtbot, window):
 def test_closing_the_window_during_an_export_finishes_the_file(qtbot, window, tmp_path):
     finish(qtbot, window)
     big = Image.effect_noise((3000, 2000), 60).convert("RGB")  # seconds of TIFF compression
-    window.shown = dataclasses.replace(window.shown, result=big)
+    window.state.show(dataclasses.replace(window.shown, result=big))
     folder = tmp_path / "exports"
     folder.mkdir()
     target = folder / "big.tif"
@@ -162,22 +162,22 @@ def test_out_of_gpu_memory_mid_run_is_caught_and_the_picture_kept(qtbot, window,
 
 
 def test_dropping_an_image_with_bad_embedded_settings_applies_nothing(qtbot, window, tmp_path):
-    before = window.current_settings()
+    before = window.state.settings
     doc = json.loads(settings_mod.dumps(settings_mod.DEFAULTS))
     doc["settings"]["style_layers"] = {"relu1_1": -2}
     doc["settings"]["size"] = 900
     path = save_image(Image.new("RGB", (32, 32)), tmp_path / "tampered.png", json.dumps(doc))
     drop(window, path)
     assert "tampered.png" in window.banner.text() and "relu1_1 weight must be a number >= 0" in window.banner.text()
-    assert window.current_settings() == before
+    assert window.state.settings == before
 
 
 def test_a_preset_from_a_future_version_is_refused(window, tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"format": "style-studio", "version": 2, "settings": {"size": 300}}))
-    before = window.current_settings()
+    before = window.state.settings
     assert not window.load_preset(path)
-    assert "newer Style Studio" in window.banner.text() and window.current_settings() == before
+    assert "newer Style Studio" in window.banner.text() and window.state.settings == before
 
 
 def test_pasting_with_nothing_on_the_clipboard_says_so(window):

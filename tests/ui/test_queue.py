@@ -28,7 +28,7 @@ def test_add_to_queue_renders_and_writes_the_picture_with_its_settings(qtbot, wi
     assert item.state == "done", item.reason
     with Image.open(item.job.output) as made:
         assert made.size == (48, 32)
-    assert settings_mod.loads(read_metadata(item.job.output)) == window.current_settings()
+    assert settings_mod.loads(read_metadata(item.job.output)) == window.state.settings
     assert not window.queue_panel.list.item(0).icon().isNull()  # the thumbnail
     assert "1 done" in window.queue_panel.status.text()
     assert window.history.count() == 0  # a queued picture goes to its file, not to the history
@@ -53,7 +53,7 @@ def test_apply_to_folder_queues_every_picture_and_the_window_stays_usable(qtbot,
     assert window.apply_to_folder(photos, tmp_path / "out") == 3
     # While the queue renders, the user goes on editing.
     window.controls.set_settings(dataclasses.replace(FAST, style_weight=7.0))
-    assert window.current_settings().style_weight == 7.0
+    assert window.state.settings.style_weight == 7.0
     window.regions.add_region()
     wait_for_queue(qtbot, window, timeout=120_000)
     made = sorted(p.name for p in (tmp_path / "out").iterdir())

@@ -42,7 +42,7 @@ def test_closing_during_a_run_keeps_it_and_the_next_start_resumes_it_to_the_end(
     assert blocker.args[1].stop_reason == "finished"
     # It went on where it stood, with the run's own settings and pictures.
     assert min(s for s in steps if s > 0) == stood + 1 and max(steps) == 40
-    assert second.current_settings() == checkpoint.settings
+    assert second.state.settings == checkpoint.settings
     assert second.inputs.content.name == "chelsea.png"
     assert len(second.history.entries) == 1
     # Finished: its result is in the history, and nothing is left to resume.

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 from style_studio.core.io import video
-from style_studio.ui.qt_images import InputImage
+from style_studio.ui.pictures import InputImage
 from tests.clips import camera_pan, write_clip
 from tests.conftest import SAMPLES
 from tests.ui.conftest import FAST

@@ -73,7 +73,7 @@ def test_starting_without_cached_imagenet_weights_offers_the_dialog(qtbot, make_
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         window.start()
     assert shown and blocker.args[1].weights_label.startswith("untrained")
-    assert window.current_settings().weights == "untrained"
+    assert window.state.settings.weights == "untrained"
     assert "untrained" in window.weights_label.text()
 
 
@@ -92,12 +92,12 @@ def test_a_weights_file_is_used_and_remembered(qtbot, make_window, store, tmp_pa
     torch.save({"features." + k: v for k, v in make_layers(cfgs["E"]).state_dict().items()}, path)
     window = make_window()
     window.use_weights_file(path)
-    assert window.current_settings().weights == str(path)
+    assert window.state.settings.weights == str(path)
     assert "my-vgg.pth" in window.weights_label.text()
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         window.start()
     assert blocker.args[1].weights_label == "VGG19 weights from my-vgg.pth"
     window.close()
     again = make_window(settings=None)
-    assert again.current_settings().weights == str(path)
+    assert again.state.settings.weights == str(path)
     assert store.weights_file() == path

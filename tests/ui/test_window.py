@@ -129,16 +129,16 @@ def test_layer_and_weight_sliders_map_to_settings(window):
     controls.layer_sliders["relu3_1"].slider.setValue(50)  # 50 / 20 = 2.5
     controls.layer_sliders["relu5_1"].slider.setValue(0)
     controls.layer_sliders["conv2_2"].slider.setValue(10)
-    s = window.current_settings()
+    s = window.state.settings
     assert s.style_layer_weights["relu3_1"] == 2.5
     assert "relu5_1" not in s.style_layer_weights
     assert s.style_layer_weights["conv2_2"] == 0.5
     controls.style_weight.slider.setValue(1000)
-    assert window.current_settings().style_weight == 1000
+    assert window.state.settings.style_weight == 1000
     controls.style_weight.slider.setValue(0)
-    assert window.current_settings().style_weight == 0
+    assert window.state.settings.style_weight == 0
     controls.tv_weight.spin.setValue(0.25)
-    assert window.current_settings().tv_weight == 0.25
+    assert window.state.settings.tv_weight == 0.25
     assert controls.tv_weight.slider.value() == round((math.log10(0.25) + 3) / 4 * 1000)
 
 
@@ -163,14 +163,14 @@ def test_settings_show_in_the_controls_and_come_back_unchanged(window):
         style_layers=(("relu1_1", 0.5), ("relu4_1", 2.0)),
     )
     window.controls.set_settings(custom)
-    assert window.current_settings() == custom
+    assert window.state.settings == custom
 
 
 def test_blend_sliders_give_style_blend(window):
     drop(window.inputs.style_zone, files(SAMPLES / "style" / "brick.png"))
-    assert window.current_settings().style_blend == ()
+    assert window.state.settings.style_blend == ()
     window.inputs.style_rows[1].blend.setValue(25)
-    assert window.current_settings().style_blend == (1.0, 0.25)
+    assert window.state.settings.style_blend == (1.0, 0.25)
 
 
 # -- runs ----------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def test_a_16_bit_export_writes_the_runs_own_values_for_print(qtbot, window, tmp
     # The 8-bit picture shown is the same picture.
     shown = np.asarray(window.result, dtype=np.int32)
     assert np.abs(shown - (pixels.astype(np.int32) + 128) // 257).max() <= 1
-    assert settings_mod.loads(read_metadata(target)) == window.current_settings()
+    assert settings_mod.loads(read_metadata(target)) == window.state.settings
 
 
 def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, window, tmp_path):
@@ -282,11 +282,11 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
     with Image.open(target) as exported:
         assert exported.size == (48, 32)
     saved = settings_mod.loads(read_metadata(target))
-    assert saved == window.current_settings()
+    assert saved == window.state.settings
     assert json.loads(read_metadata(target))["weights_label"].startswith("untrained")
     window.controls.output_size.setValue(300)
     drop(window, files(target))
-    assert window.current_settings().size == 48
+    assert window.state.settings.size == 48
     assert "Settings restored from result.png" in window.banner.text()
 
 
@@ -311,7 +311,7 @@ def test_history_restore_and_compare(qtbot, window):
     first, second = window.history.entries
     assert first.settings.size == 48 and second.settings.size == 64
     window.history.restoreRequested.emit(first)
-    assert window.current_settings().size == 48
+    assert window.state.settings.size == 48
     window.history.compareRequested.emit(first)
     assert window.view.split_enabled()
     window.history.setCurrentRow(0)
@@ -327,14 +327,14 @@ def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
     drop(first.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     first.close()
     second = make_window(settings=None)
-    assert second.current_settings().size == 777
+    assert second.state.settings.size == 777
     assert second.inputs.content.name == "coffee.png"
 
 
 def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
     window.controls.output_size.setValue(999)
     window.commands.reset.trigger()
-    s = window.current_settings()
+    s = window.state.settings
     assert dataclasses.replace(s, weights="imagenet") == settings_mod.DEFAULTS
     assert s.weights == "untrained"
 
@@ -344,7 +344,7 @@ def test_presets_save_and_load(window, tmp_path):
     assert window.save_preset(tmp_path / "mine.json")
     window.controls.iterations.setValue(5)
     assert window.load_preset(tmp_path / "mine.json")
-    assert window.current_settings().iterations == 77
+    assert window.state.settings.iterations == 77
 
 
 @pytest.mark.parametrize(
@@ -367,12 +367,12 @@ def test_presets_save_and_load(window, tmp_path):
     ],
 )
 def test_a_bad_preset_is_refused_and_nothing_is_applied(window, tmp_path, text, message):
-    before = window.current_settings()
+    before = window.state.settings
     path = tmp_path / "bad.json"
     path.write_text(text)
     assert not window.load_preset(path)
     assert message in window.banner.text()
-    assert window.current_settings() == before
+    assert window.state.settings == before
 
 
 def test_stale_qsettings_are_ignored_at_start(qtbot, make_window, store, tmp_path):
@@ -385,7 +385,7 @@ def test_stale_qsettings_are_ignored_at_start(qtbot, make_window, store, tmp_pat
     store.qs.setValue("weights/file", 12345)
     store.qs.setValue("window/geometry", "not bytes")
     window = make_window(settings=None)
-    s = window.current_settings()
+    s = window.state.settings
     assert s.size == 640 and s.style_layer_weights == {"relu1_1": 2.0}
     assert window.inputs.content.name == "chelsea.png"
 
@@ -393,7 +393,7 @@ def test_stale_qsettings_are_ignored_at_start(qtbot, make_window, store, tmp_pat
 def test_a_garbage_settings_value_gives_the_defaults(qtbot, make_window, store):
     store.qs.setValue("run/settings", "{{{{")
     window = make_window(settings=None)
-    assert window.current_settings() == settings_mod.DEFAULTS
+    assert window.state.settings == settings_mod.DEFAULTS
 
 
 def test_a_new_photo_is_shown_at_once_and_the_last_result_stays_in_the_history(qtbot, window):
@@ -458,7 +458,7 @@ def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window
     controls.scales.setValue(1)
     assert controls.schedule.text() == "4096 px · 300 iterations"
     controls.tile.setValue(512)
-    settings = window.current_settings()
+    settings = window.state.settings
     assert (settings.scales, settings.finer_iterations, settings.tile) == (1, 1.0, 512)
 
 

@@ -10,19 +10,19 @@ from style_studio.core import RenderQueue
 from style_studio.core.run.checkpoints import CheckpointStore
 from style_studio.ui.feedback import Feedback
 from style_studio.ui.inputs_panel import InputsPanel
-from style_studio.ui.qt_images import InputImage
+from style_studio.ui.pictures import InputImage
 from style_studio.ui.queue_intake import QueueIntake
 from style_studio.ui.queue_panel import QueueController
 from style_studio.ui.regions_panel import RegionEditor
 from style_studio.ui.runner import RunController, WeightsCache
-from style_studio.ui.state import SettingsState
+from style_studio.ui.state import WindowState
 from tests.ui.conftest import FAST
 
 
 def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbot, tmp_path, store, tiny,
                                                                             content_image, style_image):  # fmt: skip
-    state = SettingsState(FAST)
-    inputs = InputsPanel(lambda: state.settings)
+    state = WindowState(FAST)
+    inputs = InputsPanel(state)
     parent = QWidget()
     qtbot.addWidget(inputs)
     qtbot.addWidget(parent)

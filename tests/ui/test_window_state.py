@@ -1,0 +1,95 @@
+"""The window stands on a Qt-free state: what the commands may do follows from it alone, and it says so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from PIL import Image
+
+from style_studio.ui.pictures import ClipFrameRef, HistoryEntry, InputImage
+from style_studio.ui.state import RunStatus, WindowState
+from tests.ui.conftest import FAST
+
+PHOTO = InputImage(Image.new("RGB", (64, 48), "gray"), "photo.png")
+STYLE = InputImage(Image.new("RGB", (32, 32), "blue"), "style.png")
+CLIP = InputImage(Image.new("RGB", (64, 48)), "clip.mp4", clip=ClipFrameRef(0, 10, 25.0))
+
+
+def result() -> HistoryEntry:
+    return HistoryEntry(Image.new("RGB", (64, 48), "red"), FAST, "untrained", "finished")
+
+
+def commands(state: WindowState) -> dict[str, bool]:
+    return {
+        "start": state.can_start,
+        "stop": state.can_stop,
+        "export": state.can_export,
+        "video": state.can_render_video,
+    }
+
+
+def test_start_needs_a_photo_and_a_style_and_no_run_that_cannot_hand_over():
+    state = WindowState(FAST)
+    told: list[bool] = []
+    state.commands_changed.connect(lambda: told.append(True))
+    assert commands(state) == {"start": False, "stop": False, "export": False, "video": False}
+    state.set_photo(PHOTO)
+    state.set_styles((STYLE,))
+    assert state.ready and state.can_start and len(told) == 2
+    state.set_picture_run(RunStatus.RUNNING)
+    assert not state.can_start and state.can_stop
+    state.set_picture_run(RunStatus.STOPPING)  # Start again at once: it waits for the stopping run
+    assert state.can_start and not state.can_stop
+    state.set_picture_run(RunStatus.STOPPING)
+    assert len(told) == 4  # the same status again says nothing
+    state.set_video_run(RunStatus.RUNNING)
+    assert not state.can_start and state.can_stop
+
+
+def test_export_follows_the_result_shown_and_waits_for_the_export_under_way():
+    state = WindowState(FAST)
+    shown: list[object] = []
+    state.shown_changed.connect(shown.append)
+    entry = result()
+    state.show(entry)
+    assert state.shown is entry and state.can_export and shown == [entry]
+    state.set_exporting(True)
+    assert not state.can_export
+    state.set_exporting(False)
+    assert state.can_export
+
+
+def test_a_new_photo_shows_the_photo_instead_of_a_result_made_from_the_old_one():
+    state = WindowState(FAST)
+    state.set_photo(PHOTO)
+    state.show(result())
+    heard: list[str] = []
+    state.shown_changed.connect(lambda entry: heard.append(f"shown {entry}"))
+    state.photo_changed.connect(lambda photo: heard.append(f"photo {photo.name}"))
+    state.set_photo(CLIP)
+    assert state.shown is None and not state.can_export
+    assert heard == ["shown None", "photo clip.mp4"]  # the photo's listeners may draw over it
+    assert state.can_render_video
+    state.set_video_run(RunStatus.RUNNING)
+    assert not state.can_render_video
+
+
+def test_the_print_resolution_is_the_states_and_the_panel_shows_it_both_ways(qtbot):
+    from style_studio.ui.controls import ControlsPanel
+
+    state = WindowState(FAST)
+    panel = ControlsPanel(FAST, state=state)
+    qtbot.addWidget(panel)
+    panel.print_dpi.setValue(300)
+    assert state.print_dpi == 300
+    state.set_print_dpi(600)
+    assert panel.print_dpi.value() == 600
+
+
+def test_the_state_and_its_pictures_import_no_qt():
+    code = (
+        "import sys, style_studio.ui.state, style_studio.ui.pictures; "
+        "print(any(m.startswith('PySide6') for m in sys.modules))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
