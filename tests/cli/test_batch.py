@@ -238,9 +238,11 @@ def ray_address(tmp_path_factory):
     if ray is None:
         pytest.skip("the ray command is not installed")
     port = _free_port()
-    # Its workers build the tiny test network for "untrained", as this process does.
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", TEST_NETWORK_VARIABLE: "tiny"}
+    # Its workers build the tiny test network for "untrained", as this process does, and keep their
+    # checkpoints in a cache of their own (set up before any test's isolated cache): never the user's.
     temp = tmp_path_factory.mktemp("ray")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", TEST_NETWORK_VARIABLE: "tiny",
+           "STYLE_STUDIO_CACHE": str(temp / "cache"), "STYLE_STUDIO_DATA": str(temp / "data")}  # fmt: skip
     start = [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
              "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
     subprocess.run(start, check=True, env=env, capture_output=True, timeout=180)
