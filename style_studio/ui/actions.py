@@ -41,6 +41,9 @@ class WindowActions(QObject):
         self.zoom_out = self._make("Zoom out", _Key.ZoomOut)
         self.split = self._make("Before / after", "B", "Compare with the content image: drag the line to move it")
         self.split.setCheckable(True)
+        self.play = self._make(
+            "Play / pause", "Space", "Play the video at its frame rate: the styled one once rendered (B compares)"
+        )
         self.undo = self._make("Undo", _Key.Undo)
         self.redo = self._make("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"])
         self.paint = self._make("Paint regions", "P", "Paint where each style goes on the picture")
@@ -101,8 +104,8 @@ class WindowActions(QObject):
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger, None, self.show_regions],
             "&Run": [self.start, self.stop, None, self.render_video, None, self.add_to_queue, self.apply_to_folder],
-            "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.style_map, None,
-                      *(dock.toggleViewAction() for dock in docks)],
+            "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.play, self.style_map,
+                      None, *(dock.toggleViewAction() for dock in docks)],
             "&Settings": [*self.presets.values(), None, self.reset],
             "&Help": [self.about],
         }  # fmt: skip

@@ -202,6 +202,16 @@ class InputsPanel(QScrollArea):
         if self.frame_slider.value() != content.clip.frame:
             self._load_file(content.path, self.set_content, frame=self.frame_slider.value())
 
+    def follow_frame(self, frame: int) -> None:
+        """Move the frame slider to ``frame`` (a clip playing) without making it the content."""
+        content = self.content
+        if content is None or content.clip is None:
+            return
+        self.frame_slider.blockSignals(True)
+        self.frame_slider.setValue(frame)
+        self.frame_slider.blockSignals(False)
+        self.frame_label.setText(f"Frame {frame + 1} of {content.clip.frames} ({frame / content.clip.rate:.2f} s)")
+
     def show_frame(self, frame: int) -> None:
         """Make frame ``frame`` (from 0) of the video the content, as moving the slider there does."""
         self.frame_slider.setValue(frame)

@@ -104,7 +104,7 @@ class MainWindow(QMainWindow):
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
         self._build_ui()
-        self.feedback = Feedback(self.show_info, self.show_error, self._status)
+        self.feedback = Feedback(self.show_info, self.show_error, self.statusBar().showMessage)  # "": cleared
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
@@ -140,7 +140,8 @@ class MainWindow(QMainWindow):
         self.video = VideoRuns(
             state=self.state, video_options=self.inputs.video_options.options,
             ensure_weights=self.runs.ensure_weights, controller=self.controller, queue=self.queue, view=self.view,
-            loss_plot=self.loss_plot, run_bar=self.run_bar, feedback=self.feedback, parent=self,
+            loss_plot=self.loss_plot, run_bar=self.run_bar, feedback=self.feedback,
+            follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, parent=self,
         )  # fmt: skip
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
@@ -248,6 +249,7 @@ class MainWindow(QMainWindow):
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
             (a.zoom_out, lambda: self.view.zoom_by(0.8)),
             (a.split, self.toggle_split),
+            (a.play, self.video.toggle_play),
             (a.undo, self.regions.undo_stack.undo),
             (a.redo, self.regions.undo_stack.redo),
             (a.add_region, self.painting.add_region),
@@ -285,6 +287,7 @@ class MainWindow(QMainWindow):
         self.controller.preview.connect(self.runs.on_preview)
         self.controller.finished.connect(self.runs.on_finished)
         self.controller.status_changed.connect(self.state.set_picture_run)
+        self.controller.started.connect(lambda _: self.video.player.pause())  # the run's previews take the picture
         self.history.entrySelected.connect(self.view_entry)
         self.history.compareRequested.connect(self.compare_entry)
         self.history.restoreRequested.connect(
@@ -437,9 +440,6 @@ class MainWindow(QMainWindow):
 
     # -- state and messages --------------------------------------------------------------------
 
-    def _status(self, text: str, ms: int) -> None:
-        self.statusBar().showMessage(text, ms)  # "" shows nothing: the line is cleared
-
     def _show_queue(self) -> None:
         self.queue_dock.show()
         self.queue_dock.raise_()
@@ -463,6 +463,7 @@ class MainWindow(QMainWindow):
         a.start.setEnabled(state.can_start)
         a.stop.setEnabled(state.can_stop)
         a.render_video.setEnabled(state.can_render_video)
+        a.play.setEnabled(state.can_play)
         self.run_bar.set_enabled(can_start=state.can_start, can_stop=state.can_stop)
         a.export.setEnabled(state.can_export)
         self._update_weights_label()

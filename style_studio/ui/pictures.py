@@ -12,6 +12,16 @@ from PIL import Image
 from ..core import ImageLoadError, Regions, Settings, StyleStudioError, is_video_path, load_image, probe, read_frames
 
 
+def seek_point(frame: int, rate: float) -> float:
+    """Where to start reading a clip for frame ``frame``: half a frame before it.
+
+    The rate a file reports and the one its frames are stamped at may differ in
+    the last digits (11.98 against 12 per second), so ``frame / rate`` can land
+    just past the frame, and the clip's last frame would then never be found.
+    """
+    return max(0.0, (frame - 0.5) / rate)
+
+
 @dataclass(frozen=True)
 class ClipFrameRef:
     """Which frame of a video a content picture is: its number (from 0), the clip's frames and rate."""
@@ -55,7 +65,7 @@ class InputImage:
         try:
             info = probe(path)
             frame = max(0, min(frame, info.frame_count - 1))
-            picture = next(iter(read_frames(path, start=frame / info.frame_rate))).image()
+            picture = next(iter(read_frames(path, start=seek_point(frame, info.frame_rate)))).image()
         except StyleStudioError as exc:
             raise ImageLoadError(str(exc)) from None
         return cls(picture, path.name, path, ClipFrameRef(frame, info.frame_count, info.frame_rate))

@@ -12,7 +12,7 @@ picture) emits each field that changed.
 styles the user gave, the result in the picture area, the print resolution,
 and whether a picture, a video or an export is under way. What the commands
 may do follows from it alone (``can_start``, ``can_stop``, ``can_export``,
-``can_render_video``); it says when that may have changed
+``can_render_video``, ``can_play``); it says when that may have changed
 (``commands_changed``), and the window's actions listen.
 """
 
@@ -162,6 +162,11 @@ class WindowState(SettingsState):
     def can_render_video(self) -> bool:
         """Render video: the photo is a video's frame and no video renders."""
         return self._photo is not None and self._photo.clip is not None and self._video_run is RunStatus.IDLE
+
+    @property
+    def can_play(self) -> bool:
+        """Play: the photo is a video's frame and no video renders (its previews have the picture area)."""
+        return self.can_render_video
 
     # -- changes ---------------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ Render video styles every frame with the same settings, in a background
 task, with each frame's progress and the clip's ETA in the status bar and the
 frame's preview in the view. Stopping keeps the finished frames: rendering
 the same video again goes on from there. Once written, moving the frame
-slider shows that frame of the result.
+slider shows that frame of the result, and Play (Space) plays the result (or,
+before one is written, the clip) at its frame rate, its source beside it for
+before/after; pausing makes the frame shown the content.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import (
@@ -26,8 +29,9 @@ from ..core import (
     render_video,
 )
 from .background import BackgroundTask, TaskOutcome
+from .clip_player import ClipPlayer
 from .documents import export_folder
-from .pictures import InputImage
+from .pictures import InputImage, seek_point
 from .qt_images import array_to_qimage
 from .run_bar import duration
 from .state import RunStatus
@@ -55,6 +59,7 @@ class VideoRuns:
         ensure_weights: the settings with weights at hand, or None when the user gave up getting them.
         controller, queue: the still runs and the queue (a video waits for both).
         view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``parent``: its dialogs' parent.
+        follow_frame, rest_on_frame: move the frame slider to a frame played; make a frame the content (paused).
     """
 
     def __init__(
@@ -69,12 +74,18 @@ class VideoRuns:
         loss_plot: LossPlot,
         run_bar: RunBar,
         feedback: Feedback,
+        follow_frame: Callable[[int], None],
+        rest_on_frame: Callable[[int], None],
         parent: QWidget,
     ) -> None:
         self.state, self.video_options, self.ensure_weights = state, video_options, ensure_weights
         self.controller, self.queue = controller, queue
         self.view, self.loss_plot, self.run_bar, self.feedback = view, loss_plot, run_bar, feedback
         self.parent = parent
+        self.follow_frame, self.rest_on_frame = follow_frame, rest_on_frame
+        self.player = ClipPlayer(parent)
+        self.player.frame.connect(self._played)
+        self.player.stopped.connect(self.rest_on_frame)
         self.task: BackgroundTask | None = None
         self.job: Job | None = None
         #: the last video written, and the clip it was made from
@@ -83,6 +94,35 @@ class VideoRuns:
     @property
     def running(self) -> bool:
         return self.task is not None
+
+    def toggle_play(self) -> None:
+        """Play the clip from the frame shown (its styled video once written), or pause on the frame shown."""
+        if self.player.playing:
+            self.player.pause()
+            return
+        content = self.state.photo
+        if content is None or content.clip is None or content.path is None:
+            self.feedback.error("Open a video as the content to play it (File ▸ Open content image… takes videos).")
+            return
+        if self.running:
+            self.feedback.error("The video is rendering: its frames show as they are made.")
+            return
+        styled = self._styled_of(content)
+        clip = content.clip
+        self.player.play(content.path, clip.rate, clip.frames, clip.frame, styled)
+        self.feedback.status(f"Playing {'the styled video' if styled else content.name}: Space pauses", 3000)
+
+    def _styled_of(self, content: InputImage) -> Path | None:
+        """The video written from this clip, while it is still there."""
+        if self.result is None:
+            return None
+        output, clip = self.result
+        return output if content.path == clip and output.is_file() else None
+
+    def _played(self, frame: int, shown: np.ndarray, source: np.ndarray) -> None:
+        self.view.set_image(array_to_qimage(shown))
+        self.view.set_before(array_to_qimage(source))
+        self.follow_frame(frame)
 
     def ask_output(self, clip: Path) -> Path | None:
         start = export_folder(clip) / f"{clip.stem}-styled.mp4"
@@ -123,6 +163,7 @@ class VideoRuns:
             self.feedback.error("; ".join(problems))
             return
         self.job = job
+        self.player.pause()
 
         cache = self.controller.weights
 
@@ -147,7 +188,8 @@ class VideoRuns:
             self.feedback.status("Stopping the video: the finished frames are kept…", 0)
 
     def wait(self) -> None:
-        """Closing the window: stop the render (its finished frames are kept) and wait for it."""
+        """Closing the window: stop playing, stop the render (its finished frames are kept) and wait for it."""
+        self.player.pause(announce=False)
         if self.task is not None:
             self.task.cancel()
             self.task.wait()
@@ -194,13 +236,13 @@ class VideoRuns:
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip."""
-        if self.result is None or content is None or content.clip is None or self.running:
+        if content is None or content.clip is None or self.running:
             return
-        output, clip = self.result
-        if content.path != clip or not output.is_file():
+        output = self._styled_of(content)
+        if output is None:
             return
         try:
-            frames = read_frames(output, start=content.clip.frame / content.clip.rate)
+            frames = read_frames(output, start=seek_point(content.clip.frame, content.clip.rate))
             picture = next(iter(frames)).picture
         except (StyleStudioError, StopIteration):
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +34,11 @@ def test_opening_a_video_shows_its_first_frame_and_a_frame_slider(window, clip) 
     window.inputs.show_frame(3)
     content = window.inputs.content
     assert content.clip.frame == 3
-    expected = next(iter(video.read_frames(clip, start=3 / content.clip.rate))).picture
-    assert np.array_equal(np.asarray(content.image), expected)
+    frames = [f.picture for f in video.read_frames(clip)]
+    assert np.array_equal(np.asarray(content.image), frames[3])
     assert "frame 4/5" in content.size_text
+    window.inputs.show_frame(4)  # the last: found though the file's rate and its frames' stamps differ a little
+    assert window.inputs.content.clip.frame == 4 and np.array_equal(np.asarray(window.inputs.content.image), frames[4])
 
 
 def shown_pixels(window) -> np.ndarray:
@@ -86,8 +89,17 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     info = video.probe(out)
     assert info.frame_count == 5 and info.sound == "aac"
     window.inputs.show_frame(2)  # the view shows frame 3 of the result, not of the clip
-    result = next(iter(video.read_frames(out, start=2 / window.inputs.content.clip.rate))).picture
+    result = [f.picture for f in video.read_frames(out)][2]
     assert np.array_equal(shown_pixels(window), result)
+
+    played = record_playing(window)
+    with qtbot.waitSignal(window.video.player.stopped, timeout=10_000):
+        window.commands.play.trigger()  # Space: the styled video from the frame shown, its source beside it
+    styled = [f.picture for f in video.read_frames(out)]
+    source = [f.picture for f in video.read_frames(clip)]
+    assert [n for n, _, _ in played] == [2, 3, 4]
+    for number, shown, before in played:
+        assert np.array_equal(shown, styled[number]) and np.array_equal(before, source[number])
 
 
 def test_stopping_a_video_render_keeps_its_frames_for_the_next_one(make_window, qtbot, clip, tmp_path):
@@ -125,3 +137,42 @@ def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once
     window.queue.retry(item.id)  # the same job again: already made
     qtbot.waitUntil(lambda: item.state == "done", timeout=10_000)
     assert "(already made)" in item.reason
+
+
+def record_playing(window) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    played: list[tuple[int, np.ndarray, np.ndarray]] = []
+    window.video.player.frame.connect(lambda number, shown, before: played.append((number, shown, before)))
+    return played
+
+
+def test_space_plays_the_clip_at_its_rate_and_pausing_makes_the_frame_shown_the_content(window, qtbot, clip):
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    assert window.commands.play.isEnabled() and window.commands.play.shortcut().toString() == "Space"
+    rate = window.inputs.content.clip.rate
+    played = record_playing(window)
+    began = time.perf_counter()
+    with qtbot.waitSignal(window.video.player.stopped, timeout=10_000):
+        window.commands.play.trigger()
+    took = time.perf_counter() - began
+    assert [n for n, _, _ in played] == [0, 1, 2, 3, 4]
+    assert took >= 4 / rate * 0.9  # its own rate, not as fast as frames decode
+    assert window.inputs.frame_slider.value() == 4 and window.inputs.content.clip.frame == 4  # stopped at the end
+    source = [f.picture for f in video.read_frames(clip)]
+    assert all(np.array_equal(shown, source[n]) and shown is before for n, shown, before in played)
+
+    played.clear()
+    window.commands.play.trigger()  # from the end: again from the start
+    qtbot.waitUntil(lambda: len(played) >= 2)
+    with qtbot.waitSignal(window.video.player.stopped) as paused:
+        window.commands.play.trigger()  # Space again: pause on the frame shown
+    assert paused.args == [played[-1][0]] and played[0][0] == 0
+    assert window.inputs.content.clip.frame == played[-1][0]
+    assert np.array_equal(np.asarray(window.inputs.content.image), played[-1][1])
+
+
+def test_play_is_offered_only_for_a_video(window, clip):
+    assert not window.commands.play.isEnabled()
+    window.inputs.use_as_content(InputImage.from_file(clip))
+    assert window.commands.play.isEnabled()
+    window.inputs.use_as_content(InputImage.from_file(SAMPLES / "content" / "coffee.png"))
+    assert not window.commands.play.isEnabled()
