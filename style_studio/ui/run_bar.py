@@ -33,6 +33,13 @@ class RunBar(QWidget):
         self.stop_button.setToolTip("Stop and keep the picture so far (Esc)")
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
+        # One text colour over a light fill: styles that draw the filled part's text in another colour cut the
+        # words where the fill ends ("Vid|eo · frame 1/5").
+        self.progress.setStyleSheet(
+            "QProgressBar { border: 1px solid palette(mid); border-radius: 3px; text-align: center;"
+            " color: palette(window-text); background: palette(base); }"
+            " QProgressBar::chunk { background-color: #a9cdf2; border-radius: 2px; }"
+        )
         self.progress.setFormat("Ready")
         self.progress.setValue(0)
         self.rate_label = QLabel("")

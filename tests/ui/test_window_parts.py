@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from style_studio.core import RenderQueue
@@ -45,3 +46,25 @@ def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbo
     (item,) = list(queue.queue)
     assert item.job.settings == dataclasses.replace(FAST, style_weight=7.0) and shown == [True]
     controller.shutdown()
+
+
+def test_the_run_bars_text_is_one_dark_colour_over_its_fill_and_past_it(qtbot):
+    from PySide6.QtGui import QImage
+
+    from style_studio.ui.run_bar import RunBar
+
+    bar = RunBar()
+    qtbot.addWidget(bar)
+    bar.resize(420, 60)
+    bar.show()
+    bar.show_clip_progress(2, 5, 3, 10, 12.0)
+    bar.progress.setValue(bar.progress.maximum() * 2 // 5)  # 40 %: the fill ends inside the centred text
+    image = bar.progress.grab().toImage().convertToFormat(QImage.Format.Format_Grayscale8)
+    width, height = image.width(), image.height()
+    rows = [np.frombuffer(image.constScanLine(y), np.uint8, image.bytesPerLine())[:width] for y in range(height)]
+    grey = np.stack(rows)
+    middle = grey[height // 2 - 4 : height // 2 + 4]  # the letters' rows, clear of the bar's border
+    filled, past = middle[:, 6 : int(width * 0.38)], middle[:, int(width * 0.42) : width - 6]
+    # Dark letters on the fill as beyond it (no light letters on a dark fill): no word cut in two colours.
+    assert (filled < 90).any() and (past < 90).any()
+    assert not (filled > 230).any()
