@@ -90,6 +90,8 @@ class VideoRuns:
         self.job: Job | None = None
         #: the last video written, and the clip it was made from
         self.result: tuple[Path, Path] | None = None
+        #: each frame's loss curves in the last render (by frame, from 0): the plot shows the frame shown
+        self._curves: dict[int, list[tuple[int, dict[str, float]]]] = {}
 
     @property
     def running(self) -> bool:
@@ -175,6 +177,7 @@ class VideoRuns:
         self.task.progressed.connect(self._progressed)
         self.task.finished.connect(self._finished)
         self.loss_plot.clear()
+        self._curves = {}
         self.run_bar.begin()
         self.feedback.info(f"Rendering {content.name} to {output.name}: Esc stops after keeping the finished frames")
         self.task.start()
@@ -201,7 +204,9 @@ class VideoRuns:
         if progress.iteration == 1 and not progress.within_iteration:
             self.loss_plot.clear()  # each frame's own curves
         if not progress.within_iteration and not progress.done:
-            self.loss_plot.add(progress.iteration, progress.loss_curves())
+            curves = progress.loss_curves()
+            self._curves.setdefault(record.frame - 1, []).append((progress.iteration, curves))
+            self.loss_plot.add(progress.iteration, curves)
         self.run_bar.show_clip_progress(
             record.frame, record.frames, progress.iteration, progress.iterations, record.clip_eta
         )
@@ -235,7 +240,8 @@ class VideoRuns:
         self.state.set_video_run(RunStatus.IDLE)
 
     def show_result(self, content: InputImage | None) -> None:
-        """Show the written video's frame for the content's frame, when the result is of this clip."""
+        """Show the written video's frame for the content's frame, when the result is of this clip, and the loss
+        curves of that frame (when this window rendered it)."""
         if content is None or content.clip is None or self.running:
             return
         output = self._styled_of(content)
@@ -247,3 +253,6 @@ class VideoRuns:
         except (StyleStudioError, StopIteration):
             return
         self.view.set_image(array_to_qimage(picture))
+        self.loss_plot.clear()
+        for step, curves in self._curves.get(content.clip.frame, []):
+            self.loss_plot.add(step, curves)

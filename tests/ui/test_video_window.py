@@ -91,6 +91,10 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     window.inputs.show_frame(2)  # the view shows frame 3 of the result, not of the clip
     result = [f.picture for f in video.read_frames(out)][2]
     assert np.array_equal(shown_pixels(window), result)
+    assert len(window.loss_plot.series("total")) == 3  # the loss plot is that frame's: 3 iterations
+    window.inputs.show_frame(0)
+    assert len(window.loss_plot.series("total")) == 4
+    window.inputs.show_frame(2)
 
     played = record_playing(window)
     with qtbot.waitSignal(window.video.player.stopped, timeout=10_000):
