@@ -1,9 +1,13 @@
-"""Results as a strip of thumbnails (kept across restarts until exported or removed): view, compare, restore."""
+"""Results as a strip of thumbnails (kept across restarts until exported or removed): view, compare, restore;
+a video rendered in the window is there too (its first frame), to play or find in its folder."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QIcon, QPixmap
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, QSize, Qt, QUrl, Signal, SignalInstance
+from PySide6.QtGui import QAction, QDesktopServices, QIcon, QPixmap
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 
 from .pictures import HistoryEntry
@@ -11,13 +15,14 @@ from .qt_images import pil_to_qimage
 
 
 class HistoryStrip(QListWidget):
-    """Signals carry the HistoryEntry: selected (view it), compare, restore."""
+    """Signals carry the HistoryEntry: selected (view it), compare, restore, export, remove."""
 
     entrySelected = Signal(object)
     compareRequested = Signal(object)
     restoreRequested = Signal(object)
     exportRequested = Signal(object)
     removeRequested = Signal(object)
+    failed = Signal(str)  # a video or its folder could not be opened: why
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -79,19 +84,42 @@ class HistoryStrip(QListWidget):
         if entry is not None:
             self.entrySelected.emit(entry)
 
+    def commands(self, entry: HistoryEntry) -> list[tuple[str, Callable[[], object]]]:
+        """What the entry's menu offers: a picture is viewed, compared and exported; a video is opened."""
+
+        def emitting(signal: SignalInstance) -> Callable[[], object]:
+            return lambda: signal.emit(entry)
+
+        if entry.video is not None:
+            video = entry.video
+            return [
+                ("Play the video", lambda: self._open(video)),
+                ("Show in its folder", lambda: self._open(video.parent)),
+                ("Restore its settings", emitting(self.restoreRequested)),
+                ("Remove from history", emitting(self.removeRequested)),
+            ]
+        return [
+            ("View", emitting(self.entrySelected)),
+            ("Compare with the current result", emitting(self.compareRequested)),
+            ("Restore its settings", emitting(self.restoreRequested)),
+            ("Export…", emitting(self.exportRequested)),
+            ("Remove from history", emitting(self.removeRequested)),
+        ]
+
+    def _open(self, path: Path) -> None:
+        """Open a file or folder with the system's application for it."""
+        if not path.exists():
+            self.failed.emit(f"{path} is no longer there: it was moved or deleted.")
+        elif not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            self.failed.emit(f"No application opens {path.name} on this system.")
+
     def _menu(self, point: QPoint) -> None:
         entry = self.entry(self.itemAt(point))
         if entry is None:
             return
         menu = QMenu(self)
-        for text, signal in (
-            ("View", self.entrySelected),
-            ("Compare with the current result", self.compareRequested),
-            ("Restore its settings", self.restoreRequested),
-            ("Export…", self.exportRequested),
-            ("Remove from history", self.removeRequested),
-        ):
+        for text, command in self.commands(entry):
             action = QAction(text, menu)
-            action.triggered.connect(lambda _=False, s=signal: s.emit(entry))
+            action.triggered.connect(lambda _=False, c=command: c())
             menu.addAction(action)
         menu.exec(self.mapToGlobal(point))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from pathlib import Path
 
 from PySide6.QtCore import QObject
 
@@ -51,6 +52,7 @@ class KeptHistory(QObject):
             created=entry.created,
             **({"regions": entry.regions.to_json()} if entry.regions else {}),
             **({JOB_KEY: entry.key} if entry.key else {}),
+            **({"video": str(entry.video)} if entry.video else {}),
         )
         picture = entry.result
 
@@ -94,6 +96,10 @@ def _entry(result: KeptResult) -> HistoryEntry | None:
         log.warning("a kept result's settings cannot be read: %s", exc)
         return None
     created = result.field("created")
+    video = result.field("video")
+    if isinstance(video, str) and not Path(video).is_file():
+        KeptResults.let_go(result.path)  # the video was moved or deleted: its entry has nothing left to open
+        return None
     return HistoryEntry(
         result.picture,
         settings,
@@ -103,4 +109,5 @@ def _entry(result: KeptResult) -> HistoryEntry | None:
         regions=regions,
         kept=result.path,
         key=key if isinstance(key := result.field(JOB_KEY), str) else None,
+        video=Path(video) if isinstance(video, str) else None,
     )

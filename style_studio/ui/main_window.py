@@ -141,7 +141,8 @@ class MainWindow(QMainWindow):
             state=self.state, video_options=self.inputs.video_options.options,
             ensure_weights=self.runs.ensure_weights, controller=self.controller, queue=self.queue, view=self.view,
             loss_plot=self.loss_plot, run_bar=self.run_bar, feedback=self.feedback,
-            follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, parent=self,
+            follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, keep=self.kept.add,
+            parent=self,
         )  # fmt: skip
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
@@ -248,7 +249,7 @@ class MainWindow(QMainWindow):
             (a.actual_size, self.view.actual_size),
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
             (a.zoom_out, lambda: self.view.zoom_by(0.8)),
-            (a.split, self.toggle_split),
+            (a.split, lambda: self.view.set_split(a.split.isChecked())),
             (a.play, self.video.toggle_play),
             (a.undo, self.regions.undo_stack.undo),
             (a.redo, self.regions.undo_stack.redo),
@@ -295,6 +296,7 @@ class MainWindow(QMainWindow):
         )
         self.history.exportRequested.connect(lambda e: self.files.export_dialog(entry=e))
         self.history.removeRequested.connect(self.kept.remove)
+        self.history.failed.connect(self.show_error)
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
         self.documents.exportFinished.connect(self.files.exported)
@@ -399,9 +401,6 @@ class MainWindow(QMainWindow):
         self.commands.split.setChecked(True)
         self.view.set_split(True)
         self.show_info("Comparing: the history entry is on the left, the current result on the right")
-
-    def toggle_split(self) -> None:
-        self.view.set_split(self.commands.split.isChecked())
 
     # -- what the helpers do, as the window's own commands --------------------------------------
 

@@ -86,10 +86,14 @@ class HistoryEntry:
     """Its copy among the kept results, until it is exported or removed (``core.jobs.kept``)."""
     key: str | None = field(default=None, repr=False, compare=False)
     """The job key of a finished run's picture (embedded in exports: batches and the queue skip it)."""
+    video: Path | None = field(default=None, compare=False)
+    """A video's entry: the file written (``result`` is its first frame; it is opened, not exported)."""
 
     def summary(self) -> str:
         s = self.settings
         stamp = time.strftime("%H:%M:%S", time.localtime(self.created))
+        if self.video is not None:
+            return f"{stamp} — video {self.video.name}, {self.result.width}×{self.result.height}\n{self.weights_label}"
         return (
             f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
             f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"

@@ -156,7 +156,8 @@ class WindowState(SettingsState):
 
     @property
     def can_export(self) -> bool:
-        return self._shown is not None and not self._exporting
+        """Export: a picture is shown (a video's entry is written already) and no export is under way."""
+        return self._shown is not None and self._shown.video is None and not self._exporting
 
     @property
     def can_render_video(self) -> bool:

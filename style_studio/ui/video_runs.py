@@ -25,13 +25,14 @@ from ..core import (
     RenderedVideo,
     SettingsError,
     StyleStudioError,
+    describe,
     read_frames,
     render_video,
 )
 from .background import BackgroundTask, TaskOutcome
 from .clip_player import ClipPlayer
 from .documents import export_folder
-from .pictures import InputImage, seek_point
+from .pictures import HistoryEntry, InputImage, seek_point
 from .qt_images import array_to_qimage
 from .run_bar import duration
 from .state import RunStatus
@@ -60,6 +61,7 @@ class VideoRuns:
         controller, queue: the still runs and the queue (a video waits for both).
         view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``parent``: its dialogs' parent.
         follow_frame, rest_on_frame: move the frame slider to a frame played; make a frame the content (paused).
+        keep: puts a written video in the history (kept across restarts), with its first frame as its picture.
     """
 
     def __init__(
@@ -76,13 +78,14 @@ class VideoRuns:
         feedback: Feedback,
         follow_frame: Callable[[int], None],
         rest_on_frame: Callable[[int], None],
+        keep: Callable[[HistoryEntry], object],
         parent: QWidget,
     ) -> None:
         self.state, self.video_options, self.ensure_weights = state, video_options, ensure_weights
         self.controller, self.queue = controller, queue
         self.view, self.loss_plot, self.run_bar, self.feedback = view, loss_plot, run_bar, feedback
         self.parent = parent
-        self.follow_frame, self.rest_on_frame = follow_frame, rest_on_frame
+        self.follow_frame, self.rest_on_frame, self.keep = follow_frame, rest_on_frame, keep
         self.player = ClipPlayer(parent)
         self.player.frame.connect(self._played)
         self.player.stopped.connect(self.rest_on_frame)
@@ -235,9 +238,18 @@ class VideoRuns:
             self.result = (rendered.output, job.content)
             notes = "".join(f"; {note}" for note in rendered.notes)
             self.feedback.info(f"Wrote {rendered.output.name}: {rendered.frames} frames in {rendered.seconds:.0f} s"
-                             f"{notes}. Move the frame slider to see its frames.")  # fmt: skip
+                             f"{notes}. Space plays it; the frame slider shows its frames.")  # fmt: skip
+            self._keep(rendered, job)
             self.show_result(self.state.photo)
         self.state.set_video_run(RunStatus.IDLE)
+
+    def _keep(self, rendered: RenderedVideo, job: Job) -> None:
+        """The written video in the history, its first frame as its picture."""
+        try:
+            first = next(iter(read_frames(rendered.output))).image()
+        except (StyleStudioError, StopIteration):
+            return
+        self.keep(HistoryEntry(first, job.settings, describe(job.settings.weights), "finished", video=rendered.output))
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip, and the loss

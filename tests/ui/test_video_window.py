@@ -105,6 +105,22 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     for number, shown, before in played:
         assert np.array_equal(shown, styled[number]) and np.array_equal(before, source[number])
 
+    entry = window.history.entries[-1]  # the history keeps the video, its first frame as its picture
+    assert entry.video == out and np.array_equal(np.asarray(entry.result), styled[0])
+    assert [text for text, _ in window.history.commands(entry)][:2] == ["Play the video", "Show in its folder"]
+    window.view_entry(entry)
+    assert not window.commands.export.isEnabled()  # written already: played, not exported
+    window.close()
+    again = make_window(VIDEO_FAST)  # kept across a restart while the file is there
+    assert [e.video for e in again.history.entries] == [out]
+    again.close()
+    out.unlink()
+    told: list[str] = []
+    window.history.failed.connect(told.append)
+    dict(window.history.commands(entry))["Play the video"]()
+    assert told and "no longer there" in told[0]
+    assert make_window(VIDEO_FAST).history.entries == []  # its file gone: nothing left to play
+
 
 def test_stopping_a_video_render_keeps_its_frames_for_the_next_one(make_window, qtbot, clip, tmp_path):
     window = make_window(VIDEO_FAST)
