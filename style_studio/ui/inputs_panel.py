@@ -50,14 +50,24 @@ class VideoOptionsBox(QWidget):
         self.temporal_weight.setSingleStep(0.25)
         bounded(self.temporal_weight, about["temporal_weight"])
         self.temporal_weight.setValue(defaults.temporal_weight)
+        self.frame_settle = QDoubleSpinBox()
+        self.frame_settle.setDecimals(4)
+        self.frame_settle.setSingleStep(0.001)
+        self.frame_settle.setSpecialValueText("Off")
+        bounded(self.frame_settle, about["frame_settle"])
+        self.frame_settle.setValue(defaults.frame_settle)
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Frame iterations", self.frame_iterations)
         form.addRow("Coherence", self.temporal_weight)
+        form.addRow("Stop a frame at", self.frame_settle)
 
     def options(self) -> VideoOptions:
         return dataclasses.replace(
-            VideoOptions(), frame_iterations=self.frame_iterations.value(), temporal_weight=self.temporal_weight.value()
+            VideoOptions(),
+            frame_iterations=self.frame_iterations.value(),
+            temporal_weight=self.temporal_weight.value(),
+            frame_settle=self.frame_settle.value(),
         )
 
 

@@ -67,6 +67,13 @@ class VideoOptions:
                         tip="How closely a frame follows the previous one where the motion is clear; 0: each "
                         "frame on its own (strokes flicker)."),
     )  # fmt: skip
+    frame_settle: float = field(
+        default=0.0,
+        metadata=_about("a frame after the first stops once its loss falls by no more than this share over 10 "
+                        "iterations (a still scene needs few); 0: always --frame-iterations", low=0, high=1,
+                        metavar="SHARE", tip="A frame stops early once its loss falls by no more than this share "
+                        "over 10 iterations; 0: every frame runs all its iterations."),
+    )  # fmt: skip
     flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
     start: float = field(
         default=0.0, metadata=_about("where in the clip to begin", low=0, metavar="SECONDS", unit="seconds")
@@ -234,12 +241,18 @@ def _keyed(settings: Settings) -> dict[str, Any]:
     return {k: v for k, v in described.items() if k not in _KEYED_WHEN_SET or v != _KEYED_WHEN_SET[k]}
 
 
+#: Video options added later, with the value every video had before them: at that value they are left out
+#: of the key, so that the videos made before keep their keys (and their kept frames).
+_VIDEO_KEYED_WHEN_SET: Final[dict[str, object]] = {"frame_settle": 0.0}
+
+
 def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
     """A video job's key: its settings and video options, weights, the clip file's and the styles' contents."""
     assert job.video is not None
+    options = {k: getattr(job.video, k) for k in job.video.__dataclass_fields__}
     document = {
         "settings": _keyed(job.settings),
-        "video": {k: getattr(job.video, k) for k in job.video.__dataclass_fields__},
+        "video": {k: v for k, v in options.items() if _VIDEO_KEYED_WHEN_SET.get(k, object()) != v},
         "weights": weights_identity(job.settings.weights),
         "clip": clip_digest,
         "styles": [image_hash(s) for s in styles],

@@ -335,7 +335,7 @@ def _render_frames(
         if stop.cancelled:
             raise Cancelled()
         flow_began = time.perf_counter()
-        guide = _guide(previous, content, flows, options.temporal_weight)
+        guide = _guide(previous, content, flows, options.temporal_weight, options.frame_settle)
         flow_seconds += time.perf_counter() - flow_began
         fresh = guide is None
         settings = job.settings if fresh else _frame_settings(job, options)
@@ -378,7 +378,11 @@ def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
 
 
 def _guide(
-    previous: tuple[np.ndarray, np.ndarray] | None, content: np.ndarray, flows: FlowEstimator, weight: float
+    previous: tuple[np.ndarray, np.ndarray] | None,
+    content: np.ndarray,
+    flows: FlowEstimator,
+    weight: float,
+    settle: float = 0.0,
 ) -> FrameGuide | None:
     """What this frame takes from the previous one; None for a first frame, after a cut, or without coherence."""
     from ..objective.temporal import FrameGuide, FrameMotion, warp
@@ -390,7 +394,7 @@ def _guide(
     if motion.is_cut:
         return None
     return FrameGuide(motion.carried(previous_output, content), warp(previous_output, motion.backward),
-                      motion.reliable, weight)  # fmt: skip
+                      motion.reliable, weight, settle)  # fmt: skip
 
 
 def _render_frame(

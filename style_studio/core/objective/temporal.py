@@ -212,12 +212,15 @@ class FrameGuide:
         warped: stylised frame t-1 warped to frame t, (H, W, 3) uint8: the temporal term's target.
         reliable: (H, W) float32, 1 where the flow is trusted.
         weight: the temporal term's weight; 0: the frame only starts from ``start``.
+        settle: the frame stops once its loss falls by no more than this share over 10 iterations (it started
+            close to its end: a still scene); 0: it runs all its iterations.
     """
 
     start: np.ndarray
     warped: np.ndarray
     reliable: np.ndarray
     weight: float
+    settle: float = 0.0
 
     def start_tensor(self, size: tuple[int, int], device: torch.device, luminance: bool) -> Tensor:
         """``start`` as the optimised image's first value at ``size`` (width, height)."""

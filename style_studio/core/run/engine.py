@@ -56,7 +56,7 @@ from .live import LiveChanges, repainted, reweighted
 from .plan import plan_run
 from .records import RunRecords
 from .saving import RunSaver
-from .steps import StepControl
+from .steps import Settle, StepControl
 
 log = logging.getLogger(__name__)
 
@@ -358,6 +358,7 @@ class StyleTransfer:
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
         watching: tuple[Objective, str | None] | None = None
+        settle = Settle(self.frame.settle) if self.frame is not None else None
         try:
             for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
@@ -422,6 +423,8 @@ class StyleTransfer:
                     event=verdict.event,
                     force_preview=iteration in (1, self.iterations[index]),
                 )
+                if settle is not None and settle.settled(control.best):
+                    break  # a frame that started close to its end: its loss no longer falls
             return control.kept
         finally:
             gradient_norm.remove()

@@ -159,3 +159,23 @@ class StepControl:
                 f"{self.step_size:.3g}); lower the step size or the style weight, or use L-BFGS"
             )
         return Verdict(True, False, self.step_size, event=event)
+
+
+class Settle:
+    """Says when a scale's loss has stopped improving, so that a frame that starts close to its end stops early.
+
+    Settled: after ``floor`` iterations, the lowest loss fell by no more than ``share`` of itself over the
+    last ``over`` iterations. A share of 0 never settles (every iteration runs).
+    """
+
+    def __init__(self, share: float, floor: int = 10, over: int = 10) -> None:
+        self.share, self.floor, self.over = share, max(floor, over), over
+        self._lowest: list[float] = []
+
+    def settled(self, lowest: float) -> bool:
+        """Take the iteration's lowest loss so far; whether the scale can stop here."""
+        self._lowest.append(lowest)
+        if self.share <= 0 or len(self._lowest) <= self.floor:
+            return False
+        before = self._lowest[-1 - self.over]
+        return math.isfinite(before) and math.isfinite(lowest) and before - lowest <= self.share * abs(before)
