@@ -182,8 +182,8 @@ class WindowState(SettingsState):
         self.commands_changed.emit()
 
     def set_styles(self, styles: tuple[InputImage, ...]) -> None:
-        if styles == self._styles:
-            return
+        if len(styles) == len(self._styles) and all(a is b for a, b in zip(styles, self._styles, strict=True)):
+            return  # the same pictures (compared as objects: comparing pixels would read every one)
         self._styles = tuple(styles)
         self.styles_changed.emit(self._styles)
         self.commands_changed.emit()
