@@ -58,6 +58,13 @@ RECIPES: dict[str, dict[str, object]] = {
     "gaussian, palette start": GAUSSIAN_PALETTE,
     "gaussian, palette, from 128 px": {**GAUSSIAN_PALETTE, **FROM_SMALL},
     "gaussian, palette, from 128 px, CK layers": {**GAUSSIAN_PALETTE, **FROM_SMALL, "style_layers": CK_LAYERS},
+    "gaussian, palette, from 256 px": {
+        **GAUSSIAN_PALETTE,
+        "first_scale": 256,
+        "scale_ratio": 2.0,
+        "iterations": 150,
+        "finer_iterations": 0.5,
+    },
     "gaussian, palette, 100 iterations": {**GAUSSIAN_PALETTE, "iterations": 100},
     "gaussian, palette, 150 iterations": {**GAUSSIAN_PALETTE, "iterations": 150},
     "gaussian, palette, averaged": {**GAUSSIAN_PALETTE, "average": True},
