@@ -68,11 +68,13 @@ def object_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
     return out
 
 
-def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path):
+def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path,
+           settle: float = 0.0):  # fmt: skip
     from style_studio.core.jobs.job import Job, VideoOptions
     from style_studio.core.jobs.video_job import render_video
 
-    job = Job("bench", clip, (style,), settings, out, video=VideoOptions(frame_iterations, temporal))
+    options = VideoOptions(frame_iterations, temporal, frame_settle=settle)
+    job = Job("bench", clip, (style,), settings, out, video=options)
     rendered = render_video(job, loaded, resume=False)
     pictures = [np.asarray(Image.open(p).convert("RGB")) for p in sorted(out.iterdir())]
     return rendered, pictures
@@ -144,6 +146,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=192, help="longest side of the clip and the render")
     parser.add_argument("--iterations", type=int, default=40, help="iterations of every frame, in both runs")
     parser.add_argument("--temporal-weight", type=float, default=None, help="default: VideoOptions' default")
+    parser.add_argument("--frame-settle", type=float, default=0.0, help="the coherent run's frames stop early")
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
     parser.add_argument("--style", default="starry_night.jpg")
     parser.add_argument("--clips", nargs="+", choices=("pan", "object"), default=["pan", "object"])
@@ -169,7 +172,8 @@ def main() -> None:
     style = Image.open(style_path).convert("RGB")
     width, height = args.size, args.size * 2 // 3 // 2 * 2  # even, as a 4:2:0 video is
     print(f"{machine()}\nweights: {loaded.label}; {args.frames} frames of {width}×{height}, {args.iterations} "
-          f"iterations a frame, temporal weight {temporal:g}, style {args.style}\n")  # fmt: skip
+          f"iterations a frame, temporal weight {temporal:g}, frame settle {args.frame_settle:g} (coherent), "
+          f"style {args.style}\n")  # fmt: skip
     args.sheets.mkdir(parents=True, exist_ok=True)
     flows = FlowEstimator("dis")
     rows = []
@@ -182,7 +186,7 @@ def main() -> None:
             inputs = make(args.frames, (width, height))
             clip = write_clip(folder / f"{name.replace(' ', '-')}.mkv", inputs, codec="ffv1", pix_fmt="bgr0")
             coherent, ours = render(clip, style_path, settings, loaded, args.iterations, temporal,
-                                    folder / f"{name}-coherent")  # fmt: skip
+                                    folder / f"{name}-coherent", args.frame_settle)  # fmt: skip
             alone, theirs = render(clip, style_path, settings, loaded, args.iterations, 0.0,
                                    folder / f"{name}-alone")  # fmt: skip
             flicker_ours = clip_warping_error(inputs, ours, flows)
