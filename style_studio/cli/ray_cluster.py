@@ -70,7 +70,7 @@ class RayCluster:
             raise StyleStudioError(RAY_INSTALL_HINT) from None
         self._ray = ray
         self.address = address
-        self._refs: list[Any] = []
+        self._refs: dict[Any, str] = {}  # the tasks under way (their job's id)
         #: How many jobs the batch has (a few jobs on a large cluster get more CPUs each).
         self.jobs_hint = 1
 
@@ -100,6 +100,7 @@ class RayCluster:
         # file too (workers may be offline).
         shipped: dict[str, tuple[Any, str]] = {}
         jobs: dict[Any, str] = {}
+        self._refs = jobs  # what a Ctrl+C cancels: every task sent, from the first one on
 
         def submit(inputs: JobInputs) -> None:
             choice = inputs.job.settings.weights
@@ -111,13 +112,11 @@ class RayCluster:
         for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
             submit(inputs)
         while jobs:
-            self._refs = list(jobs)
             done, _ = ray.wait(list(jobs), num_returns=1, timeout=0.5)
             for ref in done:
                 yield jobs.pop(ref), self._result_of(ref)
             for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
                 submit(inputs)
-        self._refs = []
 
     def _result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
         ray = self._ray
@@ -135,7 +134,7 @@ class RayCluster:
             return StyleStudioError(f"Ray could not run the task: {_last_line(exc)}")
 
     def cancel(self) -> None:
-        for ref in self._refs:
+        for ref in list(self._refs):
             try:
                 self._ray.cancel(ref, force=True)
             except Exception:  # a task that already ended cannot be cancelled

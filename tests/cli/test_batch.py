@@ -282,7 +282,7 @@ def test_a_job_that_fails_on_a_worker_is_reported_with_its_reason(tmp_path, ray_
 def test_stopping_a_ray_batch_keeps_finished_pictures_and_no_half_written_file(tmp_path, ray_address):
     out = tmp_path / "out"
     # Far more iterations than the test waits for: the stop lands while every task is under way.
-    slow = ["--size", "64", "--iterations", "20000", "--scales", "1", "--weights", "untrained"]
+    slow = ["--size", "64", "--iterations", "3000", "--scales", "1", "--weights", "untrained"]
     quick = batch_command(PHOTOS[0], "--style", STYLES[0], "-o", str(out), "--size", "48", "--iterations", "3",
                           "--scales", "1", "--weights", "untrained")  # fmt: skip
     assert subprocess.run(quick, capture_output=True, timeout=300).returncode == 0

@@ -100,9 +100,9 @@ def test_a_hostile_preset_is_a_settings_error(text, message):
 def test_a_hostile_preset_in_the_window_is_a_message_and_changes_nothing(window, tmp_path):
     path = tmp_path / "evil.json"
     path.write_text(HOSTILE_PRESETS[0].values[0])
-    before = window.current_settings()
+    before = window.state.settings
     assert not window.load_preset(path)
-    assert "evil.json" in window.banner.text() and window.current_settings() == before
+    assert "evil.json" in window.banner.text() and window.state.settings == before
 
 
 @pytest.mark.parametrize("strength", [math.inf, math.nan, 11.0, -1.0])
