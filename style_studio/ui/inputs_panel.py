@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from ..core import ImageLoadError, StyleStudioError, VideoOptions, check_image_fits, described
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
-from .pictures import InputImage
+from .pictures import ClipFrameRef, InputImage
 from .qt_images import images_from_mime
 from .state import WindowState
 from .widgets import ImageDropZone, StyleRow, bounded
@@ -195,7 +195,7 @@ class InputsPanel(QScrollArea):
             self.frame_slider.setRange(0, max(0, clip.frames - 1))
             self.frame_slider.setValue(clip.frame)
             self.frame_slider.blockSignals(False)
-            self.frame_label.setText(f"Frame {clip.frame + 1} of {clip.frames} ({clip.frame / clip.rate:.2f} s)")
+            self._show_frame_number(clip.frame, clip)
         self.state.set_photo(item)
 
     # -- a video's frames -------------------------------------------------------------
@@ -220,7 +220,10 @@ class InputsPanel(QScrollArea):
         self.frame_slider.blockSignals(True)
         self.frame_slider.setValue(frame)
         self.frame_slider.blockSignals(False)
-        self.frame_label.setText(f"Frame {frame + 1} of {content.clip.frames} ({frame / content.clip.rate:.2f} s)")
+        self._show_frame_number(frame, content.clip)
+
+    def _show_frame_number(self, frame: int, clip: ClipFrameRef) -> None:
+        self.frame_label.setText(f"Frame {frame + 1} of {clip.frames} ({frame / clip.rate:.2f} s)")
 
     def show_frame(self, frame: int) -> None:
         """Make frame ``frame`` (from 0) of the video the content, as moving the slider there does."""

@@ -218,7 +218,7 @@ def job_key(
     the same path keys differently; regions key as fitted to the photo. A job
     without regions keys as it always did.
     """
-    digest = hashlib.sha256(json.dumps(_keyed(settings), sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps(_keyed(settings_mod.to_dict(settings)), sort_keys=True).encode())
     weights = weights_identity(settings.weights)
     if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
         digest.update(weights.encode())
@@ -235,24 +235,21 @@ def job_key(
 _KEYED_WHEN_SET: Final = {"style_loss": "gram", "scale_ratio": 2.0, "first_scale": 0, "average": False}
 
 
-def _keyed(settings: Settings) -> dict[str, Any]:
-    """The settings as a key takes them (``_KEYED_WHEN_SET``)."""
-    described = settings_mod.to_dict(settings)
-    return {k: v for k, v in described.items() if k not in _KEYED_WHEN_SET or v != _KEYED_WHEN_SET[k]}
-
-
-#: Video options added later, with the value every video had before them: at that value they are left out
-#: of the key, so that the videos made before keep their keys (and their kept frames).
+#: Video options added later, with the value every video had before them (as ``_KEYED_WHEN_SET``).
 _VIDEO_KEYED_WHEN_SET: Final[dict[str, object]] = {"frame_settle": 0.0}
+
+
+def _keyed(described: dict[str, Any], when_set: dict[str, object] = _KEYED_WHEN_SET) -> dict[str, Any]:
+    """A document as a key takes it: a field added later is left out at the value it had before it existed."""
+    return {k: v for k, v in described.items() if k not in when_set or v != when_set[k]}
 
 
 def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
     """A video job's key: its settings and video options, weights, the clip file's and the styles' contents."""
     assert job.video is not None
-    options = {k: getattr(job.video, k) for k in job.video.__dataclass_fields__}
     document = {
-        "settings": _keyed(job.settings),
-        "video": {k: v for k, v in options.items() if _VIDEO_KEYED_WHEN_SET.get(k, object()) != v},
+        "settings": _keyed(settings_mod.to_dict(job.settings)),
+        "video": _keyed(dataclasses.asdict(job.video), _VIDEO_KEYED_WHEN_SET),
         "weights": weights_identity(job.settings.weights),
         "clip": clip_digest,
         "styles": [image_hash(s) for s in styles],

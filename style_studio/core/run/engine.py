@@ -358,7 +358,7 @@ class StyleTransfer:
         scale = LossScale(self.compute.precision == "fp16")
         objective = self._objective(network, inputs, self.settings)
         watching: tuple[Objective, str | None] | None = None
-        settle = Settle(self.frame.settle) if self.frame is not None else None
+        settle = Settle(self.frame.settle) if self.frame is not None and self.frame.settle > 0 else None
         try:
             for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Final
 
@@ -169,13 +170,15 @@ class Settle:
     """
 
     def __init__(self, share: float, floor: int = 10, over: int = 10) -> None:
-        self.share, self.floor, self.over = share, max(floor, over), over
-        self._lowest: list[float] = []
+        self.share, self.floor = share, max(floor, over)
+        self._lowest: deque[float] = deque(maxlen=over + 1)  # the last ``over`` iterations' and the one before
+        self._seen = 0
 
     def settled(self, lowest: float) -> bool:
         """Take the iteration's lowest loss so far; whether the scale can stop here."""
         self._lowest.append(lowest)
-        if self.share <= 0 or len(self._lowest) <= self.floor:
+        self._seen += 1
+        if self.share <= 0 or self._seen <= self.floor:
             return False
-        before = self._lowest[-1 - self.over]
+        before = self._lowest[0]
         return math.isfinite(before) and math.isfinite(lowest) and before - lowest <= self.share * abs(before)
