@@ -61,8 +61,36 @@ def test_a_frame_starts_from_the_previous_stylised_frame_carried_along(flows: Fl
     stylised = textured(128, 96, seed=5)
     start = motion.carried(stylised, current)
     trusted = motion.reliable > 0
-    assert np.array_equal(start[~trusted], current[~trusted])  # nothing carried there: the content frame
     assert np.abs(start[trusted].astype(int) - warp(stylised, motion.backward)[trusted]).max() <= 1
+
+
+def tinted(picture: np.ndarray) -> np.ndarray:
+    """A stand-in for a style: each channel mapped on its own (darker red, bluer, lifted green)."""
+    gain, offset = np.array([0.5, 0.8, 0.6]), np.array([10.0, 40.0, 90.0])
+    return (picture * gain + offset).round().clip(0, 255).astype(np.uint8)
+
+
+def test_pixels_uncovered_behind_an_object_start_in_their_neighbours_styled_colours(flows: FlowEstimator) -> None:
+    """No trail: what the object uncovers starts as styled as what was never covered, not as the photo."""
+    previous, current = moving_object(8, size=(128, 96))[3:5]
+    motion = FrameMotion.between(previous, current, flows)
+    start = motion.carried(tinted(previous), current).astype(float)
+    untrusted = motion.reliable == 0
+    assert untrusted.sum() > 100
+    wanted = tinted(current).astype(float)
+    off = np.abs(start - wanted)[untrusted].mean()
+    as_photo = np.abs(current.astype(float) - wanted)[untrusted].mean()
+    assert off < 6 and off < as_photo / 5
+
+
+def test_the_styled_estimate_takes_the_whole_pictures_colours_where_nothing_near_is_known() -> None:
+    from style_studio.core.objective.temporal import styled_estimate
+
+    content = textured(128, 96, seed=4)
+    known = np.zeros((96, 128), np.float32)
+    known[:, :24] = 1  # only a strip at the left is styled; the right half is far from it
+    estimate = styled_estimate(tinted(content), content, known)
+    assert np.abs(estimate[:, 96:] - tinted(content)[:, 96:]).mean() < 4
 
 
 def test_the_temporal_term_is_zero_at_the_warped_frame_and_about_its_weight_for_another() -> None:

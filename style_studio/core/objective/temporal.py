@@ -129,11 +129,48 @@ class FrameMotion:
         return cls(backward, reliable)
 
     def carried(self, stylised: np.ndarray, content: np.ndarray) -> np.ndarray:
-        """Frame t's starting picture: stylised frame t-1 warped, the content frame where nothing is carried over."""
-        warped = warp(stylised, self.backward).astype(np.float32)
+        """Frame t's starting picture: stylised frame t-1 warped where the flow is trusted; elsewhere (uncovered
+        behind a moving object, a motion boundary) the content frame in the colours its stylised neighbours took
+        (``styled_estimate``), so those pixels start as styled as their surroundings rather than as the photo."""
+        warped = warp(stylised, self.backward)
+        estimate = styled_estimate(warped, content, self.reliable)
         keep = self.reliable[..., None]
-        start: np.ndarray = (warped * keep + content.astype(np.float32) * (1 - keep)).round().clip(0, 255)
+        start: np.ndarray = (warped * keep + estimate * (1 - keep)).round().clip(0, 255)
         return start.astype(np.uint8)
+
+
+def styled_estimate(styled: np.ndarray, content: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``content`` (H, W, 3) uint8 in the colours ``styled`` gave it nearby: (H, W, 3) float32 in [0, 255].
+
+    Around each pixel, each channel of ``styled`` is fitted as a·content + b over the pixels where ``known``
+    (H, W, 0 to 1) is 1, within a window an eighth of the picture's longer side (a guided filter's local
+    linear model, He et al. 2010, fitted only where the styled picture is known). Where too few known pixels
+    are near, the fit over the whole picture takes over. The estimate keeps the content's structure and takes
+    the neighbours' palette; the optimisation then paints its strokes.
+    """
+    import cv2
+
+    photo, painted = content.astype(np.float32) / 255, styled.astype(np.float32) / 255
+    weight = known.astype(np.float32)[..., None]
+    side = max(3, max(known.shape) // 8) | 1
+
+    def mean(values: np.ndarray) -> np.ndarray:
+        return np.asarray(cv2.blur(values, (side, side), borderType=cv2.BORDER_REFLECT))
+
+    share = mean(weight[..., 0])[..., None]
+    shares = np.maximum(share, 1e-6)
+    local = [mean(weight * v) / shares for v in (photo, painted, photo * photo, photo * painted)]
+    total = max(float(weight.sum()), 1e-6)
+    overall = [(weight * v).sum((0, 1)) / total for v in (photo, painted, photo * photo, photo * painted)]
+    fits = []
+    for (m_photo, m_painted, m_square, m_product), flat in ((local, 1e-3), (overall, 1e-4)):
+        gain = (m_product - m_photo * m_painted) / (m_square - m_photo**2 + flat)  # flat areas: the mean
+        fits.append((gain, m_painted - gain * m_photo))
+    (gain, offset), (all_gain, all_offset) = fits
+    near = share / (share + 0.05)  # a window with a twentieth of its pixels known is trusted half
+    estimate = (near * gain + (1 - near) * all_gain) * photo + near * offset + (1 - near) * all_offset
+    result: np.ndarray = (estimate * 255).clip(0, 255).astype(np.float32)
+    return result
 
 
 @dataclass(frozen=True)
