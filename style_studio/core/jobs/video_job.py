@@ -2,8 +2,10 @@
 
 Frame t starts from stylised frame t-1 carried along the optical flow, and a
 temporal term keeps it there where the flow is reliable (``temporal``); a
-cut starts a frame fresh, as the first. The network is built once and the
-style images' statistics are computed once for the clip.
+cut starts a frame fresh, as the first. A fresh frame is styled from the
+style images; the frames after it take its look (``Look``), so the clip keeps
+one look from its first frame to its last. The network is built once and
+each style's statistics are computed once for the clip.
 
 Each finished frame is kept at once, losslessly (PNG), in the clip's cache
 folder with a small state file, so a stopped, killed or crashed render goes
@@ -22,7 +24,7 @@ import functools
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -32,20 +34,13 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import Cancelled, StyleStudioError
-from ..io.files import (
-    cache_folder,
-    check_name,
-    file_digest,
-    remove_tree,
-    set_aside,
-    write_atomically,
-    write_bytes_atomically,
-)
+from ..io.files import cache_folder, check_name, file_digest, remove_tree, write_bytes_atomically
 from ..io.imageio import fit_size, load_image
 from ..io.locks import held
 from ..io.video import ClipInfo, probe, read_frames
 from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
+from .frame_cache import FrameCache
 from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
 from .picture import Pictures, Previews, run_picture
 
@@ -55,10 +50,6 @@ if TYPE_CHECKING:
     from ..progress import Progress
     from ..run.cancel import CancelToken
     from ..run.compute import NetworkWeights
-
-#: The clip's state file in its cache folder.
-STATE: Final = "state.json"
-STATE_FORMAT: Final = "style-studio-video-frames"
 
 
 @dataclass(frozen=True)
@@ -99,91 +90,6 @@ class RenderedVideo:
     notes: tuple[str, ...]
     key: str
     flow_seconds: float = 0.0
-
-
-class FrameCache:
-    """A clip's finished frames (``frame-000001.png``, ...) and its state file, in the cache folder."""
-
-    def __init__(self, key: str) -> None:
-        self.key = check_name(key, "a video's key")
-        self.root = cache_folder() / "videos"
-        self.folder = self.root / key
-        self.done = 0
-        self.times: list[float] = []
-        self.fresh: list[int] = []
-        self.compute = ""
-
-    @property
-    def lock(self) -> Path:
-        return cache_folder() / "locks" / f"video-{self.key}.lock"
-
-    def frame_path(self, number: int) -> Path:
-        return self.folder / f"frame-{number:06d}.png"
-
-    def load(self) -> str | None:
-        """Read what an earlier render left (``done`` frames); returns a notice when it could not be read.
-
-        A folder that cannot be read is never deleted: it is set aside beside
-        the others (``<key>.unreadable-<time>``) and the notice says where.
-        """
-        if not self.folder.exists():
-            return None
-        try:
-            state = json.loads((self.folder / STATE).read_text())
-            if state.get("format") != STATE_FORMAT or state.get("key") != self.key:
-                raise ValueError("not this clip's")
-            done, times = int(state["done"]), [float(t) for t in state["times"]]
-            if len(times) != done or not all(self.frame_path(n).is_file() for n in range(1, done + 1)):
-                raise ValueError("frames missing")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            return self._set_aside(exc)
-        self.done, self.times, self.fresh = done, times, [int(n) for n in state.get("fresh", [])]
-        self.compute = str(state.get("compute", ""))
-        return None
-
-    def _set_aside(self, problem: Exception) -> str:
-        try:
-            kept = set_aside(self.folder)
-        except OSError as exc:
-            raise StyleStudioError(
-                f"the frames an earlier render kept in {self.folder} cannot be read ({problem}) nor moved aside "
-                f"({exc.strerror or exc}); move that folder away to start again"
-            ) from None
-        return f"the frames an earlier render kept could not be read ({problem}); they are kept in {kept}"
-
-    def clear(self) -> None:
-        """Remove the kept frames (the video is written, or the user asked to start again)."""
-        remove_tree(self.folder, self.root)
-        self.done, self.times, self.fresh = 0, [], []
-
-    def keep(self, number: int, picture: np.ndarray, when: float, fresh: bool, compute: str) -> None:
-        """Keep frame ``number`` (the next one) and then the state that counts it: a kill between them loses nothing.
-
-        Raises:
-            StyleStudioError: the cache cannot be written (full, read-only); the frames before are kept.
-        """
-        assert number == self.done + 1
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.frame_path(number), lambda out: Image.fromarray(picture).save(out, format="PNG"))
-            times, fresh_frames = [*self.times, when], [*self.fresh, number] if fresh else self.fresh
-            state = {"format": STATE_FORMAT, "key": self.key, "done": number, "times": times, "fresh": fresh_frames,
-                     "compute": compute}  # fmt: skip
-            write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
-        except OSError as exc:
-            raise StyleStudioError(
-                f"frame {number} cannot be kept in {self.folder} ({exc.strerror or exc}); "
-                f"the {number - 1} frames before it are kept: free some space and run again with --resume"
-            ) from None
-        self.done, self.times, self.fresh, self.compute = number, times, fresh_frames, compute
-
-    def picture(self, number: int) -> np.ndarray:
-        with Image.open(self.frame_path(number)) as kept:
-            return np.asarray(kept.convert("RGB"))
-
-    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
-        for number in range(1, self.done + 1):
-            yield self.times[number - 1], self.picture(number)
 
 
 class KeptFramesError(StyleStudioError):
@@ -323,6 +229,7 @@ def _render_frames(
     flows = FlowEstimator(options.flow)
     known_styles = StyleCache()
     previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
+    look: Look | None = None  # the last fresh frame's, which the frames after it keep
     compute = cache.compute or "frames kept from an earlier render"
     made, making_since, flow_seconds = 0, time.perf_counter(), 0.0
     for clip_frame in read_frames(job.content, options.start, options.duration):
@@ -331,6 +238,7 @@ def _render_frames(
         content = np.asarray(clip_frame.image().resize(size, Image.Resampling.LANCZOS))
         if number <= cache.done:
             previous = (content, cache.picture(number))
+            look = Look(previous[1]) if number in cache.fresh or look is None else look
             continue
         if stop.cancelled:
             raise Cancelled()
@@ -338,10 +246,15 @@ def _render_frames(
         guide = _guide(previous, content, flows, options.temporal_weight, options.frame_settle)
         flow_seconds += time.perf_counter() - flow_began
         fresh = guide is None
-        settings = job.settings if fresh else _frame_settings(job, options)
         per_frame = (time.perf_counter() - making_since) / made if made else None
         report = functools.partial(_report, progress, number, total, fresh, per_frame)
-        picture, compute = _render_frame(content, styles, settings, weights, guide, known_styles, cancel, report)
+        if fresh or look is None:
+            picture, compute = _render_frame(content, styles, job.settings, weights, guide, known_styles, cancel,
+                                             report)  # fmt: skip
+            look = Look(picture)
+        else:
+            picture, compute = _render_frame(content, [look.picture], _frame_settings(job, options), weights, guide,
+                                             look.statistics, cancel, report)  # fmt: skip
         cache.keep(number, picture, clip_frame.time, fresh, compute)
         made += 1
         previous = (content, picture)
@@ -371,10 +284,27 @@ def _report(
         progress(FrameRecord(number, total, record, fresh, eta))
 
 
+class Look:
+    """The look a clip's frames keep: a fresh frame's styled picture, the style of every frame after it.
+
+    A frame after the first starts from the last one and is optimised further. Against the painting, each
+    frame would go on where the last stopped, and the look would move from frame to frame (darker, bluer):
+    drift. Matched to the fresh frame's statistics, each frame follows its own content with the look the
+    clip began with.
+    """
+
+    def __init__(self, picture: np.ndarray) -> None:
+        from ..objective.objective import StyleCache
+
+        self.picture = Image.fromarray(picture)
+        self.statistics = StyleCache()  # the fresh frame's statistics, computed once for the frames after it
+
+
 def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
-    """A frame after the first: one scale (it starts from a finished picture) and ``frame_iterations``."""
+    """A frame after the first: one scale (it starts from a finished picture), ``frame_iterations``, and the fresh
+    frame's look as its one style, at its own scale."""
     return dataclasses.replace(job.settings, scales=1, first_scale=0, iterations=options.frame_iterations,
-                               init="content")  # fmt: skip
+                               init="content", style_blend=(), style_scale=1.0)  # fmt: skip
 
 
 def _guide(

@@ -1,0 +1,77 @@
+"""No drift: the frames after a fresh one keep its look, and follow their own content."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from style_studio.core import Job, VideoOptions, render_video
+from style_studio.core import settings as settings_mod
+from style_studio.core.jobs import video_job
+from style_studio.core.run.cancel import CancelToken
+from tests.clips import camera_pan, textured, write_clip
+
+SETTINGS = dataclasses.replace(
+    settings_mod.DEFAULTS, size=64, iterations=20, scales=1, first_scale=0, weights="untrained", style_scale=0.5
+)
+
+
+@pytest.fixture
+def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]]:
+    """Each frame's run as made: (its style pictures, its settings, the picture it made)."""
+    runs: list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]] = []
+    real = video_job.run_picture
+
+    def run_picture(pictures, settings, *args, **kwargs):
+        result = real(pictures, settings, *args, **kwargs)
+        if result.image is not None:
+            runs.append((list(pictures.styles), settings, np.asarray(result.image)))
+        return result
+
+    monkeypatch.setattr(video_job, "run_picture", run_picture)
+    return runs
+
+
+def render(tmp_path: Path, style: Path, pictures: list[np.ndarray], tiny, name: str = "clip", **kwargs) -> None:
+    clip = write_clip(tmp_path / f"{name}.mp4", pictures)
+    job = Job(name, clip, (style,), SETTINGS, tmp_path / f"{name}-out.mp4", video=VideoOptions(frame_iterations=10))
+    render_video(job, tiny, **kwargs)
+
+
+def test_the_frames_after_the_first_are_styled_towards_the_first_frames_look(tmp_path, style, tiny, styled):
+    render(tmp_path, style, camera_pan(3, size=(64, 48)), tiny, resume=False)
+    painting = Image.open(style).convert("RGB")
+    (first_styles, first_settings, first), *later = styled
+    assert np.array_equal(np.asarray(first_styles[0]), np.asarray(painting)) and first_settings.style_scale == 0.5
+    for styles, settings, _ in later:
+        assert len(styles) == 1 and np.array_equal(np.asarray(styles[0]), first)
+        assert settings.style_scale == 1.0  # the look's strokes at their own size, not shrunk again
+
+
+def test_a_cut_starts_a_new_look_from_the_painting(tmp_path, style, tiny, styled):
+    one, other = textured(64, 48, seed=3), textured(64, 48, seed=11)
+    render(tmp_path, style, [one, one, other, other], tiny, resume=False)
+    painting = np.asarray(Image.open(style).convert("RGB"))
+    firsts = [np.array_equal(np.asarray(styles[0]), painting) for styles, _, _ in styled]
+    assert firsts == [True, False, True, False]
+    assert np.array_equal(np.asarray(styled[3][0][0]), styled[2][2])  # the frame after the cut: the cut's look
+
+
+def test_a_resumed_render_keeps_the_look_of_the_frame_kept_first(tmp_path, style, tiny, styled):
+    pictures = camera_pan(4, size=(64, 48))
+    stop = CancelToken()
+
+    def stop_after_two(record) -> None:
+        if record.frame == 3:
+            stop.cancel()
+
+    with pytest.raises(video_job.Cancelled):
+        render(tmp_path, style, pictures, tiny, resume=False, stop=stop, progress=stop_after_two)
+    first = styled[0][2]
+    styled.clear()
+    render(tmp_path, style, pictures, tiny, resume=True)
+    assert styled and all(np.array_equal(np.asarray(styles[0]), first) for styles, _, _ in styled)
