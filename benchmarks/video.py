@@ -14,7 +14,9 @@ and frame by frame (``temporal_weight`` 0: each frame on its own). Printed:
   the temporal term), coherent / frame by frame: goal within 1.10;
 - seconds per frame against one picture rendered at the same size and
   iterations (the median of three), and the share of a frame's time spent on flow and warping
-  (goal at most 5 %).
+  (goal at most 5 %);
+- the trail behind the moving object and the drift of the look over each clip
+  (``video_measures``; ``--clips slow-pan``: a 48-frame slow pan, for drift).
 
 A contact sheet (inputs, frame by frame, coherent) is written for each clip.
 
@@ -35,6 +37,7 @@ from pathlib import Path
 import numpy as np
 from _common import ROOT, machine, table, weights
 from PIL import Image
+from video_measures import Box, SetFeatures, spread, trail
 
 SAMPLES = ROOT / "resources" / "samples"
 GOAL_FLICKER, GOAL_STYLE, GOAL_FLOW = 0.35, 1.10, 0.05
@@ -52,18 +55,31 @@ def pan_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
     return [scene[i : i + height, 3 * i : 3 * i + width].copy() for i in range(frames)]
 
 
+def slow_pan_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
+    """A camera moving slowly right over a photo, 1 px a frame at this size (48 frames: the issue's drift clip)."""
+    width, height = size
+    scene = photo("astronaut.png", width + frames + 2, height + 2)
+    return [scene[1 : 1 + height, i : i + width].copy() for i in range(frames)]
+
+
+def object_boxes(frames: int, size: tuple[int, int]) -> list[Box]:
+    """Where the object of ``object_clip`` is in each frame: across the picture from left to right."""
+    width, height = size
+    side = height // 2
+    return [
+        Box(int(4 + i * (width - side - 8) / max(1, frames - 1)), height // 4 + int(6 * np.sin(i / 2)), side)
+        for i in range(frames)
+    ]
+
+
 def object_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
     """A photo's cut-out (a rocket) moving across a still photo (coffee)."""
     width, height = size
     background = photo("coffee.png", width, height)
-    side = height // 2
-    thing = photo("rocket.jpg", side, side)
     out = []
-    for i in range(frames):
+    for box in object_boxes(frames, size):
         picture = background.copy()
-        left = int(4 + i * (width - side - 8) / max(1, frames - 1))
-        top = height // 4 + int(6 * np.sin(i / 2))
-        picture[top : top + side, left : left + side] = thing
+        picture[box.top : box.top + box.side, box.left : box.left + box.side] = photo("rocket.jpg", box.side, box.side)
         out.append(picture)
     return out
 
@@ -149,7 +165,8 @@ def main() -> None:
     parser.add_argument("--frame-settle", type=float, default=0.0, help="the coherent run's frames stop early")
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
     parser.add_argument("--style", default="starry_night.jpg")
-    parser.add_argument("--clips", nargs="+", choices=("pan", "object"), default=["pan", "object"])
+    parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan"), default=["pan", "object"])
+    parser.add_argument("--slow-pan-frames", type=int, default=48, help="the slow pan's frames (drift)")
     parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
     parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
     args = parser.parse_args()
@@ -179,11 +196,18 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        clips = {"pan": ("camera pan", pan_clip), "object": ("moving object", object_clip)}
+        clips = {"pan": ("camera pan", pan_clip), "object": ("moving object", object_clip),
+                 "slow-pan": ("slow pan", slow_pan_clip)}  # fmt: skip
+        from quality import Features
+
+        features = Features(loaded)
+        sets, painting = SetFeatures(features), style.resize((width, height), Image.Resampling.LANCZOS)
+        looks = []
         # Warm-up: the network built and torch's first-run costs paid before anything is timed.
         single_picture_seconds(pan_clip(1, (width, height))[0], style, settings, loaded)
         for name, make in (clips[c] for c in args.clips):
-            inputs = make(args.frames, (width, height))
+            frames = args.slow_pan_frames if make is slow_pan_clip else args.frames
+            inputs = make(frames, (width, height))
             clip = write_clip(folder / f"{name.replace(' ', '-')}.mkv", inputs, codec="ffv1", pix_fmt="bgr0")
             coherent, ours = render(clip, style_path, settings, loaded, args.iterations, temporal,
                                     folder / f"{name}-coherent", args.frame_settle)  # fmt: skip
@@ -202,7 +226,9 @@ def main() -> None:
                 f"{single:.2f}", f"{per_frame / single:.2f}",
                 f"{100 * flow_share:.1f} %",
             ])  # fmt: skip
-            contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.jpg", every=3)
+            looks.append(look_row(name, inputs, ours, theirs, painting, features, sets, (width, height)))
+            every = max(3, len(inputs) // 8)
+            contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.jpg", every=every)
             from style_studio.core.io.video_writer import write_video
 
             write_video(
@@ -214,8 +240,30 @@ def main() -> None:
                f"style loss ratio (≤{GOAL_STYLE})", "s/frame", "s/frame alone", "s/picture", "frame/picture",
                f"flow+warp (≤{100 * GOAL_FLOW:.0f} %)"]  # fmt: skip
     print(table(headers, rows))
+    headers = ["clip", "trail: photo distance, uncovered/never (≥0.9)", "style closed, uncovered/never (≥0.9)",
+               "drift: style distance spread, coherent/frame by frame (≤1.5)", "mean colour spread (≤1.5)",
+               "brightness first → last, coherent", "frame by frame"]  # fmt: skip
+    print("\n" + table(headers, looks))
     print(f"\ncontact sheets (rows: input, frame by frame, coherent) and GIFs (left: frame by frame, right: "
           f"coherent) in {args.sheets}")  # fmt: skip
+
+
+def look_row(name, inputs, ours, theirs, painting, features, sets, size) -> list[str]:
+    """The trail (the moving object's clip) and the drift of the look, coherent and frame by frame."""
+    row = [name]
+    if name == "moving object":
+        boxes = object_boxes(len(inputs), size)
+        paint = np.asarray(painting)
+        pairs = [trail(inputs, out, boxes, paint, sets) for out in (ours, theirs)]
+        row += [f"{pairs[0][0]:.2f} ({pairs[1][0]:.2f})", f"{pairs[0][1]:.2f} ({pairs[1][1]:.2f})"]
+    else:
+        row += ["", ""]
+    (style_ours, colour_ours, light_ours), (style_theirs, colour_theirs, light_theirs) = (
+        spread(out, painting, features) for out in (ours, theirs)
+    )
+    row += [f"{style_ours / style_theirs:.2f}", f"{colour_ours / colour_theirs:.2f}"]
+    row += [f"{light[0]:.1f} → {light[-1]:.1f}" for light in (light_ours, light_theirs)]
+    return row
 
 
 if __name__ == "__main__":
