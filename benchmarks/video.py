@@ -165,6 +165,8 @@ def main() -> None:
     parser.add_argument("--frame-settle", type=float, default=0.0, help="the coherent run's frames stop early")
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
     parser.add_argument("--style", default="starry_night.jpg")
+    parser.add_argument("--style-loss", default=None, help="default: the defaults' (to compare code of another day)")
+    parser.add_argument("--init", default=None, help="the first frame's start; default: the defaults'")
     parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan"), default=["pan", "object"])
     parser.add_argument("--slow-pan-frames", type=int, default=48, help="the slow pan's frames (drift)")
     parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
@@ -183,14 +185,15 @@ def main() -> None:
 
     loaded = weights(args.weights)
     temporal = VideoOptions().temporal_weight if args.temporal_weight is None else args.temporal_weight
+    chosen = {name: value for name, value in (("style_loss", args.style_loss), ("init", args.init)) if value}
     settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations, scales=1,
-                                   weights=loaded.choice)  # fmt: skip
+                                   weights=loaded.choice, **chosen)  # fmt: skip
     style_path = SAMPLES / "style" / args.style
     style = Image.open(style_path).convert("RGB")
     width, height = args.size, args.size * 2 // 3 // 2 * 2  # even, as a 4:2:0 video is
     print(f"{machine()}\nweights: {loaded.label}; {args.frames} frames of {width}×{height}, {args.iterations} "
           f"iterations a frame, temporal weight {temporal:g}, frame settle {args.frame_settle:g} (coherent), "
-          f"style {args.style}\n")  # fmt: skip
+          f"style {args.style}, style loss {settings.style_loss}, start {settings.init}\n")  # fmt: skip
     args.sheets.mkdir(parents=True, exist_ok=True)
     flows = FlowEstimator("dis")
     rows = []
