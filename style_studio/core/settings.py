@@ -76,27 +76,28 @@ class Settings:
                         tip="Longest side of the result in pixels. Larger takes longer and needs more memory."),
     )  # fmt: skip
     iterations: int = field(
-        default=300,
+        default=150,
         metadata=_about("optimiser steps at the first (coarsest) scale, one forward and backward pass each",
                         low=1, high=100_000,
                         tip="Optimisation steps at the first scale. More steps: a more finished picture."),
     )  # fmt: skip
     scales: int = field(
         default=0,
-        metadata=_about(f"coarse-to-fine scales, each coarser one half the size; 0: one up to {SCREEN_SIDE} px, "
-                        "then one more per doubling", low=1, high=MAX_SCALES, zero="automatic",
-                        tip="Coarse-to-fine: paint at half the size first (halved again for each further scale), "
-                        "then refine at full size. 2-3 scales give larger, more coherent strokes. Auto: one scale "
-                        f"up to {SCREEN_SIDE} px; a large picture settles at screen size, then each doubling "
-                        "refines it. 1 = full size only."),
+        metadata=_about("coarse-to-fine scales, each coarser one the scale ratio smaller; 0: from the first scale "
+                        f"up (with no first scale: one up to {SCREEN_SIDE} px, then one more per doubling)", low=1,
+                        high=MAX_SCALES, zero="automatic",
+                        tip="Coarse-to-fine: paint smaller first (by the scale step for each further scale), then "
+                        "refine at full size. 2-3 scales give larger, more coherent strokes. Auto: from the first "
+                        "scale up to the size. 1 = full size only."),
     )  # fmt: skip
     first_scale: int = field(
-        default=0,
-        metadata=_about("the first scale's longest side: the scales step up from about this by the scale ratio to "
-                        "the size, whatever the size (instead of --scales)", low=MIN_SCALE_SIDE, high=MAX_SIZE,
+        default=256,
+        metadata=_about("the first scale's longest side when --scales is automatic: the scales step up from about "
+                        "this by the scale ratio to the size, whatever the size", low=MIN_SCALE_SIDE, high=MAX_SIZE,
                         zero="off", unit="pixels",
                         tip="Start every picture this small (most iterations are cheap there), then step up by the "
-                        "scale step to the size: the whole picture's look shows within seconds. 0: as Scales says."),
+                        "scale step to the size: the whole picture's look shows within seconds. Used when Scales "
+                        f"is automatic; 0: one scale up to {SCREEN_SIDE} px, then one more per doubling."),
     )  # fmt: skip
     scale_ratio: float = field(
         default=2.0,
@@ -127,7 +128,7 @@ class Settings:
                         tip="L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings."),
     )  # fmt: skip
     init: str = field(
-        default="content",
+        default="palette",
         metadata=_about("the picture the run starts from: the photo, noise, the first style, or the photo in "
                         "the styles' colours (palette)", choices=INITS,
                         tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
@@ -184,7 +185,7 @@ class Settings:
                         tip="Max is VGG's own pooling; average pooling gives smoother, softer textures."),
     )  # fmt: skip
     style_loss: str = field(
-        default="gram",
+        default="gaussian",
         metadata=_about("how the style is compared: gram (Gatys et al.) or gaussian (mean and covariance, "
                         "Wasserstein-2)", choices=STYLE_LOSSES,
                         tip="How the picture's textures are compared with the painting's. Gram: the classic "
@@ -246,13 +247,13 @@ class Settings:
         return max(1, round((self.size if longest is None else longest) * self.style_scale))
 
     def scale_count(self) -> int:
-        """The number of scales: from ``first_scale`` by ``scale_ratio`` when set, else ``scales``, or for 0 one per
-        doubling from SCREEN_SIDE."""
+        """The number of scales: ``scales`` when set, else from ``first_scale`` by ``scale_ratio``, or with neither
+        one per doubling from SCREEN_SIDE."""
+        if self.scales:
+            return self.scales
         if self.first_scale:
             steps = math.log(self.size / self.first_scale) / math.log(self.scale_ratio)
             return min(MAX_STEPPED_SCALES, 1 + max(0, math.floor(steps + 1e-9)))
-        if self.scales:
-            return self.scales
         return min(MAX_SCALES, 1 + max(0, math.ceil(math.log2(self.size / SCREEN_SIDE))))
 
     def iterations_per_scale(self, scales: int) -> list[int]:

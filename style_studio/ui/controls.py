@@ -397,8 +397,8 @@ class ControlsPanel(QWidget):
                 binding[1](value)
             finally:
                 self._loading = False
-        if name == "first_scale":  # a first scale makes the schedule: the number of scales follows from it
-            self.scales.setEnabled(not value)
+        if name == "scales":  # a number of scales makes the schedule; automatic: it steps up from the first scale
+            self.first_scale.setEnabled(not value)
         if name in ("size", "iterations", "scales", "first_scale", "scale_ratio", "finer_iterations"):
             self._show_schedule()
 

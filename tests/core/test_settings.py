@@ -17,12 +17,14 @@ def test_defaults_are_the_documented_ones():
     assert [n for n, _ in d.style_layers] == ["relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"]
     assert (d.optimizer, d.init, d.size, d.device, d.precision, d.weights) == (
         "lbfgs",
-        "content",
+        "palette",
         512,
         "auto",
         "auto",
         "imagenet",
     )
+    schedule = (d.first_scale, d.scale_ratio, d.iterations, d.finer_iterations)
+    assert d.style_loss == "gaussian" and schedule == (256, 2, 150, 0.5)
 
 
 def test_json_round_trip_keeps_every_field():
@@ -114,7 +116,17 @@ def test_a_first_scale_steps_up_to_the_size_whatever_the_size():
     assert sides(256)[0] == 129 and sides(256)[-1] == 256 and len(sides(256)) == 3
     assert sides(1024)[0] < 182 and len(sides(1024)) == 7
     assert sides(100) == [100]  # smaller than the first scale: one scale
-    assert Settings(size=512, first_scale=128, scales=5).schedule() == Settings(size=512, scales=3).schedule()
+    # A number of scales set wins over the first scale.
+    with_both = Settings(size=512, first_scale=128, scales=3)
+    assert with_both.schedule() == Settings(size=512, scales=3, first_scale=0).schedule()
+
+
+def test_the_default_schedule_starts_at_256_px_and_doubles_with_half_the_iterations():
+    from style_studio.core.settings import DEFAULTS
+
+    assert DEFAULTS.schedule() == [(256, 150), (512, 75)]
+    assert dataclasses.replace(DEFAULTS, size=200).schedule() == [(200, 150)]  # small: one scale
+    assert [side for side, _ in dataclasses.replace(DEFAULTS, size=2048).schedule()] == [256, 512, 1024, 2048]
 
 
 def test_presets_set_what_they_name_and_keep_the_users_size_weights_and_loss_weights():

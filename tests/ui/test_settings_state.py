@@ -65,7 +65,12 @@ def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_use
     assert (settings.size, settings.style_weight) == (320, 40)
     assert window.controls.first_scale.value() == 128 and window.controls.style_loss.currentData() == "gaussian"
     assert window.controls.schedule.text().startswith("161 → 227 → 320 px")  # starts small, steps up
-    assert not window.controls.scales.isEnabled()  # the first scale decides how many
     window.commands.presets["default"].trigger()
-    assert window.state.settings.first_scale == 0 and window.controls.first_scale.text() == "Off"
-    assert window.controls.scales.isEnabled()
+    assert window.state.settings.first_scale == 256 and window.controls.first_scale.value() == 256
+    assert window.controls.schedule.text() == "320 px · 150 iterations"  # under twice the first scale: one
+    window.controls.output_size.setValue(512)
+    assert window.controls.schedule.text() == "256 → 512 px · 150 + 75 iterations"
+    assert window.controls.first_scale.isEnabled()
+    window.controls.scales.setValue(1)  # a number of scales set: the first scale no longer decides
+    assert not window.controls.first_scale.isEnabled()
+    assert window.controls.schedule.text() == "512 px · 150 iterations"

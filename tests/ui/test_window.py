@@ -452,8 +452,10 @@ def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window
     controls.output_size.setValue(4096)
     controls.iterations.setValue(300)
     assert controls.scales.text() == "Auto"
-    assert controls.schedule.text() == "1024 → 2048 → 4096 px · 300 + 150 + 75 iterations"
+    assert controls.schedule.text() == "256 → 512 → 1024 → 2048 → 4096 px · 300 + 150 + 75 + 38 + 19 iterations"
     controls.finer_iterations.setValue(100)
+    assert controls.schedule.text() == "256 → 512 → 1024 → 2048 → 4096 px · 300 + 300 + 300 + 300 + 300 iterations"
+    controls.first_scale.setValue(0)
     assert controls.schedule.text() == "1024 → 2048 → 4096 px · 300 + 300 + 300 iterations"
     controls.scales.setValue(1)
     assert controls.schedule.text() == "4096 px · 300 iterations"

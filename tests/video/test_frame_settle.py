@@ -54,8 +54,9 @@ def test_a_video_made_before_frames_could_stop_early_keeps_its_key_and_its_kept_
     from PIL import Image
 
     from style_studio.core.jobs.job import video_key
+    from tests.former import FORMER_DEFAULTS
 
-    settings = dataclasses.replace(settings_mod.DEFAULTS, weights="untrained")
+    settings = dataclasses.replace(FORMER_DEFAULTS, weights="untrained")  # the key was pinned before they changed
     styles = [Image.new("RGB", (8, 8), "blue")]
 
     def key(options: VideoOptions) -> str:

@@ -8,11 +8,11 @@ import numpy as np
 from PIL import Image
 
 from style_studio.core.jobs.job import job_key
-from style_studio.core.settings import DEFAULTS
+from tests.former import FORMER_DEFAULTS
 
 CONTENT = Image.fromarray(np.arange(48 * 32 * 3, dtype=np.uint8).reshape(32, 48, 3))
 STYLE = Image.fromarray((np.arange(24 * 24 * 3, dtype=np.uint8) * 7).reshape(24, 24, 3))
-SETTINGS = dataclasses.replace(DEFAULTS, weights="untrained")
+SETTINGS = dataclasses.replace(FORMER_DEFAULTS, weights="untrained")  # keys pinned before the defaults changed
 
 
 def test_a_jobs_key_is_the_one_made_before_the_style_loss_setting_existed():

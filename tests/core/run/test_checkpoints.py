@@ -19,6 +19,7 @@ from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.checkpoints import MAX_AGE, CheckpointStore
 from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import Settings
+from tests.former import FORMER_FIELDS
 
 SETTINGS = Settings(size=128, iterations=6, scales=2, weights="untrained", device="cpu")
 
@@ -213,10 +214,11 @@ def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style
     weights.write_bytes(b"second, a different file")
     assert job_key(settings, content_image, [style_image]) != first
     # The built-in choices key as they always did (settings and pixels): outputs made before still count as done.
-    described = settings_mod.to_dict(SETTINGS)
+    former = dataclasses.replace(SETTINGS, **FORMER_FIELDS)  # before the defaults changed
+    described = settings_mod.to_dict(former)
     for added in ("style_loss", "first_scale", "scale_ratio", "average"):  # settings added since, at their old
         del described[added]  # values: key as before they were added
     before = hashlib.sha256(json.dumps(described, sort_keys=True).encode())
     for picture in (content_image, style_image):
         before.update(image_hash(picture).encode())
-    assert job_key(SETTINGS, content_image, [style_image]) == before.hexdigest()[:32]
+    assert job_key(former, content_image, [style_image]) == before.hexdigest()[:32]

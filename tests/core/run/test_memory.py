@@ -88,7 +88,8 @@ def test_a_run_plan_has_its_tiles_memory_work_and_refusal_before_it_starts():
     from style_studio.core.run.plan import Target, plan_run
     from style_studio.core.settings import Settings
 
-    print_size = Settings(size=4096)  # 1024 -> 2048 -> 4096 px, 300 + 150 + 75 iterations
+    # The schedule from screen size: 1024 -> 2048 -> 4096 px, 300 + 150 + 75 iterations.
+    print_size = Settings(size=4096, first_scale=0, iterations=300)
     plan = plan_run(print_size, (4000, 3000), [(4096, 3072)], Target("cpu", "fp32", 8 * GB))
     assert plan.refusal is None and plan.tile in memory.TILE_SIDES
     assert plan.sizes == [(1024, 768), (2048, 1536), (4096, 3072)] and plan.iterations == [300, 150, 75]
@@ -96,7 +97,8 @@ def test_a_run_plan_has_its_tiles_memory_work_and_refusal_before_it_starts():
     # Megapixel-iterations: 300 at 0.79 MP, 150 at 3.1 MP, 75 at 12.6 MP (tiled scales cost more).
     untiled_work = (300 * 1024 * 768 + 150 * 2048 * 1536 + 75 * 4096 * 3072) / 1e6
     assert untiled_work < plan.work <= untiled_work * memory.TILED_TIME_FACTOR
-    small = plan_run(Settings(size=512, scales=1), (4000, 3000), [(512, 384)], Target("cpu", "fp32", 8 * GB))
+    one_scale = Settings(size=512, scales=1, iterations=300)
+    small = plan_run(one_scale, (4000, 3000), [(512, 384)], Target("cpu", "fp32", 8 * GB))
     assert small.tile is None and small.work == pytest.approx(300 * 512 * 384 / 1e6)
     refused = plan_run(print_size, (4000, 3000), [(4096, 3072)], Target("cpu", "fp32", GB))
     assert refused.refusal is not None and "use a size of" in refused.refusal
