@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from style_studio.core import Job, VideoOptions, render_video
+from style_studio.core import Cancelled, Job, VideoOptions, render_video
 from style_studio.core import settings as settings_mod
-from style_studio.core.jobs import video_job
+from style_studio.core.jobs import frame_styler
 from style_studio.core.run.cancel import CancelToken
 from tests.clips import camera_pan, textured, write_clip
 
@@ -24,7 +24,7 @@ SETTINGS = dataclasses.replace(
 def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]]:
     """Each frame's run as made: (its style pictures, its settings, the picture it made)."""
     runs: list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]] = []
-    real = video_job.run_picture
+    real = frame_styler.run_picture
 
     def run_picture(pictures, settings, *args, **kwargs):
         result = real(pictures, settings, *args, **kwargs)
@@ -32,7 +32,7 @@ def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], set
             runs.append((list(pictures.styles), settings, np.asarray(result.image)))
         return result
 
-    monkeypatch.setattr(video_job, "run_picture", run_picture)
+    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
     return runs
 
 
@@ -69,7 +69,7 @@ def test_a_resumed_render_keeps_the_look_of_the_frame_kept_first(tmp_path, style
         if record.frame == 3:
             stop.cancel()
 
-    with pytest.raises(video_job.Cancelled):
+    with pytest.raises(Cancelled):
         render(tmp_path, style, pictures, tiny, resume=False, stop=stop, progress=stop_after_two)
     first = styled[0][2]
     styled.clear()

@@ -124,13 +124,11 @@ def test_the_warping_error_is_zero_for_a_still_picture_and_grows_with_flicker(fl
 @pytest.mark.parametrize("schedule", [{"scales": 3}, {"first_scale": 128, "scale_ratio": 1.41}])
 def test_a_frame_after_the_first_runs_at_full_size_whatever_the_pictures_schedule(schedule):
     import dataclasses
-    from pathlib import Path
 
-    from style_studio.core.jobs.job import Job, VideoOptions
-    from style_studio.core.jobs.video_job import _frame_settings
+    from style_studio.core.jobs.frame_styler import frame_settings
+    from style_studio.core.jobs.job import VideoOptions
     from style_studio.core.settings import DEFAULTS
 
     settings = dataclasses.replace(DEFAULTS, size=512, **schedule)
     assert len(settings.schedule()) > 1  # the first frame's
-    job = Job("1", Path("clip.mp4"), (Path("style.jpg"),), settings, Path("out.mp4"), video=VideoOptions())
-    assert _frame_settings(job, VideoOptions(frame_iterations=40)).schedule() == [(512, 40)]
+    assert frame_settings(settings, VideoOptions(frame_iterations=40)).schedule() == [(512, 40)]

@@ -120,16 +120,16 @@ def stop_after(frames: int) -> object:
 def interrupted_render(clip: Path, style: Path, output: Path, frames: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from style_studio.core.jobs import video_job
 
-    real = video_job._report
+    real = video_job.frame_report
 
     def report(progress, number, *rest) -> None:
         if number > frames:
             raise KeyboardInterrupt
         real(progress, number, *rest)
 
-    monkeypatch.setattr(video_job, "_report", report)
+    monkeypatch.setattr(video_job, "frame_report", report)
     assert run("video", clip, style, "-o", output, *QUICK)[0] == 130
-    monkeypatch.setattr(video_job, "_report", real)
+    monkeypatch.setattr(video_job, "frame_report", real)
 
 
 def test_kept_frames_are_named_and_kept_until_the_user_says_resume_or_restart(
@@ -267,7 +267,7 @@ def test_an_output_the_encoder_refuses_fails_before_the_first_frame(
     broken = video.OutputKind("webm", "no-such-encoder", "yuv420p", frozenset(), None)
     monkeypatch.setitem(video.OUTPUT_KINDS, ".webm", broken)
     made: list[int] = []
-    monkeypatch.setattr(video_job, "_render_frame", lambda *args: made.append(1))
+    monkeypatch.setattr(video_job.FrameStyler, "style", lambda *args: made.append(1))
     code, _, err = run("video", clip, style, "-o", tmp_path / "out.webm", *QUICK)
     assert code == 2 and "cannot write the video" in err, err
     assert made == [] and sorted(p.name for p in tmp_path.iterdir()) == ["pan.mp4", "style.png"]

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 from PIL import Image
 
-from .. import settings as settings_mod
 from ..errors import Cancelled, StyleStudioError
 from ..io.files import cache_folder, check_name, file_digest, remove_tree, write_bytes_atomically
 from ..io.imageio import fit_size, load_image
@@ -41,12 +40,10 @@ from ..io.video import ClipInfo, probe, read_frames
 from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
 from .frame_cache import FrameCache
+from .frame_styler import FrameStyler
 from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
-from .picture import Pictures, Previews, run_picture
 
 if TYPE_CHECKING:
-    from ..objective.objective import StyleCache
-    from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
     from ..run.compute import NetworkWeights
@@ -221,46 +218,29 @@ def _render_frames(
     progress: Callable[[FrameRecord], None] | None,
 ) -> tuple[str, float]:
     """Make the frames the cache lacks; returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
-    from ..objective.objective import StyleCache
-    from ..objective.temporal import FlowEstimator
-
     size = render_size(info, job.settings.size)
     total = max(info.frames_between(options.start, options.duration), cache.done)
-    flows = FlowEstimator(options.flow)
-    known_styles = StyleCache()
-    previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
-    look: Look | None = None  # the last fresh frame's, which the frames after it keep
+    styler = FrameStyler(job.settings, options, styles, weights)
     compute = cache.compute or "frames kept from an earlier render"
-    made, making_since, flow_seconds = 0, time.perf_counter(), 0.0
+    made, making_since = 0, time.perf_counter()
     for clip_frame in read_frames(job.content, options.start, options.duration):
         number = clip_frame.index + 1
         total = max(total, number)
         content = np.asarray(clip_frame.image().resize(size, Image.Resampling.LANCZOS))
         if number <= cache.done:
-            previous = (content, cache.picture(number))
-            look = Look(previous[1]) if number in cache.fresh or look is None else look
+            styler.kept(content, cache.picture(number), fresh=number in cache.fresh)
             continue
         if stop.cancelled:
             raise Cancelled()
-        flow_began = time.perf_counter()
-        guide = _guide(previous, content, flows, options.temporal_weight, options.frame_settle)
-        flow_seconds += time.perf_counter() - flow_began
-        fresh = guide is None
+        guide = styler.guide(content)
         per_frame = (time.perf_counter() - making_since) / made if made else None
-        report = functools.partial(_report, progress, number, total, fresh, per_frame)
-        if fresh or look is None:
-            picture, compute = _render_frame(content, styles, job.settings, weights, guide, known_styles, cancel,
-                                             report)  # fmt: skip
-            look = Look(picture)
-        else:
-            picture, compute = _render_frame(content, [look.picture], _frame_settings(job, options), weights, guide,
-                                             look.statistics, cancel, report)  # fmt: skip
-        cache.keep(number, picture, clip_frame.time, fresh, compute)
+        report = functools.partial(frame_report, progress, number, total, guide is None, per_frame)
+        picture, compute = styler.style(content, guide, cancel, report)
+        cache.keep(number, picture, clip_frame.time, guide is None, compute)
         made += 1
-        previous = (content, picture)
     if cache.done == 0:
         raise StyleStudioError(f"{job.content.name}: no frames to style")
-    return compute, flow_seconds
+    return compute, styler.flow_seconds
 
 
 def render_size(info: ClipInfo, longest: int) -> tuple[int, int]:
@@ -270,7 +250,7 @@ def render_size(info: ClipInfo, longest: int) -> tuple[int, int]:
     return max(2, width - width % 2), max(2, height - height % 2)
 
 
-def _report(
+def frame_report(
     progress: Callable[[FrameRecord], None] | None,
     number: int,
     total: int,
@@ -282,67 +262,6 @@ def _report(
     if progress is not None:
         eta = None if per_frame is None else (total - number) * per_frame + (record.eta or 0.0)
         progress(FrameRecord(number, total, record, fresh, eta))
-
-
-class Look:
-    """The look a clip's frames keep: a fresh frame's styled picture, the style of every frame after it.
-
-    A frame after the first starts from the last one and is optimised further. Against the painting, each
-    frame would go on where the last stopped, and the look would move from frame to frame (darker, bluer):
-    drift. Matched to the fresh frame's statistics, each frame follows its own content with the look the
-    clip began with.
-    """
-
-    def __init__(self, picture: np.ndarray) -> None:
-        from ..objective.objective import StyleCache
-
-        self.picture = Image.fromarray(picture)
-        self.statistics = StyleCache()  # the fresh frame's statistics, computed once for the frames after it
-
-
-def _frame_settings(job: Job, options: VideoOptions) -> settings_mod.Settings:
-    """A frame after the first: one scale (it starts from a finished picture), ``frame_iterations``, and the fresh
-    frame's look as its one style, at its own scale."""
-    return dataclasses.replace(job.settings, scales=1, first_scale=0, iterations=options.frame_iterations,
-                               init="content", style_blend=(), style_scale=1.0)  # fmt: skip
-
-
-def _guide(
-    previous: tuple[np.ndarray, np.ndarray] | None,
-    content: np.ndarray,
-    flows: FlowEstimator,
-    weight: float,
-    settle: float = 0.0,
-) -> FrameGuide | None:
-    """What this frame takes from the previous one; None for a first frame, after a cut, or without coherence."""
-    from ..objective.temporal import FrameGuide, FrameMotion, warp
-
-    if previous is None or weight <= 0:
-        return None
-    previous_input, previous_output = previous
-    motion = FrameMotion.between(previous_input, content, flows)
-    if motion.is_cut:
-        return None
-    return FrameGuide(motion.carried(previous_output, content), warp(previous_output, motion.backward),
-                      motion.reliable, weight, settle)  # fmt: skip
-
-
-def _render_frame(
-    content: np.ndarray,
-    styles: list[Image.Image],
-    settings: settings_mod.Settings,
-    weights: NetworkWeights,
-    guide: FrameGuide | None,
-    known_styles: StyleCache,
-    cancel: CancelToken,
-    report: Callable[[Progress], None],
-) -> tuple[np.ndarray, str]:
-    """One frame styled: its pixels (8 bits, as kept) and where it was computed."""
-    result = run_picture(
-        Pictures(Image.fromarray(content), tuple(styles)), settings, weights, cancel=cancel, report=report,
-        previews=Previews(0.5, 256), frame=guide, known_styles=known_styles,
-    )  # fmt: skip
-    return np.asarray(result.finished_or_raise(), dtype=np.uint8), result.compute
 
 
 def render_video_inputs(
