@@ -31,6 +31,7 @@ SETTINGS = Settings(
     weights="untrained",
     precision="fp32",
     device="cpu",
+    style_loss="gram",
     style_layers=(("relu1_1", 1.0), ("relu2_1", 1.0), ("relu3_1", 1.0), ("relu4_1", 1.0), ("relu5_1", 1.0)),
 )
 RED, GREEN, WHITE = (255, 0, 0), (0, 255, 0), (255, 255, 255)

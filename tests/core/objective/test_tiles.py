@@ -23,6 +23,7 @@ BLEND = Settings(
     weights="untrained",
     precision="fp32",
     device="cpu",
+    style_loss="gram",
     content_layers=("relu4_2",),
     style_layers=(("relu1_1", 1.0), ("relu2_1", 0.5), ("relu3_1", 1.0), ("relu4_1", 1.0), ("relu5_1", 2.0)),
     style_blend=(0.7, 0.3),
