@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +75,41 @@ def second_style_image():
     from PIL import Image
 
     return Image.open(SAMPLES / "style" / "the_scream.jpg").convert("RGB").resize((48, 60))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def ray_address(tmp_path_factory):
+    """A Ray head on this machine (``ray start --head``, two CPUs), as a user starts one; stopped after the tests.
+
+    It is protected by a token (RAY_AUTH_TOKEN, as a saved ~/.ray/auth_token
+    protects every cluster `ray start` makes), so the tests join it as a user's
+    commands must, whatever this machine's own ~/.ray holds.
+    """
+    from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
+
+    pytest.importorskip("ray")
+    ray = shutil.which("ray", path=str(Path(sys.executable).parent))
+    if ray is None:
+        pytest.skip("the ray command is not installed")
+    port = _free_port()
+    # Its workers build the tiny test network for "untrained", as this process does, and keep their
+    # checkpoints in a cache of their own (set up before any test's isolated cache): never the user's.
+    temp = tmp_path_factory.mktemp("ray")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_AUTH_TOKEN", secrets.token_hex(32))
+        patch.delenv("RAY_AUTH_MODE", raising=False)
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", TEST_NETWORK_VARIABLE: "tiny",
+               "STYLE_STUDIO_CACHE": str(temp / "cache"), "STYLE_STUDIO_DATA": str(temp / "data")}  # fmt: skip
+        start = [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                 "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
+        subprocess.run(start, check=True, env=env, capture_output=True, timeout=180)
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -45,6 +46,29 @@ def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> Network
 # -- a Ray cluster ---------------------------------------------------------------------------------
 
 
+def _present_a_saved_token() -> None:
+    """Present the token `ray start` saved or was given (~/.ray/auth_token, RAY_AUTH_TOKEN), as `ray start` does.
+
+    Ray's own client joins with token authentication only when RAY_AUTH_MODE
+    says so, so a cluster that `ray start --head` protected with a saved token
+    would refuse us. An explicit RAY_AUTH_MODE is left as the user set it.
+    """
+    try:
+        from ray._private.authentication import authentication_token_setup as setup
+    except ImportError:  # a Ray from before token authentication
+        return
+    enable = getattr(setup, "maybe_enable_token_auth_if_token_available", None)
+    if enable is None:
+        return
+    log = logging.getLogger(setup.__name__)
+    level = log.level
+    log.setLevel(logging.ERROR)  # not Ray's "token authentication is enabled" notice on our stderr
+    try:
+        enable(warn_if_disabled=False)
+    finally:
+        log.setLevel(level)
+
+
 def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: str, threads: int) -> RenderedJob:
     """A Ray task: render one job on whichever node Ray chose (the weights file's bytes travel with it)."""
     import torch
@@ -77,6 +101,7 @@ class RayCluster:
     def connect(self) -> str:
         """Join the cluster; a description of it ("3 nodes, 24 CPUs, 2 GPUs")."""
         ray = self._ray
+        _present_a_saved_token()
         try:
             ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR")
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -114,11 +139,11 @@ class RayCluster:
         while jobs:
             done, _ = ray.wait(list(jobs), num_returns=1, timeout=0.5)
             for ref in done:
-                yield jobs.pop(ref), self._result_of(ref)
+                yield jobs.pop(ref), self.result_of(ref)
             for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
                 submit(inputs)
 
-    def _result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
+    def result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
         ray = self._ray
         try:
             result: RenderedJob = ray.get(ref)

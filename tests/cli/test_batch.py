@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +16,6 @@ from PIL import Image
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
 from style_studio.core.jobs.job import JOB_KEY
-from style_studio.core.network.weights import TEST_NETWORK_VARIABLE
 from tests.cli.test_cli import run_cli
 from tests.conftest import SAMPLES
 
@@ -222,34 +218,6 @@ def test_ray_missing_says_how_to_install_it(tmp_path, monkeypatch):
 
 
 # -- a real local Ray instance ----------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def ray_address(tmp_path_factory):
-    """A Ray head on this machine (``ray start --head``), as a user starts one; stopped after the tests."""
-    pytest.importorskip("ray")
-    ray = shutil.which("ray", path=str(Path(sys.executable).parent))
-    if ray is None:
-        pytest.skip("the ray command is not installed")
-    port = _free_port()
-    # Its workers build the tiny test network for "untrained", as this process does, and keep their
-    # checkpoints in a cache of their own (set up before any test's isolated cache): never the user's.
-    temp = tmp_path_factory.mktemp("ray")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", TEST_NETWORK_VARIABLE: "tiny",
-           "STYLE_STUDIO_CACHE": str(temp / "cache"), "STYLE_STUDIO_DATA": str(temp / "data")}  # fmt: skip
-    start = [ray, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-             "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
-    subprocess.run(start, check=True, env=env, capture_output=True, timeout=180)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
 def test_three_jobs_on_ray_make_the_pictures_this_process_makes(tmp_path, ray_address):
