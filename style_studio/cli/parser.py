@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..core import About, VideoOptions, bound_text
+from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, About, VideoOptions, bound_text
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -111,6 +111,20 @@ def _add_video(sub: Any) -> None:
     v.add_argument(
         "--progress", choices=PROGRESS_MODES, default=None,
         help="bar (default on a terminal), json (one object per iteration on stdout, with the frame's number), none",
+    )  # fmt: skip
+    v.add_argument(
+        "--ray", metavar="auto|ADDRESS",
+        help="render the clip in chunks, each a task on a Ray cluster (auto: the one `ray start` joined this "
+        "machine to); the first frame is styled first and sets every chunk's look",
+    )  # fmt: skip
+    v.add_argument(
+        "--chunk-frames", type=int, metavar="N",
+        help=f"with --ray: the frames of each chunk (default {CHUNK_FRAMES})",
+    )  # fmt: skip
+    v.add_argument(
+        "--chunk-overlap", type=int, metavar="N",
+        help=f"with --ray: the frames before its own that a chunk also styles and fades in over, so that no "
+        f"seam shows (default {CHUNK_OVERLAP})",
     )  # fmt: skip
     kept = v.add_mutually_exclusive_group()
     kept.add_argument(

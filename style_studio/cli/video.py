@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import Cancelled, CancelToken, Job
+from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, Cancelled, CancelToken, Job
 from .parser import UsageError, as_flags, preset_base, settings_from_args, video_options
 from .terminal import BarReporter, handling, load_weights_shown
 
 if TYPE_CHECKING:
-    from ..core import FrameRecord
+    from ..core import ChunksDone, FrameRecord, RenderedVideo
 
 EXIT_INTERRUPTED = 130
 
@@ -33,6 +33,18 @@ class FrameReporter(BarReporter):
     def say(self, notice: str) -> None:
         """Tell the user something now, on stderr (beside the JSON lines on stdout)."""
         self._write(f"style-studio: {notice}")
+
+    def show_chunks(self, done: ChunksDone) -> None:
+        """A chunked render: the bar moves as each chunk comes back (the key frame first)."""
+        if self.mode == "json":
+            self.stdout.write(json.dumps(done.to_json()) + "\n")
+            self.stdout.flush()
+            return
+        if done.chunk is not None:
+            self._write(f"style-studio: {done.chunk.chunk.name} done in {done.chunk.seconds:.1f} s "
+                        f"({done.chunks} of {done.of_chunks})")  # fmt: skip
+        if self._bar is not None:
+            self._bar.update(done.frames - self._bar.n)
 
     def show(self, record: FrameRecord) -> None:
         progress = record.progress
@@ -60,7 +72,7 @@ class FrameReporter(BarReporter):
 
 def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio video``; returns the exit status."""
-    from ..core import Busy, check_video_job, render_video
+    from ..core import Busy, check_video_job, plan_chunks, render_video
 
     settings = settings_from_args(args, preset_base(args))
     options = video_options(args)
@@ -73,9 +85,14 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     for note in info.notes:
         stderr.write(f"style-studio: {info.path.name}: {note}\n")
     mode = args.progress or ("bar" if stderr.isatty() else "none")
-    loaded = load_weights_shown(settings.weights, mode, stderr)
-
     frames = info.frames_between(options.start, options.duration)
+    chunking = (CHUNK_FRAMES if args.chunk_frames is None else args.chunk_frames,
+                CHUNK_OVERLAP if args.chunk_overlap is None else args.chunk_overlap)  # fmt: skip
+    if args.ray:  # chunks that cannot be made are refused now, not after the weights load
+        plan_chunks(frames, *chunking)
+    elif args.chunk_frames is not None or args.chunk_overlap is not None:
+        raise UsageError("--chunk-frames and --chunk-overlap split the clip for --ray; add --ray ADDRESS")
+    loaded = load_weights_shown(settings.weights, mode, stderr)  # with --ray too: downloaded here, once
     reporter = FrameReporter(mode, stdout, stderr)
     stop, cancel = CancelToken(), CancelToken()
 
@@ -85,22 +102,26 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             stderr.write("style-studio: stopping now; the frames made so far are kept\n")
             return
         stop.cancel()
-        stderr.write("style-studio: stopping after this frame (Ctrl+C again stops at once)\n")
+        stderr.write("style-studio: stopping: the chunks under way are cancelled\n" if args.ray else
+                     "style-studio: stopping after this frame (Ctrl+C again stops at once)\n")  # fmt: skip
 
     wanted = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    resume = True if args.resume else False if args.restart else None
     try:
         with handling(wanted, stopping):
-            rendered = render_video(
-                job, loaded, stop=stop, cancel=cancel, progress=reporter.show,
-                resume=True if args.resume else False if args.restart else None,
-                started=lambda kept: reporter.started(kept, frames), comment=f"Style Studio {__version__}",
-                say=reporter.say,
-            )  # fmt: skip
+            if args.ray:
+                rendered = _on_ray(args.ray, chunking, job, reporter, frames, stop, resume, stderr)
+            else:
+                rendered = render_video(
+                    job, loaded, stop=stop, cancel=cancel, progress=reporter.show, resume=resume,
+                    started=lambda kept: reporter.started(kept, frames), comment=f"Style Studio {__version__}",
+                    say=reporter.say,
+                )  # fmt: skip
     except (KeyboardInterrupt, Cancelled):
         reporter.close()
         stderr.write(
-            f"style-studio: interrupted; {job.output} not written. The finished frames are kept: "
-            "run the same command with --resume to go on\n"
+            f"style-studio: interrupted; {job.output} not written. The finished {'chunks' if args.ray else 'frames'} "
+            "are kept: run the same command with --resume to go on\n"
         )
         return EXIT_INTERRUPTED
     except Busy as exc:
@@ -113,3 +134,29 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         facts = [f"{rendered.frames} frames", f"{rendered.seconds:.1f} s", rendered.compute]
         stderr.write(f"style-studio: wrote {rendered.output} ({', '.join(f for f in facts if f)})\n")
     return 0
+
+
+def _on_ray(
+    address: str,
+    chunking: tuple[int, int],
+    job: Job,
+    reporter: FrameReporter,
+    frames: int,
+    stop: CancelToken,
+    resume: bool | None,
+    stderr: IO[str],
+) -> RenderedVideo:
+    """The clip in chunks on a Ray cluster: the first frame, then every chunk at once."""
+    from ..core import render_video_in_chunks
+    from .ray_video import RayChunks
+
+    runner = RayChunks(address)
+    stderr.write(f"style-studio: on Ray: {runner.connect()}\n")
+    try:
+        reporter.started(0, frames)
+        return render_video_in_chunks(
+            job, runner, chunk_frames=chunking[0], overlap=chunking[1], stop=stop,
+            progress=reporter.show_chunks, resume=resume, comment=f"Style Studio {__version__}",
+        )  # fmt: skip
+    finally:
+        runner.close()

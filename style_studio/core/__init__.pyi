@@ -46,6 +46,8 @@ from .jobs.batch import jobs_from_arguments as jobs_from_arguments
 from .jobs.batch import jobs_from_file as jobs_from_file
 from .jobs.batch import remove_partial_files as remove_partial_files
 from .jobs.batch import summary_rows as summary_rows
+from .jobs.job import CHUNK_FRAMES as CHUNK_FRAMES
+from .jobs.job import CHUNK_OVERLAP as CHUNK_OVERLAP
 from .jobs.job import JOB_KEY as JOB_KEY
 from .jobs.job import MAX_DPI as MAX_DPI
 from .jobs.job import Job as Job
@@ -71,6 +73,13 @@ from .jobs.render_queue import QueueItem as QueueItem
 from .jobs.render_queue import RenderQueue as RenderQueue
 from .jobs.render_queue import is_queue_run as is_queue_run
 from .jobs.render_queue import item_for as item_for
+from .jobs.video_chunks import ChunkFrames as ChunkFrames
+from .jobs.video_chunks import ChunksDone as ChunksDone
+from .jobs.video_chunks import ChunksInProcess as ChunksInProcess
+from .jobs.video_chunks import ChunkWork as ChunkWork
+from .jobs.video_chunks import plan_chunks as plan_chunks
+from .jobs.video_chunks import render_chunk as render_chunk
+from .jobs.video_chunks import render_video_in_chunks as render_video_in_chunks
 from .jobs.video_job import FrameRecord as FrameRecord
 from .jobs.video_job import RenderedVideo as RenderedVideo
 from .jobs.video_job import check_video_job as check_video_job

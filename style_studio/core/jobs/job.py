@@ -46,6 +46,11 @@ DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 MAX_DPI: Final = 10_000
 
 
+#: A clip rendered in chunks (on a cluster): each chunk's frames, and the frames before its own that it fades in over.
+CHUNK_FRAMES: Final = 48
+CHUNK_OVERLAP: Final = 6
+
+
 @dataclass(frozen=True)
 class VideoOptions:
     """What makes a job a video's: how its frames after the first are made, and which part of the clip.

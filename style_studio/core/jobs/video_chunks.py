@@ -1,0 +1,366 @@
+"""A long clip in chunks, each styled on its own (on a cluster's machines at once), joined so that no seam shows.
+
+The clip's first frame is styled first, alone: it is the key frame, and its
+look is the clip's (``Look``). Then every chunk is styled at once, each frame
+from the last as in a whole clip's render, all under the key frame's look: a
+chunk after the first begins ``overlap`` frames before its own part, fresh,
+and over those frames its pictures fade in as the previous chunk's fade out.
+Each finished chunk is kept in the cache folder as it comes back, so a
+stopped or killed render goes on from the chunks it lacks; the video is
+written from the kept chunks, through the job's guarded output, once all are
+there.
+
+Where the chunks run is the caller's (``ChunkRunner``): one after another in
+this process (``ChunksInProcess``), or as tasks on a cluster.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Protocol
+
+import numpy as np
+from PIL import Image
+
+from ..errors import Cancelled, StyleStudioError
+from ..io.files import cache_folder, check_name, file_digest, remove_tree, write_atomically
+from ..io.imageio import load_image
+from ..io.locks import held
+from ..io.video import probe, read_frames
+from ..io.video_writer import check_writable, write_video
+from .frame_styler import FrameStyler
+from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, video_key
+from .video_job import FrameRecord, KeptFramesError, RenderedVideo, check_video_job, frame_report, render_size
+
+if TYPE_CHECKING:
+    from ..run.cancel import CancelToken
+    from ..run.compute import NetworkWeights
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A run of a clip's frames styled in one pass (frames numbered from 1, as the clip's part is).
+
+    Attributes:
+        index: its place in the clip (0: the first; -1: the key frame alone).
+        start: the first frame it styles (``overlap`` frames before ``own`` for all but the first).
+        own: the first frame that is its own in the video; the frames before it fade in.
+        stop: the first frame after it; None: to the clip's end.
+    """
+
+    index: int
+    start: int
+    own: int
+    stop: int | None
+
+    @property
+    def name(self) -> str:
+        return "key" if self.index < 0 else f"chunk-{self.index:05d}"
+
+
+KEY_FRAME: Final = Chunk(-1, 1, 1, 2)
+
+
+def plan_chunks(frames: int, chunk_frames: int = CHUNK_FRAMES, overlap: int = CHUNK_OVERLAP) -> list[Chunk]:
+    """The chunks of a clip of about ``frames`` frames (from its headers): ``chunk_frames`` each, the last one
+    reading to the clip's end whatever the headers said.
+
+    Raises:
+        StyleStudioError: a chunk of no frames, or an overlap as long as a chunk.
+    """
+    if chunk_frames < 1 or not 0 <= overlap < chunk_frames:
+        raise StyleStudioError(
+            f"chunks of {chunk_frames} frames with {overlap} overlapping: a chunk needs at least one frame, and "
+            "more frames than it overlaps"
+        )
+    count = max(1, math.ceil(frames / chunk_frames))
+    owns = [1 + i * chunk_frames for i in range(count)]
+    return [
+        Chunk(i, max(1, own - overlap) if i else 1, own, owns[i + 1] if i + 1 < count else None)
+        for i, own in enumerate(owns)
+    ]
+
+
+@dataclass(frozen=True)
+class ChunkWork:
+    """What a chunk's pass needs: the job (its clip where it is read), the chunk, the style pictures (a cut
+    inside the chunk starts from them) and the key frame's picture (None: this is the key frame)."""
+
+    job: Job
+    chunk: Chunk
+    styles: tuple[Image.Image, ...]
+    look: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class ChunkFrames:
+    """A chunk styled: its frames' pictures and times (from the part's start), where, and in how long."""
+
+    chunk: Chunk
+    pictures: tuple[np.ndarray, ...]
+    times: tuple[float, ...]
+    compute: str
+    seconds: float
+
+
+def render_chunk(
+    work: ChunkWork,
+    weights: NetworkWeights,
+    *,
+    clip: Path | None = None,
+    cancel: CancelToken | None = None,
+    progress: Callable[[FrameRecord], None] | None = None,
+) -> ChunkFrames:
+    """Style a chunk's frames, each from the last, under the key frame's look (``clip``: where the clip is
+    here, when not at the job's path: a cluster's worker).
+
+    Raises:
+        StyleStudioError: the clip cannot be read, out of memory; Cancelled: ``cancel`` was set.
+    """
+    from ..run.cancel import CancelToken
+
+    began = time.perf_counter()
+    job, chunk = work.job, work.chunk
+    assert job.video is not None
+    clip = clip or job.content
+    size = render_size(probe(clip), job.settings.size)
+    styler = FrameStyler(job.settings, job.video, work.styles, weights, look=work.look)
+    cancel = cancel or CancelToken()
+    pictures: list[np.ndarray] = []
+    times: list[float] = []
+    compute = ""
+    for clip_frame in read_frames(clip, job.video.start, job.video.duration):
+        number = clip_frame.index + 1
+        if number < chunk.start:
+            continue
+        if chunk.stop is not None and number >= chunk.stop:
+            break
+        content = np.asarray(clip_frame.image().resize(size, Image.Resampling.LANCZOS))
+        if number == 1 and work.look is not None:  # the key frame, made first
+            picture = work.look
+            styler.kept(content, picture, fresh=True)
+        else:
+            guide = styler.guide(content)
+            last = (chunk.stop or number + 1) - 1
+            report = functools.partial(frame_report, progress, number, last, guide is None, None)
+            picture, compute = styler.style(content, guide, cancel, report)
+        pictures.append(picture)
+        times.append(clip_frame.time)
+    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, time.perf_counter() - began)
+
+
+class ChunkRunner(Protocol):
+    """Where chunks are styled: each work's ``ChunkFrames`` as it is done (in any order).
+
+    ``run`` stops, cancelling what is under way, and raises ``Cancelled`` once ``cancel`` is set; a chunk
+    that failed raises ``StyleStudioError`` saying why.
+    """
+
+    def run(self, works: Sequence[ChunkWork], cancel: CancelToken) -> Iterator[ChunkFrames]: ...
+
+
+class ChunksInProcess:
+    """The chunks one after another in this process: the same picture a cluster makes, for tests and figures."""
+
+    def __init__(self, weights: NetworkWeights, progress: Callable[[FrameRecord], None] | None = None) -> None:
+        self.weights, self.progress = weights, progress
+
+    def run(self, works: Sequence[ChunkWork], cancel: CancelToken) -> Iterator[ChunkFrames]:
+        for work in works:
+            if cancel.cancelled:
+                raise Cancelled()
+            yield render_chunk(work, self.weights, cancel=cancel, progress=self.progress)
+
+
+@dataclass(frozen=True)
+class ChunksDone:
+    """Where a chunked render stands: chunks (the key frame counts as one) and frames kept, of how many."""
+
+    chunks: int
+    of_chunks: int
+    frames: int
+    of_frames: int
+    chunk: ChunkFrames | None  # the one that just came back; None for what was kept before
+
+    def to_json(self) -> dict[str, object]:
+        came = self.chunk
+        return {"chunks_done": self.chunks, "chunks": self.of_chunks, "frames_done": self.frames,
+                "frames": self.of_frames, "chunk": came.chunk.name if came else None,
+                "chunk_seconds": round(came.seconds, 3) if came else None}  # fmt: skip
+
+
+class ChunkStore:
+    """A chunked render's finished chunks in the cache folder, each written whole (a kill loses none)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = check_name(key, "a video's key")
+        self.root = cache_folder() / "videos"
+        self.folder = self.root / f"{self.key}-chunks"
+
+    @property
+    def lock(self) -> Path:
+        return cache_folder() / "locks" / f"video-{self.key}.lock"
+
+    def _path(self, chunk: Chunk) -> Path:
+        return self.folder / f"{chunk.name}-{chunk.start}-{chunk.stop or 'end'}.npz"
+
+    def kept(self) -> list[str]:
+        return sorted(p.name for p in self.folder.glob("*.npz")) if self.folder.is_dir() else []
+
+    def has(self, chunk: Chunk) -> bool:
+        return self._path(chunk).is_file()
+
+    def keep(self, frames: ChunkFrames) -> None:
+        """Raises StyleStudioError: the cache cannot be written (the chunks kept before stay)."""
+        document = json.dumps({"compute": frames.compute, "times": frames.times})
+        pictures = np.stack(frames.pictures) if frames.pictures else np.zeros((0, 2, 2, 3), np.uint8)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(
+                self._path(frames.chunk),
+                lambda out: np.savez_compressed(out, pictures=pictures, about=np.array(document)),
+            )
+        except OSError as exc:
+            raise StyleStudioError(
+                f"{frames.chunk.name} cannot be kept in {self.folder} ({exc.strerror or exc}); the chunks kept "
+                "before it stay: free some space and run again with --resume"
+            ) from None
+
+    def read(self, chunk: Chunk) -> ChunkFrames:
+        try:
+            with np.load(self._path(chunk)) as kept:
+                about = json.loads(str(kept["about"]))
+                pictures = tuple(kept["pictures"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise StyleStudioError(
+                f"the kept {chunk.name} in {self.folder} cannot be read ({exc}); run again with --restart"
+            ) from None
+        return ChunkFrames(chunk, pictures, tuple(float(t) for t in about["times"]), str(about["compute"]), 0.0)
+
+    def clear(self) -> None:
+        remove_tree(self.folder, self.root)
+
+
+def joined(chunks: Iterable[ChunkFrames], overlap: int) -> Iterator[tuple[float, np.ndarray]]:
+    """The video's frames from its chunks, in order: over each overlap the earlier chunk's pictures fade out as
+    the later one's fade in (a cross-fade between two pictures of the same frames); elsewhere each chunk's own.
+    Two chunks are in memory at a time."""
+    held: dict[int, tuple[float, np.ndarray]] = {}  # the last chunk's frames that the next one overlaps
+    for frames in chunks:
+        chunk = frames.chunk
+        numbers = range(chunk.start, chunk.start + len(frames.pictures))
+        for number in sorted(n for n in held if n < chunk.start):
+            yield held.pop(number)
+        both = [n for n in numbers if n in held]
+        for number, when, picture in zip(numbers, frames.times, frames.pictures, strict=True):
+            if number in held:
+                share = (both.index(number) + 1) / (len(both) + 1)
+                before = held.pop(number)[1].astype(np.float32)
+                picture = np.clip(before + share * (picture.astype(np.float32) - before) + 0.5, 0, 255)
+                picture = picture.astype(np.uint8)
+            if chunk.stop is not None and number >= chunk.stop - overlap:
+                held[number] = (when, picture)
+            else:
+                for earlier in sorted(n for n in held if n < number):
+                    yield held.pop(earlier)
+                yield when, picture
+    for number in sorted(held):
+        yield held[number]
+
+
+def render_video_in_chunks(
+    job: Job,
+    runner: ChunkRunner,
+    *,
+    chunk_frames: int = CHUNK_FRAMES,
+    overlap: int = CHUNK_OVERLAP,
+    stop: CancelToken | None = None,
+    progress: Callable[[ChunksDone], None] | None = None,
+    resume: bool | None = True,
+    comment: str | None = None,
+) -> RenderedVideo:
+    """Render a video job in chunks on ``runner`` (the key frame first, then every chunk at once) and write it.
+
+    Args:
+        stop: set to stop at once: the chunks under way are cancelled, those done are kept for ``resume``.
+        resume, comment: as ``render_video``'s (kept chunks, not frames).
+
+    Raises:
+        StyleStudioError: bad input, an output that cannot be written, a chunk that failed (the others are kept).
+        KeptFramesError: ``resume`` is None and an earlier render kept chunks.
+        Busy: another process is rendering the same job or writing the same output.
+        Cancelled: ``stop`` was set; the chunks done are kept.
+    """
+    from ..run.cancel import CancelToken
+
+    began = time.perf_counter()
+    options = job.video
+    if options is None:
+        raise StyleStudioError(f"{job.describe()}: not a video's job")
+    info = check_video_job(job, read_styles=False)
+    styles = tuple(load_image(p) for p in job.styles)
+    plan = plan_chunks(info.frames_between(options.start, options.duration), chunk_frames, overlap)
+    key = video_key(job, file_digest(job.content), list(styles))
+    store = ChunkStore(f"{key}-{chunk_frames}x{overlap}")
+    stop = stop or CancelToken()
+    target = job.target()
+    busy = f"{job.content.name} is being rendered to the same video by another style-studio process"
+    with target.claim(), held(store.lock, busy):
+        check_writable(target, info, options.start, key)
+        kept = store.kept()
+        if kept and resume is None:
+            raise KeptFramesError(
+                f"{len(kept)} chunk(s) from an earlier render of this clip with these settings are kept: add "
+                "--resume to go on from them, or --restart to start again"
+            )
+        if kept and resume is False:
+            store.clear()
+        total = info.frames_between(options.start, options.duration)
+        tally = _Tally()
+
+        def came(frames: ChunkFrames, new: bool) -> None:
+            if new:
+                store.keep(frames)
+            tally.add(frames)
+            if progress is not None:
+                progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames if new else None))
+
+        if not store.has(KEY_FRAME):
+            for frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop):
+                came(frames, new=True)
+        else:
+            came(store.read(KEY_FRAME), new=False)
+        key_frame = store.read(KEY_FRAME).pictures[0]
+        for chunk in plan:
+            if store.has(chunk):
+                came(store.read(chunk), new=False)
+        for frames in runner.run([ChunkWork(job, c, styles, key_frame) for c in plan if not store.has(c)], stop):
+            came(frames, new=True)
+        document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
+                               **({"note": comment} if comment else {})})  # fmt: skip
+        notes = write_video(target, joined((store.read(c) for c in plan), overlap), info.frame_rate, info,
+                            options.start, options.duration, comment=document, key=key)  # fmt: skip
+        store.clear()
+    seconds = time.perf_counter() - began
+    return RenderedVideo(job.output, tally.frames, seconds, tally.compute, (*info.notes, *notes), key)
+
+
+@dataclass
+class _Tally:
+    """The chunks and the video's frames come back so far, and where the last one was computed."""
+
+    chunks: int = 0
+    frames: int = 0
+    compute: str = ""
+
+    def add(self, frames: ChunkFrames) -> None:
+        chunk = frames.chunk
+        self.chunks += 1
+        self.frames += len(frames.pictures) - (chunk.own - chunk.start) if chunk.index >= 0 else 0
+        self.compute = frames.compute or self.compute

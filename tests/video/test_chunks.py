@@ -1,0 +1,188 @@
+"""A long clip in chunks: the key frame first, each chunk under its look, overlaps faded, kept chunks resumed."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from style_studio.cli import main
+from style_studio.core import (
+    Cancelled,
+    CancelToken,
+    ChunkFrames,
+    ChunksInProcess,
+    Job,
+    StyleStudioError,
+    VideoOptions,
+    plan_chunks,
+    render_video,
+    render_video_in_chunks,
+)
+from style_studio.core import settings as settings_mod
+from style_studio.core.io.files import cache_folder
+from style_studio.core.jobs import frame_styler
+from style_studio.core.jobs.video_chunks import Chunk, KeptFramesError, joined
+from tests.clips import camera_pan, write_clip
+
+SETTINGS = dataclasses.replace(settings_mod.DEFAULTS, size=48, iterations=8, scales=1, first_scale=0,
+                               weights="untrained")  # fmt: skip
+OPTIONS = VideoOptions(frame_iterations=4)
+QUICK = [
+    "--size",
+    "48",
+    "--iterations",
+    "8",
+    "--scales",
+    "1",
+    "--first-scale",
+    "0",
+    "--frame-iterations",
+    "4",
+    "--weights",
+    "untrained",
+    "--progress",
+    "none",
+]  # fmt: skip (the command line's SETTINGS and OPTIONS)
+
+
+def run(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def lossless_clip(tmp_path: Path, frames: int) -> Path:
+    return write_clip(tmp_path / "pan.mkv", camera_pan(frames, size=(48, 32)), codec="ffv1", pix_fmt="bgr0")
+
+
+def job_for(clip: Path, style: Path, output: Path) -> Job:
+    return Job("1", clip, (style,), SETTINGS, output, video=OPTIONS)
+
+
+def folder_frames(folder: Path) -> list[np.ndarray]:
+    return [np.asarray(Image.open(p).convert("RGB")) for p in sorted(folder.glob("*.png"))]
+
+
+def test_chunks_cover_the_clip_each_starting_its_overlap_before_its_own_frames():
+    assert plan_chunks(100, 48, 6) == [Chunk(0, 1, 1, 49), Chunk(1, 43, 49, 97), Chunk(2, 91, 97, None)]
+    assert plan_chunks(10, 48, 6) == [Chunk(0, 1, 1, None)]  # a short clip: one chunk, read to its end
+    assert plan_chunks(0, 48, 6) == [Chunk(0, 1, 1, None)]  # headers that say nothing: one chunk
+    with pytest.raises(StyleStudioError, match="more frames than it overlaps"):
+        plan_chunks(100, 6, 6)
+
+
+def test_the_overlap_fades_from_one_chunks_pictures_to_the_next_ones():
+    def flat(chunk: Chunk, count: int, value: int) -> ChunkFrames:
+        pictures = tuple(np.full((2, 2, 3), value, np.uint8) for _ in range(count))
+        return ChunkFrames(chunk, pictures, tuple(0.1 * (chunk.start + i - 1) for i in range(count)), "cpu", 0)
+
+    first, second = Chunk(0, 1, 1, 11), Chunk(1, 7, 11, None)
+    frames = list(joined([flat(first, 10, 0), flat(second, 8, 250)], overlap=4))
+    assert [round(when, 1) for when, _ in frames] == [round(0.1 * i, 1) for i in range(14)]  # in order, once each
+    assert [int(p[0, 0, 0]) for _, p in frames] == [0] * 6 + [50, 100, 150, 200] + [250] * 4
+
+
+def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, style, tiny, monkeypatch):
+    clip = lossless_clip(tmp_path, 9)
+    render_video(job_for(clip, style, tmp_path / "whole"), tiny)
+    runs: list[tuple[list[Image.Image], np.ndarray]] = []  # each frame's style pictures, and what it made
+    real = frame_styler.run_picture
+
+    def run_picture(pictures, settings, *args, **kwargs):
+        result = real(pictures, settings, *args, **kwargs)
+        runs.append((list(pictures.styles), np.asarray(result.image)))
+        return result
+
+    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    made: list[str] = []
+    runner = ChunksInProcess(tiny)
+    rendered = render_video_in_chunks(
+        job_for(clip, style, tmp_path / "chunks"),
+        runner,
+        chunk_frames=4,
+        overlap=2,
+        progress=lambda done: made.append(done.chunk.chunk.name if done.chunk else ""),
+    )
+    whole, chunked = folder_frames(tmp_path / "whole"), folder_frames(tmp_path / "chunks")
+    assert rendered.frames == 9 and len(chunked) == 9
+    assert made == ["key", "chunk-00000", "chunk-00001", "chunk-00002"]  # the key frame first, alone
+    for number in (1, 2):  # chunk 0 alone, before the next one fades in over frames 3 and 4
+        assert np.array_equal(whole[number - 1], chunked[number - 1]), number
+    assert not np.array_equal(whole[8], chunked[8])  # the last chunk began fresh: its own strokes
+    # ... under the key frame's look: every frame after the key frame, a chunk's first too, is styled towards it.
+    key_frame = runs[0][1]
+    assert len(runs) == 1 + 3 + 6 + 3 and all(len(s) == 1 and np.array_equal(s[0], key_frame) for s, _ in runs[1:])
+    assert not list((cache_folder() / "videos").glob("*-chunks/*"))  # the kept chunks are gone once written
+
+
+def test_a_stopped_chunked_render_keeps_its_chunks_and_goes_on_from_them(tmp_path, style, tiny):
+    clip = lossless_clip(tmp_path, 8)
+    job = job_for(clip, style, tmp_path / "out")
+    stop = CancelToken()
+
+    def stop_after_the_first_chunk(done) -> None:
+        if done.chunks == 2:
+            stop.cancel()
+
+    with pytest.raises(Cancelled):
+        render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, stop=stop,
+                               progress=stop_after_the_first_chunk)  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(KeptFramesError, match="2 chunk"):
+        render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=None)
+    styled: list[str] = []
+
+    class Counting(ChunksInProcess):
+        def run(self, works, cancel):
+            styled.extend(work.chunk.name for work in works)
+            yield from super().run(works, cancel)
+
+    rendered = render_video_in_chunks(job, Counting(tiny), chunk_frames=4, overlap=1, resume=True)
+    assert styled == ["chunk-00001"] and rendered.frames == 8 and len(folder_frames(tmp_path / "out")) == 8
+
+
+def test_a_chunk_that_fails_says_which_and_keeps_the_others(tmp_path, style, tiny):
+    clip = lossless_clip(tmp_path, 8)
+    job = job_for(clip, style, tmp_path / "out.mp4")
+
+    class FailingSecond(ChunksInProcess):
+        def run(self, works, cancel):
+            for work in works:
+                if work.chunk.index == 1:
+                    raise StyleStudioError("chunk-00001 of pan.mkv: out of memory")
+                yield from super().run([work], cancel)
+
+    with pytest.raises(StyleStudioError, match="chunk-00001"):
+        render_video_in_chunks(job, FailingSecond(tiny), chunk_frames=4, overlap=1)
+    kept = sorted(p.name.split("-")[0] for p in (cache_folder() / "videos").glob("*-chunks/*.npz"))
+    assert kept == ["chunk", "key"] and not (tmp_path / "out.mp4").exists()
+
+
+def test_chunk_options_without_ray_are_refused_with_what_they_need(tmp_path, style, tiny_network):
+    clip = lossless_clip(tmp_path, 4)
+    code, _, err = run("video", clip, style, "-o", tmp_path / "out.mp4", *QUICK, "--chunk-frames", "2")
+    assert code == 2 and "add --ray" in err, err
+    code, _, err = run("video", clip, style, "-o", tmp_path / "out.mp4", *QUICK, "--ray", "auto", "--chunk-frames",
+                       "2", "--chunk-overlap", "2")  # fmt: skip
+    assert code != 0 and "more frames than it overlaps" in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a Ray worker starts in seconds on a quiet machine, in a minute on a busy one
+def test_a_clip_in_chunks_on_ray_is_the_clip_this_process_makes_in_chunks(tmp_path, style, tiny, tiny_network,
+                                                                          ray_address):  # fmt: skip
+    clip = lossless_clip(tmp_path, 7)
+    render_video_in_chunks(job_for(clip, style, tmp_path / "here"), ChunksInProcess(tiny), chunk_frames=3, overlap=1)
+    code, _, err = run("video", clip, style, "-o", tmp_path / "ray", *QUICK, "--ray", ray_address,
+                       "--chunk-frames", "3", "--chunk-overlap", "1")  # fmt: skip
+    assert code == 0, err
+    assert "on Ray: 1 node(s), 2 CPUs" in err and "wrote" in err and "7 frames" in err, err
+    here, there = folder_frames(tmp_path / "here"), folder_frames(tmp_path / "ray")
+    assert len(here) == len(there) == 7
+    for number, (a, b) in enumerate(zip(here, there, strict=True), start=1):
+        assert np.abs(a.astype(int) - b.astype(int)).max() <= 2, number
