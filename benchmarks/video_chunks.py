@@ -74,6 +74,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=40, help="iterations of every frame")
     parser.add_argument("--chunk-frames", type=int, default=12)
     parser.add_argument("--overlap", type=int, default=4)
+    parser.add_argument("--no-hard-seams", dest="hard_seams", action="store_false",
+                        help="leave out the chunks joined with no overlap")  # fmt: skip
     parser.add_argument("--ray", action="store_true", help="also on a local Ray instance (wall time)")
     parser.add_argument("--ray-cpus", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--weights", default=None)
@@ -85,7 +87,7 @@ def main() -> None:
     from tests.clips import write_clip
 
     loaded = weights(args.weights)
-    width, height = args.size, round(args.size * 2 / 3)
+    width, height = args.size, args.size * 2 // 3 // 2 * 2  # even, as a 4:2:0 video is
     inputs = (slow_pan_clip if args.clip == "slow-pan" else pan_clip)(args.frames, (width, height))
     style_path = ROOT / "resources" / "samples" / "style" / args.style
     settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations, scales=1, first_scale=0,
@@ -106,7 +108,7 @@ def main() -> None:
         render_video(job("whole"), loaded, resume=False)
         whole_seconds = time.perf_counter() - began
         runs = {"whole, one process": (frames_of(work / "whole"), whole_seconds, set())}
-        for overlap in (args.overlap, 0):
+        for overlap in (args.overlap, 0) if args.hard_seams else (args.overlap,):
             name = f"chunks, {overlap} faded" if overlap else "chunks, hard seams"
             began = time.perf_counter()
             render_video_in_chunks(job(name), ChunksInProcess(loaded), chunk_frames=args.chunk_frames,
