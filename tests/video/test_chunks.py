@@ -26,7 +26,7 @@ from style_studio.core import (
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.files import cache_folder
 from style_studio.core.jobs import frame_styler
-from style_studio.core.jobs.video_chunks import Chunk, KeptFramesError, joined
+from style_studio.core.jobs.video_chunks import Chunk, KeptFramesError, faded, joined
 from tests.clips import camera_pan, write_clip
 
 SETTINGS = dataclasses.replace(settings_mod.DEFAULTS, size=48, iterations=8, scales=1, first_scale=0,
@@ -85,6 +85,23 @@ def test_the_overlap_fades_from_one_chunks_pictures_to_the_next_ones():
     frames = list(joined([flat(first, 10, 0), flat(second, 8, 250)], overlap=4))
     assert [round(when, 1) for when, _ in frames] == [round(0.1 * i, 1) for i in range(14)]  # in order, once each
     assert [int(p[0, 0, 0]) for _, p in frames] == [0] * 6 + [50, 100, 150, 200] + [250] * 4
+
+
+def test_a_fade_between_two_stroke_patterns_keeps_their_contrast_and_their_colours():
+    rng = np.random.default_rng(0)
+    colour = np.array([120, 90, 60], np.float32)
+    before, after = (np.clip(colour + rng.normal(0, 30, (96, 96, 3)), 0, 255).astype(np.uint8) for _ in range(2))
+    halfway = faded(before, after, 0.5).astype(np.float32)
+    plain = (before.astype(np.float32) + after) / 2
+
+    def contrast(picture: np.ndarray) -> float:
+        return float(picture.std((0, 1)).mean())
+
+    assert contrast(plain) < 0.75 * contrast(before)  # what a plain mix of unrelated strokes does
+    assert contrast(halfway) == pytest.approx(contrast(before), rel=0.05)
+    np.testing.assert_allclose(halfway.mean((0, 1)), colour, atol=1.5)
+    # A picture faded into itself is itself, whatever the share.
+    np.testing.assert_array_equal(faded(before, before, 0.3), before)
 
 
 def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, style, tiny, monkeypatch):

@@ -247,9 +247,30 @@ class ChunkStore:
         remove_tree(self.folder, self.root)
 
 
+def faded(before: np.ndarray, after: np.ndarray, share: float) -> np.ndarray:
+    """``share`` of the way from ``before`` to ``after``, two pictures of one frame, keeping their strokes' contrast.
+
+    A plain mix of two unrelated stroke patterns is flatter than either (halfway, its detail has 0.7 of their
+    contrast). The broad colours (a blur over 1/32 of the picture) mix plainly; the detail above them is mixed,
+    then scaled to the contrast the two pictures' details have, mixed in the same shares.
+    """
+    import cv2
+
+    blur = max(1.0, max(before.shape[:2]) / 32)
+    first, second = before.astype(np.float32), after.astype(np.float32)
+    broad_first, broad_second = (cv2.GaussianBlur(p, (0, 0), blur) for p in (first, second))
+    detail_first, detail_second = first - broad_first, second - broad_second
+    detail = (1 - share) * detail_first + share * detail_second
+    wanted = (1 - share) * float(np.mean(detail_first**2)) + share * float(np.mean(detail_second**2))
+    have = float(np.mean(detail**2))
+    gain = math.sqrt(wanted / have) if have > 1e-6 else 1.0
+    mixed = (1 - share) * broad_first + share * broad_second + gain * detail
+    return np.clip(mixed + 0.5, 0, 255).astype(np.uint8)
+
+
 def joined(chunks: Iterable[ChunkFrames], overlap: int) -> Iterator[tuple[float, np.ndarray]]:
     """The video's frames from its chunks, in order: over each overlap the earlier chunk's pictures fade out as
-    the later one's fade in (a cross-fade between two pictures of the same frames); elsewhere each chunk's own.
+    the later one's fade in (``faded``: two pictures of the same frames); elsewhere each chunk's own.
     Two chunks are in memory at a time."""
     held: dict[int, tuple[float, np.ndarray]] = {}  # the last chunk's frames that the next one overlaps
     for frames in chunks:
@@ -261,9 +282,7 @@ def joined(chunks: Iterable[ChunkFrames], overlap: int) -> Iterator[tuple[float,
         for number, when, picture in zip(numbers, frames.times, frames.pictures, strict=True):
             if number in held:
                 share = (both.index(number) + 1) / (len(both) + 1)
-                before = held.pop(number)[1].astype(np.float32)
-                picture = np.clip(before + share * (picture.astype(np.float32) - before) + 0.5, 0, 255)
-                picture = picture.astype(np.uint8)
+                picture = faded(held.pop(number)[1], picture, share)
             if chunk.stop is not None and number >= chunk.stop - overlap:
                 held[number] = (when, picture)
             else:
