@@ -10,3 +10,6 @@ from style_studio.core.settings import DEFAULTS, Settings
 FORMER_FIELDS = {"style_loss": "gram", "init": "content", "first_scale": 0, "iterations": 300}
 
 FORMER_DEFAULTS: Settings = dataclasses.replace(DEFAULTS, **FORMER_FIELDS)
+
+#: The video options' former default frame iterations (before the Gaussian style measure made 30 enough).
+FORMER_FRAME_ITERATIONS = 60

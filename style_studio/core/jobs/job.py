@@ -60,7 +60,7 @@ class VideoOptions:
     """
 
     frame_iterations: int = field(
-        default=60,
+        default=30,
         metadata=_about("iterations for each frame after the first, which gets --iterations", low=1, high=100_000,
                         metavar="N", tip="Iterations for each frame after the first (the first gets Iterations): "
                         "each starts from the last one."),
