@@ -62,6 +62,13 @@ def slow_pan_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
     return [scene[1 : 1 + height, i : i + width].copy() for i in range(frames)]
 
 
+def still_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
+    """A still scene (a photo) as a camera on a tripod films it: only the sensor's noise changes."""
+    rng = np.random.default_rng(0)
+    scene = photo("coffee.png", *size).astype(np.float32)
+    return [np.clip(scene + rng.normal(0, 1.5, scene.shape) + 0.5, 0, 255).astype(np.uint8) for _ in range(frames)]
+
+
 def object_boxes(frames: int, size: tuple[int, int]) -> list[Box]:
     """Where the object of ``object_clip`` is in each frame: across the picture from left to right."""
     width, height = size
@@ -167,7 +174,7 @@ def main() -> None:
     parser.add_argument("--style", default="starry_night.jpg")
     parser.add_argument("--style-loss", default=None, help="default: the defaults' (to compare code of another day)")
     parser.add_argument("--init", default=None, help="the first frame's start; default: the defaults'")
-    parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan"), default=["pan", "object"])
+    parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan", "still"), default=["pan", "object"])
     parser.add_argument("--slow-pan-frames", type=int, default=48, help="the slow pan's frames (drift)")
     parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
     parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
@@ -200,7 +207,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         clips = {"pan": ("camera pan", pan_clip), "object": ("moving object", object_clip),
-                 "slow-pan": ("slow pan", slow_pan_clip)}  # fmt: skip
+                 "slow-pan": ("slow pan", slow_pan_clip), "still": ("still scene", still_clip)}  # fmt: skip
         from quality import Features
 
         features = Features(loaded)

@@ -11,5 +11,6 @@ FORMER_FIELDS = {"style_loss": "gram", "init": "content", "first_scale": 0, "ite
 
 FORMER_DEFAULTS: Settings = dataclasses.replace(DEFAULTS, **FORMER_FIELDS)
 
-#: The video options' former default frame iterations (before the Gaussian style measure made 30 enough).
-FORMER_FRAME_ITERATIONS = 60
+#: The video options' former defaults: 60 frame iterations (before the Gaussian style measure made 30 enough),
+#: every one of them run (before frames stopped once settled).
+FORMER_VIDEO_FIELDS = {"frame_iterations": 60, "frame_settle": 0.0}

@@ -54,7 +54,7 @@ def test_a_video_made_before_frames_could_stop_early_keeps_its_key_and_its_kept_
     from PIL import Image
 
     from style_studio.core.jobs.job import video_key
-    from tests.former import FORMER_DEFAULTS, FORMER_FRAME_ITERATIONS
+    from tests.former import FORMER_DEFAULTS, FORMER_VIDEO_FIELDS
 
     settings = dataclasses.replace(FORMER_DEFAULTS, weights="untrained")  # the key was pinned before they changed
     styles = [Image.new("RGB", (8, 8), "blue")]
@@ -63,6 +63,6 @@ def test_a_video_made_before_frames_could_stop_early_keeps_its_key_and_its_kept_
         job = Job("v", Path("clip.mp4"), (Path("style.png"),), settings, Path("out.mp4"), video=options)
         return video_key(job, "0" * 64, styles)
 
-    former = VideoOptions(frame_iterations=FORMER_FRAME_ITERATIONS)
+    former = VideoOptions(**FORMER_VIDEO_FIELDS)
     assert key(former) == "4d3d89526417375193a81a87e1aff4ad"  # the key before the option existed
     assert key(dataclasses.replace(former, frame_settle=0.01)) != key(former)

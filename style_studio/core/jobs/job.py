@@ -73,7 +73,7 @@ class VideoOptions:
                         "frame on its own (strokes flicker)."),
     )  # fmt: skip
     frame_settle: float = field(
-        default=0.0,
+        default=0.01,
         metadata=_about("a frame after the first stops once its loss falls by no more than this share over 10 "
                         "iterations (a still scene needs few); 0: always --frame-iterations", low=0, high=1,
                         metavar="SHARE", tip="A frame stops early once its loss falls by no more than this share "
