@@ -324,7 +324,8 @@ def render_video_in_chunks(
         raise StyleStudioError(f"{job.describe()}: not a video's job")
     info = check_video_job(job, read_styles=False)
     styles = tuple(load_image(p) for p in job.styles)
-    plan = plan_chunks(info.frames_between(options.start, options.duration), chunk_frames, overlap)
+    total = info.frames_between(options.start, options.duration)
+    plan = plan_chunks(total, chunk_frames, overlap)
     key = video_key(job, file_digest(job.content), list(styles))
     store = ChunkStore(f"{key}-{chunk_frames}x{overlap}")
     stop = stop or CancelToken()
@@ -340,7 +341,6 @@ def render_video_in_chunks(
             )
         if kept and resume is False:
             store.clear()
-        total = info.frames_between(options.start, options.duration)
         tally = _Tally()
 
         def came(frames: ChunkFrames, new: bool) -> None:
@@ -350,12 +350,13 @@ def render_video_in_chunks(
             if progress is not None:
                 progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames if new else None))
 
-        if not store.has(KEY_FRAME):
-            for frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop):
-                came(frames, new=True)
+        if store.has(KEY_FRAME):
+            key_frames = store.read(KEY_FRAME)
+            came(key_frames, new=False)
         else:
-            came(store.read(KEY_FRAME), new=False)
-        key_frame = store.read(KEY_FRAME).pictures[0]
+            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop):
+                came(key_frames, new=True)
+        key_frame = key_frames.pictures[0]
         for chunk in plan:
             if store.has(chunk):
                 came(store.read(chunk), new=False)
