@@ -11,21 +11,41 @@ from ..core import Cancelled, StyleStudioError
 from .ray_cluster import RayCluster, _weights_bytes, _weights_digest, _weights_from_bytes
 
 if TYPE_CHECKING:
-    from ..core import CancelToken, ChunkFrames, ChunkWork
+    from ..core import CancelToken, ChunkFrames, ChunkStyled, ChunkWork
 
 
-def _ray_chunk(work: ChunkWork, clip: bytes, weights_data: bytes | None, weights_digest: str, threads: int) -> Any:
-    """A Ray task: style one chunk on whichever node Ray chose, from the clip's bytes (a file of its own there)."""
+def _ray_chunk(
+    work: ChunkWork, clip: bytes, weights_data: bytes | None, weights_digest: str, threads: int, counts: Any
+) -> Any:
+    """A Ray task: style one chunk on whichever node Ray chose, from the clip's bytes (a file of its own there),
+    telling ``counts`` (a ``StyledCounts`` actor) after each frame."""
     import torch
 
     from ..core import render_chunk
 
     torch.set_num_threads(threads)
     weights = _weights_from_bytes(work.job.settings.weights, weights_data, weights_digest)
+
+    def styled(frames: int) -> None:
+        counts.tell.remote(work.chunk.index, frames)  # not waited for: the next frame goes on
+
     with tempfile.TemporaryDirectory(prefix="style-studio-chunk-") as folder:
         path = Path(folder) / f"clip{work.job.content.suffix}"
         path.write_bytes(clip)
-        return render_chunk(work, weights, clip=path)
+        return render_chunk(work, weights, clip=path, styled=styled)
+
+
+class StyledCounts:
+    """A Ray actor: how many of its own frames each chunk under way has styled, by the chunk's index."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    def tell(self, index: int, frames: int) -> None:
+        self.counts[index] = max(frames, self.counts.get(index, 0))
+
+    def take(self) -> dict[int, int]:
+        return dict(self.counts)
 
 
 class RayChunks:
@@ -43,7 +63,9 @@ class RayChunks:
     def close(self) -> None:
         self.cluster.close()
 
-    def run(self, works: Sequence[ChunkWork], cancel: CancelToken) -> Iterator[ChunkFrames]:
+    def run(
+        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+    ) -> Iterator[ChunkFrames]:
         if not works:
             return
         ray = self._ray
@@ -53,12 +75,19 @@ class RayChunks:
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=1)(_ray_chunk)
         choice = works[0].job.settings.weights
         weights = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
-        refs = {task.remote(work, self._clip(work.job.content), *weights, cpus): work for work in works}
+        counts = ray.remote(num_cpus=0)(StyledCounts).remote()
+        refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, counts): work for work in works}
+        chunks = {work.chunk.index: work.chunk for work in works}
         try:
             while refs:
                 if cancel.cancelled:
                     raise Cancelled()
                 done, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+                if styled is not None:
+                    under_way = {refs[ref].chunk.index for ref in refs if ref not in done}
+                    for index, frames in ray.get(counts.take.remote()).items():
+                        if index in under_way:
+                            styled(chunks[index], frames)
                 for ref in done:
                     work = refs.pop(ref)
                     result = self.cluster.result_of(ref)
@@ -71,6 +100,7 @@ class RayChunks:
                     ray.cancel(ref, force=True)
                 except Exception:  # a task that already ended cannot be cancelled
                     continue
+            ray.kill(counts)
 
     def _clip(self, path: Path) -> Any:
         if path not in self._clips:

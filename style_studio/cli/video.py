@@ -35,7 +35,7 @@ class FrameReporter(BarReporter):
         self._write(f"style-studio: {notice}")
 
     def show_chunks(self, done: ChunksDone) -> None:
-        """A chunked render: the bar moves as each chunk comes back (the key frame first)."""
+        """A chunked render: the bar moves as the chunks under way style their frames (the key frame first)."""
         if self.mode == "json":
             self.stdout.write(json.dumps(done.to_json()) + "\n")
             self.stdout.flush()
@@ -44,7 +44,7 @@ class FrameReporter(BarReporter):
             self._write(f"style-studio: {done.chunk.chunk.name} done in {done.chunk.seconds:.1f} s "
                         f"({done.chunks} of {done.of_chunks})")  # fmt: skip
         if self._bar is not None:
-            self._bar.update(done.frames - self._bar.n)
+            self._bar.update(done.frames + done.styling - self._bar.n)
 
     def show(self, record: FrameRecord) -> None:
         progress = record.progress

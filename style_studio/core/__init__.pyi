@@ -76,6 +76,7 @@ from .jobs.render_queue import item_for as item_for
 from .jobs.video_chunks import ChunkFrames as ChunkFrames
 from .jobs.video_chunks import ChunksDone as ChunksDone
 from .jobs.video_chunks import ChunksInProcess as ChunksInProcess
+from .jobs.video_chunks import ChunkStyled as ChunkStyled
 from .jobs.video_chunks import ChunkWork as ChunkWork
 from .jobs.video_chunks import plan_chunks as plan_chunks
 from .jobs.video_chunks import render_chunk as render_chunk

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +124,7 @@ def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, s
         runner,
         chunk_frames=4,
         overlap=2,
-        progress=lambda done: made.append(done.chunk.chunk.name if done.chunk else ""),
+        progress=lambda done: made.extend([done.chunk.chunk.name] if done.chunk else []),
     )
     whole, chunked = folder_frames(tmp_path / "whole"), folder_frames(tmp_path / "chunks")
     assert rendered.frames == 9 and len(chunked) == 9
@@ -135,6 +136,15 @@ def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, s
     key_frame = runs[0][1]
     assert len(runs) == 1 + 3 + 6 + 3 and all(len(s) == 1 and np.array_equal(s[0], key_frame) for s, _ in runs[1:])
     assert not list((cache_folder() / "videos").glob("*-chunks/*"))  # the kept chunks are gone once written
+
+
+def test_the_progress_counts_each_frame_a_chunk_under_way_styles_once_and_in_order(tmp_path, style, tiny):
+    clip = lossless_clip(tmp_path, 9)
+    totals: list[int] = []
+    render_video_in_chunks(job_for(clip, style, tmp_path / "out"), ChunksInProcess(tiny), chunk_frames=4, overlap=2,
+                           progress=lambda done: totals.append(done.frames + done.styling))  # fmt: skip
+    assert totals == sorted(totals) and set(totals) == set(range(10))  # frame by frame, not chunk by chunk
+    assert totals.count(4) == 2  # chunk 0's last frame styled, then kept; the next chunk's overlap is not counted
 
 
 def test_a_stopped_chunked_render_keeps_its_chunks_and_goes_on_from_them(tmp_path, style, tiny):
@@ -155,9 +165,9 @@ def test_a_stopped_chunked_render_keeps_its_chunks_and_goes_on_from_them(tmp_pat
     styled: list[str] = []
 
     class Counting(ChunksInProcess):
-        def run(self, works, cancel):
+        def run(self, works, cancel, told=None):
             styled.extend(work.chunk.name for work in works)
-            yield from super().run(works, cancel)
+            yield from super().run(works, cancel, told)
 
     rendered = render_video_in_chunks(job, Counting(tiny), chunk_frames=4, overlap=1, resume=True)
     assert styled == ["chunk-00001"] and rendered.frames == 8 and len(folder_frames(tmp_path / "out")) == 8
@@ -168,11 +178,11 @@ def test_a_chunk_that_fails_says_which_and_keeps_the_others(tmp_path, style, tin
     job = job_for(clip, style, tmp_path / "out.mp4")
 
     class FailingSecond(ChunksInProcess):
-        def run(self, works, cancel):
+        def run(self, works, cancel, told=None):
             for work in works:
                 if work.chunk.index == 1:
                     raise StyleStudioError("chunk-00001 of pan.mkv: out of memory")
-                yield from super().run([work], cancel)
+                yield from super().run([work], cancel, told)
 
     with pytest.raises(StyleStudioError, match="chunk-00001"):
         render_video_in_chunks(job, FailingSecond(tiny), chunk_frames=4, overlap=1)
@@ -195,10 +205,14 @@ def test_a_clip_in_chunks_on_ray_is_the_clip_this_process_makes_in_chunks(tmp_pa
                                                                           ray_address):  # fmt: skip
     clip = lossless_clip(tmp_path, 7)
     render_video_in_chunks(job_for(clip, style, tmp_path / "here"), ChunksInProcess(tiny), chunk_frames=3, overlap=1)
-    code, _, err = run("video", clip, style, "-o", tmp_path / "ray", *QUICK, "--ray", ray_address,
-                       "--chunk-frames", "3", "--chunk-overlap", "1")  # fmt: skip
+    code, out, err = run("video", clip, style, "-o", tmp_path / "ray", *QUICK, "--ray", ray_address,
+                         "--chunk-frames", "3", "--chunk-overlap", "1", "--progress", "json")  # fmt: skip
     assert code == 0, err
-    assert "on Ray: 1 node(s), 2 CPUs" in err and "wrote" in err and "7 frames" in err, err
+    reports = [json.loads(line) for line in out.splitlines() if "chunks_done" in line]
+    assert any(r["frames_styling"] > 0 for r in reports), reports  # the frames of chunks under way, from the tasks
+    assert reports[-1]["frames_done"] == 7 and reports[-1]["frames_styling"] == 0
+    assert all(r["frames_done"] + r["frames_styling"] <= 7 for r in reports), reports
+    assert "on Ray: 1 node(s), 2 CPUs" in err, err
     here, there = folder_frames(tmp_path / "here"), folder_frames(tmp_path / "ray")
     assert len(here) == len(there) == 7
     for number, (a, b) in enumerate(zip(here, there, strict=True), start=1):

@@ -21,7 +21,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -116,9 +116,11 @@ def render_chunk(
     clip: Path | None = None,
     cancel: CancelToken | None = None,
     progress: Callable[[FrameRecord], None] | None = None,
+    styled: Callable[[int], None] | None = None,
 ) -> ChunkFrames:
     """Style a chunk's frames, each from the last, under the key frame's look (``clip``: where the clip is
-    here, when not at the job's path: a cluster's worker).
+    here, when not at the job's path: a cluster's worker). ``styled`` hears how many of its own frames (not
+    the overlap's) are styled, after each one.
 
     Raises:
         StyleStudioError: the clip cannot be read, out of memory; Cancelled: ``cancel`` was set.
@@ -152,17 +154,26 @@ def render_chunk(
             picture, compute = styler.style(content, guide, cancel, report)
         pictures.append(picture)
         times.append(clip_frame.time)
+        if styled is not None and number >= chunk.own:
+            styled(number - chunk.own + 1)
     return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, time.perf_counter() - began)
+
+
+#: Hears that a chunk under way has styled this many of its own frames.
+ChunkStyled = Callable[[Chunk, int], None]
 
 
 class ChunkRunner(Protocol):
     """Where chunks are styled: each work's ``ChunkFrames`` as it is done (in any order).
 
     ``run`` stops, cancelling what is under way, and raises ``Cancelled`` once ``cancel`` is set; a chunk
-    that failed raises ``StyleStudioError`` saying why.
+    that failed raises ``StyleStudioError`` saying why. ``styled`` hears the chunks under way as their
+    frames are styled (as often as the runner can tell; a chunk's count only grows).
     """
 
-    def run(self, works: Sequence[ChunkWork], cancel: CancelToken) -> Iterator[ChunkFrames]: ...
+    def run(
+        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+    ) -> Iterator[ChunkFrames]: ...
 
 
 class ChunksInProcess:
@@ -171,27 +182,32 @@ class ChunksInProcess:
     def __init__(self, weights: NetworkWeights, progress: Callable[[FrameRecord], None] | None = None) -> None:
         self.weights, self.progress = weights, progress
 
-    def run(self, works: Sequence[ChunkWork], cancel: CancelToken) -> Iterator[ChunkFrames]:
+    def run(
+        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+    ) -> Iterator[ChunkFrames]:
         for work in works:
             if cancel.cancelled:
                 raise Cancelled()
-            yield render_chunk(work, self.weights, cancel=cancel, progress=self.progress)
+            told = functools.partial(styled, work.chunk) if styled is not None else None
+            yield render_chunk(work, self.weights, cancel=cancel, progress=self.progress, styled=told)
 
 
 @dataclass(frozen=True)
 class ChunksDone:
-    """Where a chunked render stands: chunks (the key frame counts as one) and frames kept, of how many."""
+    """Where a chunked render stands: chunks (the key frame counts as one) and frames kept, of how many, and
+    the frames styled so far in the chunks still under way (``styling``)."""
 
     chunks: int
     of_chunks: int
     frames: int
     of_frames: int
-    chunk: ChunkFrames | None  # the one that just came back; None for what was kept before
+    chunk: ChunkFrames | None  # the one that just came back; None for what was kept before, or a chunk's frame
+    styling: int = 0
 
     def to_json(self) -> dict[str, object]:
         came = self.chunk
         return {"chunks_done": self.chunks, "chunks": self.of_chunks, "frames_done": self.frames,
-                "frames": self.of_frames, "chunk": came.chunk.name if came else None,
+                "frames_styling": self.styling, "frames": self.of_frames, "chunk": came.chunk.name if came else None,
                 "chunk_seconds": round(came.seconds, 3) if came else None}  # fmt: skip
 
 
@@ -343,24 +359,34 @@ def render_video_in_chunks(
             store.clear()
         tally = _Tally()
 
+        def tell(frames: ChunkFrames | None) -> None:
+            if progress is not None:
+                styling = sum(tally.styling.values())
+                progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames, styling))
+
         def came(frames: ChunkFrames, new: bool) -> None:
             if new:
                 store.keep(frames)
             tally.add(frames)
-            if progress is not None:
-                progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames if new else None))
+            tell(frames if new else None)
+
+        def styled(chunk: Chunk, frames: int) -> None:
+            if chunk.index >= 0 and chunk.index not in tally.done and frames > tally.styling.get(chunk.index, 0):
+                tally.styling[chunk.index] = frames
+                tell(None)
 
         if store.has(KEY_FRAME):
             key_frames = store.read(KEY_FRAME)
             came(key_frames, new=False)
         else:
-            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop):
+            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop, styled):
                 came(key_frames, new=True)
         key_frame = key_frames.pictures[0]
         for chunk in plan:
             if store.has(chunk):
                 came(store.read(chunk), new=False)
-        for frames in runner.run([ChunkWork(job, c, styles, key_frame) for c in plan if not store.has(c)], stop):
+        under_way = [ChunkWork(job, c, styles, key_frame) for c in plan if not store.has(c)]
+        for frames in runner.run(under_way, stop, styled):
             came(frames, new=True)
         document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
                                **({"note": comment} if comment else {})})  # fmt: skip
@@ -373,14 +399,19 @@ def render_video_in_chunks(
 
 @dataclass
 class _Tally:
-    """The chunks and the video's frames come back so far, and where the last one was computed."""
+    """The chunks and the video's frames come back so far (and their indices), where the last one was computed,
+    and the frames styled so far in each chunk under way (by its index)."""
 
     chunks: int = 0
     frames: int = 0
     compute: str = ""
+    styling: dict[int, int] = field(default_factory=dict)
+    done: set[int] = field(default_factory=set)
 
     def add(self, frames: ChunkFrames) -> None:
         chunk = frames.chunk
+        self.styling.pop(chunk.index, None)
+        self.done.add(chunk.index)
         self.chunks += 1
         self.frames += len(frames.pictures) - (chunk.own - chunk.start) if chunk.index >= 0 else 0
         self.compute = frames.compute or self.compute
