@@ -92,11 +92,11 @@ def object_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
 
 
 def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path,
-           settle: float = 0.0):  # fmt: skip
+           settle: float = 0.0, repair: float = 0.0):  # fmt: skip
     from style_studio.core.jobs.job import Job, VideoOptions
     from style_studio.core.jobs.video_job import render_video
 
-    options = VideoOptions(frame_iterations, temporal, frame_settle=settle)
+    options = VideoOptions(frame_iterations, temporal, frame_settle=settle, frame_repair=repair)
     job = Job("bench", clip, (style,), settings, out, video=options)
     rendered = render_video(job, loaded, resume=False)
     pictures = [np.asarray(Image.open(p).convert("RGB")) for p in sorted(out.iterdir())]
@@ -170,6 +170,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=40, help="iterations of every frame, in both runs")
     parser.add_argument("--temporal-weight", type=float, default=None, help="default: VideoOptions' default")
     parser.add_argument("--frame-settle", type=float, default=0.0, help="the coherent run's frames stop early")
+    parser.add_argument("--frame-repair", type=float, default=0.0, help="the coherent run's untrusted pixels' term")
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
     parser.add_argument("--style", default="starry_night.jpg")
     parser.add_argument("--style-loss", default=None, help="default: the defaults' (to compare code of another day)")
@@ -199,7 +200,8 @@ def main() -> None:
     style = Image.open(style_path).convert("RGB")
     width, height = args.size, args.size * 2 // 3 // 2 * 2  # even, as a 4:2:0 video is
     print(f"{machine()}\nweights: {loaded.label}; {args.frames} frames of {width}×{height}, {args.iterations} "
-          f"iterations a frame, temporal weight {temporal:g}, frame settle {args.frame_settle:g} (coherent), "
+          f"iterations a frame, temporal weight {temporal:g}, frame settle {args.frame_settle:g}, frame repair "
+          f"{args.frame_repair:g} (coherent), "
           f"style {args.style}, style loss {settings.style_loss}, start {settings.init}\n")  # fmt: skip
     args.sheets.mkdir(parents=True, exist_ok=True)
     flows = FlowEstimator("dis")
@@ -220,7 +222,7 @@ def main() -> None:
             inputs = make(frames, (width, height))
             clip = write_clip(folder / f"{name.replace(' ', '-')}.mkv", inputs, codec="ffv1", pix_fmt="bgr0")
             coherent, ours = render(clip, style_path, settings, loaded, args.iterations, temporal,
-                                    folder / f"{name}-coherent", args.frame_settle)  # fmt: skip
+                                    folder / f"{name}-coherent", args.frame_settle, args.frame_repair)  # fmt: skip
             alone, theirs = render(clip, style_path, settings, loaded, args.iterations, 0.0,
                                    folder / f"{name}-alone")  # fmt: skip
             flicker_ours = clip_warping_error(inputs, ours, flows)

@@ -56,11 +56,18 @@ class VideoOptionsBox(QWidget):
         self.frame_settle.setSpecialValueText("Off")
         bounded(self.frame_settle, about["frame_settle"])
         self.frame_settle.setValue(defaults.frame_settle)
+        self.frame_repair = QDoubleSpinBox()
+        self.frame_repair.setDecimals(1)
+        self.frame_repair.setSingleStep(1.0)
+        self.frame_repair.setSpecialValueText("Off")
+        bounded(self.frame_repair, about["frame_repair"])
+        self.frame_repair.setValue(defaults.frame_repair)
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Frame iterations", self.frame_iterations)
         form.addRow("Coherence", self.temporal_weight)
         form.addRow("Stop a frame at", self.frame_settle)
+        form.addRow("Repair uncovered", self.frame_repair)
 
     def options(self) -> VideoOptions:
         return dataclasses.replace(
@@ -68,6 +75,7 @@ class VideoOptionsBox(QWidget):
             frame_iterations=self.frame_iterations.value(),
             temporal_weight=self.temporal_weight.value(),
             frame_settle=self.frame_settle.value(),
+            frame_repair=self.frame_repair.value(),
         )
 
 

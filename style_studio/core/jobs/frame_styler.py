@@ -84,7 +84,7 @@ class FrameStyler:
         without coherence)."""
         began = time.perf_counter()
         try:
-            return _guide(self.previous, content, self.options.temporal_weight, self.flows, self.options.frame_settle)
+            return _guide(self.previous, content, self.options, self.flows)
         finally:
             self.flow_seconds += time.perf_counter() - began
 
@@ -123,17 +123,16 @@ def frame_settings(settings: settings_mod.Settings, options: VideoOptions) -> se
 def _guide(
     previous: tuple[np.ndarray, np.ndarray] | None,
     content: np.ndarray,
-    weight: float,
+    options: VideoOptions,
     flows: FlowEstimator,
-    settle: float = 0.0,
 ) -> FrameGuide | None:
     from ..objective.temporal import FrameGuide, FrameMotion, warp
 
-    if previous is None or weight <= 0:
+    if previous is None or options.temporal_weight <= 0:
         return None
     previous_input, previous_output = previous
     motion = FrameMotion.between(previous_input, content, flows)
     if motion.is_cut:
         return None
     return FrameGuide(motion.carried(previous_output, content), warp(previous_output, motion.backward),
-                      motion.reliable, weight, settle)  # fmt: skip
+                      motion.reliable, options.temporal_weight, options.frame_settle, options.frame_repair)  # fmt: skip

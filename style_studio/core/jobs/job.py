@@ -79,6 +79,15 @@ class VideoOptions:
                         metavar="SHARE", tip="A frame stops early once its loss falls by no more than this share "
                         "over 10 iterations; 0: every frame runs all its iterations."),
     )  # fmt: skip
+    frame_repair: float = field(
+        default=0.0,
+        metadata=_about("a style term of their own for the pixels the flow does not trust (uncovered behind a "
+                        "moving object), this many times the style weight: fainter trails, more flicker, "
+                        "slower frames; 0: none", low=0, high=100, metavar="W",
+                        tip="Gives pixels uncovered behind a moving object a style term of their own, this "
+                        "many times the style weight: fainter trails, but more flicker and slower frames; "
+                        "0: off."),
+    )  # fmt: skip
     flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
     start: float = field(
         default=0.0, metadata=_about("where in the clip to begin", low=0, metavar="SECONDS", unit="seconds")
@@ -241,7 +250,7 @@ _KEYED_WHEN_SET: Final = {"style_loss": "gram", "scale_ratio": 2.0, "first_scale
 
 
 #: Video options added later, with the value every video had before them (as ``_KEYED_WHEN_SET``).
-_VIDEO_KEYED_WHEN_SET: Final[dict[str, object]] = {"frame_settle": 0.0}
+_VIDEO_KEYED_WHEN_SET: Final[dict[str, object]] = {"frame_settle": 0.0, "frame_repair": 0.0}
 
 
 def _keyed(described: dict[str, Any], when_set: dict[str, object] = _KEYED_WHEN_SET) -> dict[str, Any]:

@@ -119,6 +119,10 @@ class ScaleRegions:
             group.share = area / sum(areas)
         return cls(tuple(groups), keep.clamp_(0, 1) if keep is not None else None)
 
+    def with_group(self, group: StyleGroup) -> ScaleRegions:
+        """These regions and one more group on top of them (its share is its own, not taken from theirs)."""
+        return ScaleRegions((*self.groups, group), self.keep)
+
     def kept_photo(self, image: Tensor, photo: Tensor) -> Tensor:
         """``image`` with the photo put back where the regions keep it."""
         if self.keep is None:

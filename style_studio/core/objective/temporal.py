@@ -22,6 +22,7 @@ from torch import Tensor
 from ..errors import StyleStudioError
 from ..settings import FLOW_METHODS
 from . import color
+from .guided import MIN_SHARE, StyleGroup
 
 #: A frame whose share of reliable pixels is below this starts fresh, as after a cut.
 SCENE_CUT_SHARE = 0.3
@@ -251,6 +252,8 @@ class FrameGuide:
         weight: the temporal term's weight; 0: the frame only starts from ``start``.
         settle: the frame stops once its loss falls by no more than this share over 10 iterations (it started
             close to its end: a still scene); 0: it runs all its iterations.
+        repair: the untrusted pixels' own style term, as a multiple of the style weight (``repair_group``);
+            0: none.
     """
 
     start: np.ndarray
@@ -258,10 +261,27 @@ class FrameGuide:
     reliable: np.ndarray
     weight: float
     settle: float = 0.0
+    repair: float = 0.0
 
     def start_tensor(self, size: tuple[int, int], device: torch.device, luminance: bool) -> Tensor:
         """``start`` as the optimised image's first value at ``size`` (width, height)."""
         return picture_tensor(self.start, size, device, luminance)
+
+    def repair_group(self, size: tuple[int, int], device: torch.device) -> StyleGroup | None:
+        """The untrusted pixels (uncovered, on a motion boundary) as a style group of their own at ``size``
+        (width, height): their own statistics are matched to the style, so that they end as styled as the
+        pixels around them rather than as the photo they started near. None: no repair, or too few pixels."""
+        if self.repair <= 0:
+            return None
+        untrusted = torch.from_numpy(np.ascontiguousarray(1 - self.reliable, dtype=np.float32))[None, None]
+        width, height = size
+        untrusted = torch.nn.functional.interpolate(untrusted, size=(height, width), mode="area")
+        radius = max(1, round(max(width, height) / 64))  # and a stroke's width around them
+        mask = torch.nn.functional.max_pool2d(untrusted, 2 * radius + 1, stride=1, padding=radius)
+        share = float(mask.mean())
+        if share < MIN_SHARE:
+            return None
+        return StyleGroup(mask.to(device), strength=self.repair, share=share, name="untrusted")
 
     def target(self, size: tuple[int, int], device: torch.device, luminance: bool) -> TemporalTarget | None:
         """The temporal term at ``size``; None when its weight is 0."""

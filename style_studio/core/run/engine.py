@@ -315,6 +315,9 @@ class StyleTransfer:
             self.content_image, self.style_images, size, self.settings, self.compute.device, self.regions
         )
         temporal = self.frame.target(size, self.compute.device, self.settings.preserve_colors) if self.frame else None
+        repair = self.frame.repair_group(size, self.compute.device) if self.frame else None
+        if repair is not None:
+            inputs = dataclasses.replace(inputs, regions=inputs.regions.with_group(repair))
         return dataclasses.replace(inputs, temporal=temporal, known_styles=self.known_styles)
 
     def _optimizer(self, image: Tensor, lr: float, step_scale: float | None = None) -> torch.optim.Optimizer:
