@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +18,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "resources" / "samples"
 PROXY_WEIGHTS = ROOT.parent / "shared" / "weights" / "vgg19-hed-proxy.pth"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job with Ctrl+C ignored, and the commands the tests start would inherit that:
+    # the tests that stop a command with SIGINT need it heard, however pytest was started.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
