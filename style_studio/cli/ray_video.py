@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,19 +17,25 @@ if TYPE_CHECKING:
 
 
 def _ray_chunk(
-    work: ChunkWork, clip: bytes, weights_data: bytes | None, weights_digest: str, threads: int, counts: Any
+    work: ChunkWork, clip: bytes, weights_data: bytes | None, weights_digest: str, threads: int, inbox: Any
 ) -> Any:
     """A Ray task: style one chunk on whichever node Ray chose, from the clip's bytes (a file of its own there),
-    telling ``counts`` (a ``StyledCounts`` actor) after each frame."""
+    handing each frame to ``inbox`` (a ``StyledFrames`` actor) as it is done; run again after its worker
+    died, it goes on from the frames handed over before."""
+    import ray
     import torch
 
     from ..core import render_chunk
 
     torch.set_num_threads(threads)
     weights = _weights_from_bytes(work.job.settings.weights, weights_data, weights_digest)
+    handed = {work.chunk.start + i: picture for i, picture in enumerate(work.kept)}
+    handed |= ray.get(inbox.kept.remote(work.chunk.index))
+    kept = list(itertools.takewhile(lambda n: n in handed, itertools.count(work.chunk.start)))
+    work = dataclasses.replace(work, kept=tuple(handed[n] for n in kept))
 
-    def styled(frames: int) -> None:
-        counts.tell.remote(work.chunk.index, frames)  # not waited for: the next frame goes on
+    def styled(number: int, picture: Any) -> None:
+        inbox.tell.remote(work.chunk.index, number, picture)  # not waited for: the next frame goes on
 
     with tempfile.TemporaryDirectory(prefix="style-studio-chunk-") as folder:
         path = Path(folder) / f"clip{work.job.content.suffix}"
@@ -35,17 +43,28 @@ def _ray_chunk(
         return render_chunk(work, weights, clip=path, styled=styled)
 
 
-class StyledCounts:
-    """A Ray actor: how many of its own frames each chunk under way has styled, by the chunk's index."""
+class StyledFrames:
+    """A Ray actor: the frames the chunks under way have styled (by the chunk's index, then the frame's number),
+    the ones not yet taken by the render, and each chunk's until it is done."""
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
+        self.frames: dict[int, dict[int, Any]] = {}
+        self.new: list[tuple[int, int, Any]] = []
 
-    def tell(self, index: int, frames: int) -> None:
-        self.counts[index] = max(frames, self.counts.get(index, 0))
+    def tell(self, index: int, number: int, picture: Any) -> None:
+        self.frames.setdefault(index, {})[number] = picture
+        self.new.append((index, number, picture))
 
-    def take(self) -> dict[int, int]:
-        return dict(self.counts)
+    def take(self) -> list[tuple[int, int, Any]]:
+        """The frames styled since the last take."""
+        new, self.new = self.new, []
+        return new
+
+    def kept(self, index: int) -> dict[int, Any]:
+        return dict(self.frames.get(index, {}))
+
+    def forget(self, index: int) -> None:
+        self.frames.pop(index, None)
 
 
 class RayChunks:
@@ -75,21 +94,20 @@ class RayChunks:
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=1)(_ray_chunk)
         choice = works[0].job.settings.weights
         weights = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
-        counts = ray.remote(num_cpus=0)(StyledCounts).remote()
-        refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, counts): work for work in works}
+        inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
+        refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, inbox): work for work in works}
         chunks = {work.chunk.index: work.chunk for work in works}
         try:
             while refs:
                 if cancel.cancelled:
                     raise Cancelled()
                 done, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
-                if styled is not None:
-                    under_way = {refs[ref].chunk.index for ref in refs if ref not in done}
-                    for index, frames in ray.get(counts.take.remote()).items():
-                        if index in under_way:
-                            styled(chunks[index], frames)
+                if styled is not None:  # every frame handed over, those of the chunks just done too
+                    for index, number, picture in ray.get(inbox.take.remote()):
+                        styled(chunks[index], number, picture)
                 for ref in done:
                     work = refs.pop(ref)
+                    inbox.forget.remote(work.chunk.index)
                     result = self.cluster.result_of(ref)
                     if isinstance(result, StyleStudioError):
                         raise StyleStudioError(f"{work.chunk.name} of {work.job.content.name}: {result}")
@@ -100,7 +118,7 @@ class RayChunks:
                     ray.cancel(ref, force=True)
                 except Exception:  # a task that already ended cannot be cancelled
                     continue
-            ray.kill(counts)
+            ray.kill(inbox)
 
     def _clip(self, path: Path) -> Any:
         if path not in self._clips:

@@ -173,6 +173,41 @@ def test_a_stopped_chunked_render_keeps_its_chunks_and_goes_on_from_them(tmp_pat
     assert styled == ["chunk-00001"] and rendered.frames == 8 and len(folder_frames(tmp_path / "out")) == 8
 
 
+def test_a_chunk_stopped_half_way_goes_on_from_its_last_kept_frame_to_the_same_video(tmp_path, style, tiny,
+                                                                                     monkeypatch):  # fmt: skip
+    clip = lossless_clip(tmp_path, 8)
+    render_video_in_chunks(job_for(clip, style, tmp_path / "whole"), ChunksInProcess(tiny), chunk_frames=4, overlap=1)
+    job = job_for(clip, style, tmp_path / "out")
+    stop = CancelToken()
+
+    def stop_in_the_second_chunk(done) -> None:
+        if done.chunks == 2 and done.styling == 2:  # chunk 0 kept; chunk 1 styled frames 4 (overlap), 5 and 6
+            stop.cancel()
+
+    with pytest.raises(Cancelled):
+        render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, stop=stop,
+                               progress=stop_in_the_second_chunk)  # fmt: skip
+    with pytest.raises(KeptFramesError, match="3 chunk"):  # the key frame, chunk 0, and part of chunk 1
+        render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=None)
+    styled: list[int] = []
+    real = frame_styler.run_picture
+
+    def run_picture(pictures, settings, *args, **kwargs):
+        styled.append(1)
+        return real(pictures, settings, *args, **kwargs)
+
+    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    totals: list[int] = []
+    render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=True,
+                           progress=lambda done: totals.append(done.frames + done.styling))  # fmt: skip
+    assert len(styled) == 2  # frames 7 and 8: not the chunk again from frame 4
+    assert totals[:2] == [2, 4 + 2]  # the kept frames counted from the start (the key frame, then chunk 0)
+    for number, (a, b) in enumerate(zip(folder_frames(tmp_path / "whole"), folder_frames(tmp_path / "out"),
+                                        strict=True), start=1):  # fmt: skip
+        assert np.array_equal(a, b), number  # as if it had never stopped
+    assert not list((cache_folder() / "videos").glob("*-chunks/*"))
+
+
 def test_a_chunk_that_fails_says_which_and_keeps_the_others(tmp_path, style, tiny):
     clip = lossless_clip(tmp_path, 8)
     job = job_for(clip, style, tmp_path / "out.mp4")

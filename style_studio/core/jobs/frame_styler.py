@@ -79,6 +79,12 @@ class FrameStyler:
         if fresh or self.look is None:
             self.look = Look(picture)
 
+    def replay(self, content: np.ndarray, picture: np.ndarray) -> None:
+        """A frame styled by an earlier pass, in its place: the next starts from it, and it sets the look where
+        ``style`` did (the first, or after a cut)."""
+        guide = self.guide(content) if self.previous is not None else None
+        self.kept(content, picture, fresh=self.look is None or (guide is None and self.previous is not None))
+
     def guide(self, content: np.ndarray) -> FrameGuide | None:
         """What the next frame takes from the last one; None: it starts fresh (the first, after a cut, or
         without coherence)."""

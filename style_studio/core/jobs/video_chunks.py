@@ -5,8 +5,9 @@ look is the clip's (``Look``). Then every chunk is styled at once, each frame
 from the last as in a whole clip's render, all under the key frame's look: a
 chunk after the first begins ``overlap`` frames before its own part, fresh,
 and over those frames its pictures fade in as the previous chunk's fade out.
-Each finished chunk is kept in the cache folder as it comes back, so a
-stopped or killed render goes on from the chunks it lacks; the video is
+Each frame a chunk styles is kept in the cache folder as it comes back, and
+each finished chunk whole, so a stopped or killed render goes on from the
+frame it stood at in each chunk; the video is
 written from the kept chunks, through the job's guarded output, once all are
 there.
 
@@ -17,6 +18,7 @@ this process (``ChunksInProcess``), or as tasks on a cluster.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import time
@@ -90,12 +92,14 @@ def plan_chunks(frames: int, chunk_frames: int = CHUNK_FRAMES, overlap: int = CH
 @dataclass(frozen=True)
 class ChunkWork:
     """What a chunk's pass needs: the job (its clip where it is read), the chunk, the style pictures (a cut
-    inside the chunk starts from them) and the key frame's picture (None: this is the key frame)."""
+    inside the chunk starts from them), the key frame's picture (None: this is the key frame), and the
+    pictures of its first frames styled before (by a pass that was stopped or killed), which it goes on from."""
 
     job: Job
     chunk: Chunk
     styles: tuple[Image.Image, ...]
     look: np.ndarray | None
+    kept: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,11 +120,11 @@ def render_chunk(
     clip: Path | None = None,
     cancel: CancelToken | None = None,
     progress: Callable[[FrameRecord], None] | None = None,
-    styled: Callable[[int], None] | None = None,
+    styled: Callable[[int, np.ndarray], None] | None = None,
 ) -> ChunkFrames:
     """Style a chunk's frames, each from the last, under the key frame's look (``clip``: where the clip is
-    here, when not at the job's path: a cluster's worker). ``styled`` hears how many of its own frames (not
-    the overlap's) are styled, after each one.
+    here, when not at the job's path: a cluster's worker), after the frames ``work`` kept. ``styled`` hears
+    each frame styled here (its number and picture) as it is done.
 
     Raises:
         StyleStudioError: the clip cannot be read, out of memory; Cancelled: ``cancel`` was set.
@@ -144,31 +148,35 @@ def render_chunk(
         if chunk.stop is not None and number >= chunk.stop:
             break
         content = np.asarray(clip_frame.image().resize(size, Image.Resampling.LANCZOS))
-        if number == 1 and work.look is not None:  # the key frame, made first
-            picture = work.look
-            styler.kept(content, picture, fresh=True)
+        if number - chunk.start < len(work.kept):  # styled by an earlier pass
+            picture = work.kept[number - chunk.start]
+            styler.replay(content, picture)
         else:
-            guide = styler.guide(content)
-            last = (chunk.stop or number + 1) - 1
-            report = functools.partial(frame_report, progress, number, last, guide is None, None)
-            picture, compute = styler.style(content, guide, cancel, report)
+            if number == 1 and work.look is not None:  # the key frame, made first
+                picture = work.look
+                styler.kept(content, picture, fresh=True)
+            else:
+                guide = styler.guide(content)
+                last = (chunk.stop or number + 1) - 1
+                report = functools.partial(frame_report, progress, number, last, guide is None, None)
+                picture, compute = styler.style(content, guide, cancel, report)
+            if styled is not None:
+                styled(number, picture)
         pictures.append(picture)
         times.append(clip_frame.time)
-        if styled is not None and number >= chunk.own:
-            styled(number - chunk.own + 1)
     return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, time.perf_counter() - began)
 
 
-#: Hears that a chunk under way has styled this many of its own frames.
-ChunkStyled = Callable[[Chunk, int], None]
+#: Hears that a chunk under way has styled a frame: its number and its picture.
+ChunkStyled = Callable[[Chunk, int, np.ndarray], None]
 
 
 class ChunkRunner(Protocol):
     """Where chunks are styled: each work's ``ChunkFrames`` as it is done (in any order).
 
     ``run`` stops, cancelling what is under way, and raises ``Cancelled`` once ``cancel`` is set; a chunk
-    that failed raises ``StyleStudioError`` saying why. ``styled`` hears the chunks under way as their
-    frames are styled (as often as the runner can tell; a chunk's count only grows).
+    that failed raises ``StyleStudioError`` saying why. ``styled`` hears each frame a chunk under way styles,
+    soon after it is done (the render keeps it).
     """
 
     def run(
@@ -226,8 +234,45 @@ class ChunkStore:
     def _path(self, chunk: Chunk) -> Path:
         return self.folder / f"{chunk.name}-{chunk.start}-{chunk.stop or 'end'}.npz"
 
+    def _frames(self, chunk: Chunk) -> Path:
+        """The folder of the frames a chunk under way has styled so far."""
+        return self._path(chunk).with_suffix(".frames")
+
     def kept(self) -> list[str]:
-        return sorted(p.name for p in self.folder.glob("*.npz")) if self.folder.is_dir() else []
+        """The chunks kept whole, and those with frames kept."""
+        if not self.folder.is_dir():
+            return []
+        parts = [p for p in self.folder.glob("*.frames") if any(p.glob("frame-*.png"))]
+        return sorted([p.name for p in self.folder.glob("*.npz")] + [p.name for p in parts])
+
+    def keep_frame(self, chunk: Chunk, number: int, picture: np.ndarray) -> None:
+        """Keep a frame of a chunk under way, losslessly.
+
+        Raises:
+            StyleStudioError: the cache cannot be written (the frames and chunks kept before stay).
+        """
+        folder = self._frames(chunk)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"frame-{number:06d}.png"
+            write_atomically(path, lambda out: Image.fromarray(picture).save(out, format="PNG", compress_level=1))
+        except OSError as exc:
+            raise StyleStudioError(
+                f"frame {number} of {chunk.name} cannot be kept in {folder} ({exc.strerror or exc}); what was kept "
+                "before stays: free some space and run again with --resume"
+            ) from None
+
+    def frames(self, chunk: Chunk) -> tuple[np.ndarray, ...]:
+        """The pictures of a chunk's first frames kept so far, in order from its start (up to the first gap)."""
+        folder, pictures = self._frames(chunk), []
+        for number in itertools.count(chunk.start):
+            path = folder / f"frame-{number:06d}.png"
+            try:
+                with Image.open(path) as kept:
+                    pictures.append(np.asarray(kept.convert("RGB")))
+            except (OSError, ValueError, SyntaxError):  # missing, or cut short by a kill: styled again
+                break
+        return tuple(pictures)
 
     def has(self, chunk: Chunk) -> bool:
         return self._path(chunk).is_file()
@@ -242,6 +287,7 @@ class ChunkStore:
                 self._path(frames.chunk),
                 lambda out: np.savez_compressed(out, pictures=pictures, about=np.array(document)),
             )
+            remove_tree(self._frames(frames.chunk), self.folder)
         except OSError as exc:
             raise StyleStudioError(
                 f"{frames.chunk.name} cannot be kept in {self.folder} ({exc.strerror or exc}); the chunks kept "
@@ -352,12 +398,15 @@ def render_video_in_chunks(
         kept = store.kept()
         if kept and resume is None:
             raise KeptFramesError(
-                f"{len(kept)} chunk(s) from an earlier render of this clip with these settings are kept: add "
+                f"{len(kept)} chunk(s) or parts from an earlier render of this clip with these settings are kept: add "
                 "--resume to go on from them, or --restart to start again"
             )
         if kept and resume is False:
             store.clear()
         tally = _Tally()
+        begun = {c.index: store.frames(c) for c in plan if not store.has(c)}  # chunks stopped half-way
+        for chunk in plan:
+            tally.styling[chunk.index] = max(0, chunk.start + len(begun.get(chunk.index, ())) - chunk.own)
 
         def tell(frames: ChunkFrames | None) -> None:
             if progress is not None:
@@ -370,9 +419,13 @@ def render_video_in_chunks(
             tally.add(frames)
             tell(frames if new else None)
 
-        def styled(chunk: Chunk, frames: int) -> None:
-            if chunk.index >= 0 and chunk.index not in tally.done and frames > tally.styling.get(chunk.index, 0):
-                tally.styling[chunk.index] = frames
+        def styled(chunk: Chunk, number: int, picture: np.ndarray) -> None:
+            if chunk.index < 0 or chunk.index in tally.done:
+                return
+            store.keep_frame(chunk, number, picture)
+            own = number - chunk.own + 1
+            if own > tally.styling.get(chunk.index, 0):
+                tally.styling[chunk.index] = own
                 tell(None)
 
         if store.has(KEY_FRAME):
@@ -385,7 +438,7 @@ def render_video_in_chunks(
         for chunk in plan:
             if store.has(chunk):
                 came(store.read(chunk), new=False)
-        under_way = [ChunkWork(job, c, styles, key_frame) for c in plan if not store.has(c)]
+        under_way = [ChunkWork(job, c, styles, key_frame, begun[c.index]) for c in plan if c.index in begun]
         for frames in runner.run(under_way, stop, styled):
             came(frames, new=True)
         document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
