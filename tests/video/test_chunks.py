@@ -252,3 +252,43 @@ def test_a_clip_in_chunks_on_ray_is_the_clip_this_process_makes_in_chunks(tmp_pa
     assert len(here) == len(there) == 7
     for number, (a, b) in enumerate(zip(here, there, strict=True), start=1):
         assert np.abs(a.astype(int) - b.astype(int)).max() <= 2, number
+
+
+@pytest.mark.slow
+def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it_handed_over(
+    tmp_path, style, tiny, tiny_network, ray_address, monkeypatch
+):
+    import ray
+    import torch
+
+    from style_studio.cli.ray_video import RayChunks, StyledFrames, _ray_chunk
+    from style_studio.core import ChunkWork, render_chunk
+    from style_studio.core.jobs.video_chunks import KEY_FRAME
+
+    clip = lossless_clip(tmp_path, 8)
+    job = job_for(clip, style, tmp_path / "out")
+    styles = (Image.open(style).convert("RGB"),)
+    key = render_chunk(ChunkWork(job, KEY_FRAME, styles, None), tiny).pictures[0]
+    work = ChunkWork(job, plan_chunks(8, 4, 1)[1], styles, key)  # frames 4 (the overlap) to 8
+    whole = render_chunk(work, tiny)
+    cluster = RayChunks(ray_address)
+    cluster.connect()
+    try:
+        inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
+        for number, picture in zip((4, 5, 6), whole.pictures, strict=False):  # handed over before the worker died
+            ray.get(inbox.tell.remote(1, number, picture))
+        styled: list[int] = []
+        real = frame_styler.run_picture
+
+        def run_picture(pictures, settings, *args, **kwargs):
+            styled.append(1)
+            return real(pictures, settings, *args, **kwargs)
+
+        monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+        again = _ray_chunk(work, clip.read_bytes(), None, "untrained", torch.get_num_threads(), inbox)
+    finally:
+        cluster.close()
+    assert len(styled) == 2  # frames 7 and 8
+    assert len(again.pictures) == 5
+    for a, b in zip(whole.pictures, again.pictures, strict=True):
+        assert np.array_equal(a, b)
