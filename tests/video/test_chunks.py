@@ -69,6 +69,19 @@ def folder_frames(folder: Path) -> list[np.ndarray]:
     return [np.asarray(Image.open(p).convert("RGB")) for p in sorted(folder.glob("*.png"))]
 
 
+def frames_styled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each frame styled from now on in this process."""
+    styled: list[int] = []
+    real = frame_styler.run_picture
+
+    def run_picture(pictures, settings, *args, **kwargs):
+        styled.append(1)
+        return real(pictures, settings, *args, **kwargs)
+
+    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    return styled
+
+
 def test_chunks_cover_the_clip_each_starting_its_overlap_before_its_own_frames():
     assert plan_chunks(100, 48, 6) == [Chunk(0, 1, 1, 49), Chunk(1, 43, 49, 97), Chunk(2, 91, 97, None)]
     assert plan_chunks(10, 48, 6) == [Chunk(0, 1, 1, None)]  # a short clip: one chunk, read to its end
@@ -189,14 +202,7 @@ def test_a_chunk_stopped_half_way_goes_on_from_its_last_kept_frame_to_the_same_v
                                progress=stop_in_the_second_chunk)  # fmt: skip
     with pytest.raises(KeptFramesError, match="3 chunk"):  # the key frame, chunk 0, and part of chunk 1
         render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=None)
-    styled: list[int] = []
-    real = frame_styler.run_picture
-
-    def run_picture(pictures, settings, *args, **kwargs):
-        styled.append(1)
-        return real(pictures, settings, *args, **kwargs)
-
-    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    styled = frames_styled(monkeypatch)
     totals: list[int] = []
     render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=True,
                            progress=lambda done: totals.append(done.frames + done.styling))  # fmt: skip
@@ -277,14 +283,7 @@ def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it
         inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
         for number, picture in zip((4, 5, 6), whole.pictures, strict=False):  # handed over before the worker died
             ray.get(inbox.tell.remote(1, number, picture))
-        styled: list[int] = []
-        real = frame_styler.run_picture
-
-        def run_picture(pictures, settings, *args, **kwargs):
-            styled.append(1)
-            return real(pictures, settings, *args, **kwargs)
-
-        monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+        styled = frames_styled(monkeypatch)
         again = _ray_chunk(work, clip.read_bytes(), None, "untrained", torch.get_num_threads(), inbox)
     finally:
         cluster.close()
