@@ -145,9 +145,13 @@ def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, s
     for number in (1, 2):  # chunk 0 alone, before the next one fades in over frames 3 and 4
         assert np.array_equal(whole[number - 1], chunked[number - 1]), number
     assert not np.array_equal(whole[8], chunked[8])  # the last chunk began fresh: its own strokes
-    # ... under the key frame's look: every frame after the key frame, a chunk's first too, is styled towards it.
-    key_frame = runs[0][1]
-    assert len(runs) == 1 + 3 + 6 + 3 and all(len(s) == 1 and np.array_equal(s[0], key_frame) for s, _ in runs[1:])
+    # ... under the key frame's look: every frame after the key frame, a chunk's first too, is styled towards it
+    # (and the painting).
+    key_frame, painting = runs[0][1], np.asarray(runs[0][0][0])
+    assert len(runs) == 1 + 3 + 6 + 3
+    for styles, _ in runs[1:]:
+        assert [np.asarray(s).shape for s in styles] == [key_frame.shape, painting.shape]
+        assert np.array_equal(np.asarray(styles[0]), key_frame) and np.array_equal(np.asarray(styles[1]), painting)
     assert not list((cache_folder() / "videos").glob("*-chunks/*"))  # the kept chunks are gone once written
 
 

@@ -42,14 +42,33 @@ def render(tmp_path: Path, style: Path, pictures: list[np.ndarray], tiny, name: 
     render_video(job, tiny, **kwargs)
 
 
-def test_the_frames_after_the_first_are_styled_towards_the_first_frames_look(tmp_path, style, tiny, styled):
+def test_the_frames_after_the_first_are_styled_towards_its_look_and_the_painting(tmp_path, style, tiny, styled):
     render(tmp_path, style, camera_pan(3, size=(64, 48)), tiny, resume=False)
     painting = Image.open(style).convert("RGB")
     (first_styles, first_settings, first), *later = styled
     assert np.array_equal(np.asarray(first_styles[0]), np.asarray(painting)) and first_settings.style_scale == 0.5
     for styles, settings, _ in later:
-        assert len(styles) == 1 and np.array_equal(np.asarray(styles[0]), first)
-        assert settings.style_scale == 1.0  # the look's strokes at their own size, not shrunk again
+        look, *paintings = styles
+        # The look's strokes keep their size: at style scale 0.5 its middle half, not the whole frame shrunk.
+        assert np.array_equal(np.asarray(look), first[12:36, 16:48])
+        assert len(paintings) == 1 and np.array_equal(np.asarray(paintings[0]), np.asarray(painting))
+        assert settings.style_scale == 0.5 and settings.style_blend == (0.5, 0.5)
+
+
+def test_under_a_look_the_style_pictures_keep_their_own_blend():
+    settings = dataclasses.replace(SETTINGS, style_blend=(3.0, 1.0))
+    assert frame_styler.under_look(settings, 2).style_blend == (0.5, 0.375, 0.125)
+    assert frame_styler.under_look(SETTINGS, 3).style_blend == pytest.approx((0.5, 1 / 6, 1 / 6, 1 / 6))
+
+
+def test_a_look_is_mirrored_out_to_a_larger_style_side():
+    frame = textured(64, 48, seed=2)
+    look = frame_styler.Look(frame)
+    larger = np.asarray(look.at_style_side(dataclasses.replace(SETTINGS, style_scale=1.5)))
+    assert larger.shape == (72, 96, 3)
+    assert np.array_equal(larger[:48, :64], frame)
+    assert np.array_equal(larger[48:, :64], frame[::-1][:24])  # mirrored, so no edge runs across it
+    assert look.at_style_side(dataclasses.replace(SETTINGS, style_scale=1.0)) is look.picture
 
 
 def test_a_cut_starts_a_new_look_from_the_painting(tmp_path, style, tiny, styled):
@@ -58,7 +77,7 @@ def test_a_cut_starts_a_new_look_from_the_painting(tmp_path, style, tiny, styled
     painting = np.asarray(Image.open(style).convert("RGB"))
     firsts = [np.array_equal(np.asarray(styles[0]), painting) for styles, _, _ in styled]
     assert firsts == [True, False, True, False]
-    assert np.array_equal(np.asarray(styled[3][0][0]), styled[2][2])  # the frame after the cut: the cut's look
+    assert np.array_equal(np.asarray(styled[3][0][0]), styled[2][2][12:36, 16:48])  # after the cut: the cut's look
 
 
 def test_a_resumed_render_keeps_the_look_of_the_frame_kept_first(tmp_path, style, tiny, styled):
@@ -74,4 +93,4 @@ def test_a_resumed_render_keeps_the_look_of_the_frame_kept_first(tmp_path, style
     first = styled[0][2]
     styled.clear()
     render(tmp_path, style, pictures, tiny, resume=True)
-    assert styled and all(np.array_equal(np.asarray(styles[0]), first) for styles, _, _ in styled)
+    assert styled and all(np.array_equal(np.asarray(styles[0]), first[12:36, 16:48]) for styles, _, _ in styled)

@@ -131,4 +131,4 @@ def test_a_frame_after_the_first_runs_at_full_size_whatever_the_pictures_schedul
 
     settings = dataclasses.replace(DEFAULTS, size=512, **schedule)
     assert len(settings.schedule()) > 1  # the first frame's
-    assert frame_settings(settings, VideoOptions(frame_iterations=40)).schedule() == [(512, 40)]
+    assert frame_settings(settings, VideoOptions(frame_iterations=40), 1).schedule() == [(512, 40)]

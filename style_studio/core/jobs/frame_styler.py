@@ -29,20 +29,45 @@ if TYPE_CHECKING:
     from .job import VideoOptions
 
 
-class Look:
-    """The look a clip's frames keep: a fresh frame's styled picture, the style of every frame after it.
+#: Under a look, the style pictures' share of a frame's style (the look has the rest).
+PAINTING_SHARE = 0.5
 
-    A frame after the first starts from the last one and is optimised further. Against the painting, each
+
+class Look:
+    """The look a clip's frames keep: a fresh frame's styled picture, blended into the style of every frame after it.
+
+    A frame after the first starts from the last one and is optimised further. Against the painting alone, each
     frame would go on where the last stopped, and the look would move from frame to frame (darker, bluer):
-    drift. Matched to the fresh frame's statistics, each frame follows its own content with the look the
-    clip began with.
+    drift. Against the fresh frame's statistics alone, the style no longer pulls where the frame starts, and
+    the content term draws every frame after the first towards the photo: softer strokes. Half and half
+    (``PAINTING_SHARE``) keeps the look and the painting's pull (docs/performance.md).
     """
 
     def __init__(self, picture: np.ndarray) -> None:
         from ..objective.objective import StyleCache
 
         self.picture = Image.fromarray(picture)
-        self.statistics = StyleCache()  # the fresh frame's statistics, computed once for the frames after it
+        self.statistics = StyleCache()  # the look's and the styles' statistics, computed once for the frames after it
+
+    def styles(self, settings: settings_mod.Settings, paintings: Sequence[Image.Image]) -> tuple[Image.Image, ...]:
+        """The style pictures of a frame under this look: the look, then the paintings (``under_look``)."""
+        return (self.at_style_side(settings), *paintings)
+
+    def at_style_side(self, settings: settings_mod.Settings) -> Image.Image:
+        """The look cut (or mirrored out) to the style pictures' size, so that its strokes keep the size they
+        have in the frames whatever the style scale: a style picture is resized to ``settings.style_side``."""
+        width, height = self.picture.size
+        longest = max(width, height)
+        side = settings.style_side(longest)
+        if side == longest:
+            return self.picture
+        size = (max(1, round(width * side / longest)), max(1, round(height * side / longest)))
+        if side < longest:
+            left, top = (width - size[0]) // 2, (height - size[1]) // 2
+            return self.picture.crop((left, top, left + size[0], top + size[1]))
+        pixels = np.asarray(self.picture)
+        padding = ((0, size[1] - height), (0, size[0] - width), (0, 0))
+        return Image.fromarray(np.pad(pixels, padding, mode="symmetric"))
 
 
 class FrameStyler:
@@ -101,10 +126,11 @@ class FrameStyler:
         settings, styles, known = self.settings, self.styles, self.known_styles
         sets_look = self.look is None or (guide is None and self.previous is not None)  # the first, or a cut
         if guide is not None and self.look is not None:  # carried on from the last frame, with the clip's look
-            settings, styles, known = frame_settings(self.settings, self.options), [self.look.picture], \
-                self.look.statistics  # fmt: skip
+            settings = frame_settings(self.settings, self.options, len(self.styles))
+            styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
         elif self.previous is None and self.look is not None:  # the first of a pass inside the clip
-            settings, styles, known = under_look(self.settings), [self.look.picture], self.look.statistics
+            settings = under_look(self.settings, len(self.styles))
+            styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
         result = run_picture(
             Pictures(Image.fromarray(content), tuple(styles)), settings, self.weights, cancel=cancel, report=report,
             previews=Previews(0.5, 256), frame=guide, known_styles=known,
@@ -114,16 +140,19 @@ class FrameStyler:
         return picture, result.compute
 
 
-def under_look(settings: settings_mod.Settings) -> settings_mod.Settings:
-    """A fresh frame styled towards the clip's look: the whole schedule, the look as its one style at its scale."""
-    return dataclasses.replace(settings, style_blend=(), style_scale=1.0)
+def under_look(settings: settings_mod.Settings, paintings: int) -> settings_mod.Settings:
+    """A frame styled under the clip's look (``Look.styles``: the look, then the ``paintings`` style pictures):
+    the look has ``1 - PAINTING_SHARE`` of the style, the style pictures the rest in their own blend."""
+    blend = settings.blend_weights(paintings)
+    return dataclasses.replace(settings, style_blend=(1 - PAINTING_SHARE, *(PAINTING_SHARE * w for w in blend)))
 
 
-def frame_settings(settings: settings_mod.Settings, options: VideoOptions) -> settings_mod.Settings:
-    """A frame after the first: one scale (it starts from a finished picture), ``frame_iterations``, and the fresh
-    frame's look as its one style, at its own scale."""
-    return dataclasses.replace(settings, scales=1, first_scale=0, iterations=options.frame_iterations,
-                               init="content", style_blend=(), style_scale=1.0)  # fmt: skip
+def frame_settings(settings: settings_mod.Settings, options: VideoOptions, paintings: int) -> settings_mod.Settings:
+    """A frame after the first: one scale (it starts from a finished picture), ``frame_iterations``, under the
+    clip's look (``under_look``)."""
+    frame = dataclasses.replace(settings, scales=1, first_scale=0, iterations=options.frame_iterations,
+                                init="content")  # fmt: skip
+    return under_look(frame, paintings)
 
 
 def _guide(
