@@ -125,11 +125,11 @@ class FrameStyler:
         """The next frame styled (``guide`` from ``guide``): its pixels (8 bits) and where it was computed."""
         settings, styles, known = self.settings, self.styles, self.known_styles
         sets_look = self.look is None or (guide is None and self.previous is not None)  # the first, or a cut
-        if guide is not None and self.look is not None:  # carried on from the last frame, with the clip's look
-            settings = frame_settings(self.settings, self.options, len(self.styles))
-            styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
-        elif self.previous is None and self.look is not None:  # the first of a pass inside the clip
-            settings = under_look(self.settings, len(self.styles))
+        # Under the clip's look: carried on from the last frame, or the first of a pass inside the clip.
+        if self.look is not None and (guide is not None or self.previous is None):
+            paintings = len(self.styles)
+            settings = (frame_settings(self.settings, self.options, paintings) if guide is not None
+                        else under_look(self.settings, paintings))  # fmt: skip
             styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
         result = run_picture(
             Pictures(Image.fromarray(content), tuple(styles)), settings, self.weights, cancel=cancel, report=report,
