@@ -60,3 +60,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
+
+
+def add_painting_share(parser) -> None:
+    """``--painting-share``: a what-if for the video benchmarks (``frame_styler.PAINTING_SHARE``)."""
+    parser.add_argument("--painting-share", type=float, default=None,
+                        help="what-if: the style pictures' share of a frame's style under the clip's look "
+                             "(default: the app's)")  # fmt: skip
+
+
+def painting_share(args) -> float:
+    """The painting share the frames are styled under: the one asked for (set for this process), else the app's."""
+    from style_studio.core.jobs import frame_styler
+
+    if args.painting_share is not None:
+        frame_styler.PAINTING_SHARE = args.painting_share
+    return frame_styler.PAINTING_SHARE

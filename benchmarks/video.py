@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, machine, table, weights
+from _common import ROOT, add_painting_share, machine, painting_share, table, weights
 from PIL import Image
 from video_measures import Box, SetFeatures, spread, trail
 
@@ -177,6 +177,7 @@ def main() -> None:
     parser.add_argument("--init", default=None, help="the first frame's start; default: the defaults'")
     parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan", "still"), default=["pan", "object"])
     parser.add_argument("--slow-pan-frames", type=int, default=48, help="the slow pan's frames (drift)")
+    add_painting_share(parser)
     parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
     parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
     args = parser.parse_args()
@@ -191,6 +192,7 @@ def main() -> None:
     from style_studio.core.settings import DEFAULTS
     from tests.clips import write_clip
 
+    share = painting_share(args)
     loaded = weights(args.weights)
     temporal = VideoOptions().temporal_weight if args.temporal_weight is None else args.temporal_weight
     chosen = {name: value for name, value in (("style_loss", args.style_loss), ("init", args.init)) if value}
@@ -201,7 +203,7 @@ def main() -> None:
     width, height = args.size, args.size * 2 // 3 // 2 * 2  # even, as a 4:2:0 video is
     print(f"{machine()}\nweights: {loaded.label}; {args.frames} frames of {width}×{height}, {args.iterations} "
           f"iterations a frame, temporal weight {temporal:g}, frame settle {args.frame_settle:g}, frame repair "
-          f"{args.frame_repair:g} (coherent), "
+          f"{args.frame_repair:g} (coherent), painting share {share:g}, "
           f"style {args.style}, style loss {settings.style_loss}, start {settings.init}\n")  # fmt: skip
     args.sheets.mkdir(parents=True, exist_ok=True)
     flows = FlowEstimator("dis")

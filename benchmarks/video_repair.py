@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import ROOT, machine, table, weights
+from _common import ROOT, add_painting_share, machine, painting_share, table, weights
 from PIL import Image
 from video import object_boxes, object_clip, render, style_losses
 from video_measures import SetFeatures, trail
@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=40, help="iterations of every frame")
     parser.add_argument("--repair", type=float, nargs="+", default=[0.0, 2.0, 5.0, 12.0])
     parser.add_argument("--weights", default=None, help="default: the proxy weights when present, else untrained")
+    add_painting_share(parser)
     parser.add_argument("--style", default="starry_night.jpg")
     args = parser.parse_args()
 
@@ -46,6 +47,7 @@ def main() -> None:
     from style_studio.core.settings import DEFAULTS
     from tests.clips import write_clip
 
+    share = painting_share(args)
     loaded = weights(args.weights)
     settings = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations, scales=1,
                                    weights=loaded.choice)  # fmt: skip
@@ -57,7 +59,8 @@ def main() -> None:
     painting = np.asarray(style.resize((width, height), Image.Resampling.LANCZOS))
     flows = FlowEstimator("dis")
     print(f"{machine()}\nweights: {loaded.label}; moving object, {args.frames} frames of {width}×{height}, "
-          f"{args.iterations} iterations a frame, style {args.style}, frame settle off\n")  # fmt: skip
+          f"{args.iterations} iterations a frame, style {args.style}, painting share {share:g}, "
+          "frame settle off\n")  # fmt: skip
     measured = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)

@@ -52,13 +52,13 @@ def test_the_frames_after_the_first_are_styled_towards_its_look_and_the_painting
         # The look's strokes keep their size: at style scale 0.5 its middle half, not the whole frame shrunk.
         assert np.array_equal(np.asarray(look), first[12:36, 16:48])
         assert len(paintings) == 1 and np.array_equal(np.asarray(paintings[0]), np.asarray(painting))
-        assert settings.style_scale == 0.5 and settings.style_blend == (0.5, 0.5)
+        assert settings.style_scale == 0.5 and settings.style_blend == pytest.approx((0.15, 0.85))
 
 
 def test_under_a_look_the_style_pictures_keep_their_own_blend():
     settings = dataclasses.replace(SETTINGS, style_blend=(3.0, 1.0))
-    assert frame_styler.under_look(settings, 2).style_blend == (0.5, 0.375, 0.125)
-    assert frame_styler.under_look(SETTINGS, 3).style_blend == pytest.approx((0.5, 1 / 6, 1 / 6, 1 / 6))
+    assert frame_styler.under_look(settings, 2).style_blend == pytest.approx((0.15, 0.6375, 0.2125))
+    assert frame_styler.under_look(SETTINGS, 3).style_blend == pytest.approx((0.15, 0.85 / 3, 0.85 / 3, 0.85 / 3))
 
 
 def test_a_look_is_mirrored_out_to_a_larger_style_side():

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 #: Under a look, the style pictures' share of a frame's style (the look has the rest).
-PAINTING_SHARE = 0.5
+PAINTING_SHARE = 0.85
 
 
 class Look:
@@ -39,8 +39,8 @@ class Look:
     A frame after the first starts from the last one and is optimised further. Against the painting alone, each
     frame would go on where the last stopped, and the look would move from frame to frame (darker, bluer):
     drift. Against the fresh frame's statistics alone, the style no longer pulls where the frame starts, and
-    the content term draws every frame after the first towards the photo: softer strokes. Half and half
-    (``PAINTING_SHARE``) keeps the look and the painting's pull (docs/performance.md).
+    the content term draws every frame after the first towards the photo: softer strokes. Mostly the painting
+    and some of the look (``PAINTING_SHARE``) keeps both the look and the painting's pull (docs/performance.md).
     """
 
     def __init__(self, picture: np.ndarray) -> None:
