@@ -254,7 +254,8 @@ def main() -> None:
                f"style loss ratio (≤{GOAL_STYLE})", "s/frame", "s/frame alone", "s/picture", "frame/picture",
                f"flow+warp (≤{100 * GOAL_FLOW:.0f} %)"]  # fmt: skip
     print(table(headers, rows))
-    headers = ["clip", "trail: photo distance, uncovered/never (≥0.9)", "style closed, uncovered/never (≥0.9)",
+    headers = ["clip", "trail (frame by frame in brackets): photo distance, uncovered/never (≥0.9)",
+               "style closed, uncovered/same-size never (≥0.9)", "uncovered/all never",
                "drift: style distance spread, coherent/frame by frame (≤1.5)", "mean colour spread (≤1.5)",
                "brightness first → last, coherent", "frame by frame"]  # fmt: skip
     print("\n" + table(headers, looks))
@@ -268,10 +269,14 @@ def look_row(name, inputs, ours, theirs, painting, features, sets, size) -> list
     if name == "moving object":
         boxes = object_boxes(len(inputs), size)
         paint = np.asarray(painting)
-        pairs = [trail(inputs, out, boxes, paint, sets) for out in (ours, theirs)]
-        row += [f"{pairs[0][0]:.2f} ({pairs[1][0]:.2f})", f"{pairs[0][1]:.2f} ({pairs[1][1]:.2f})"]
+        ours_trail, theirs_trail = (trail(inputs, out, boxes, paint, sets) for out in (ours, theirs))
+        row += [
+            f"{ours_trail.photo_distance:.2f} ({theirs_trail.photo_distance:.2f})",
+            f"{ours_trail.closed_matched:.2f} ({theirs_trail.closed_matched:.2f})",
+            f"{ours_trail.closed:.2f} ({theirs_trail.closed:.2f})",
+        ]
     else:
-        row += ["", ""]
+        row += ["", "", ""]
     (style_ours, colour_ours, light_ours), (style_theirs, colour_theirs, light_theirs) = (
         spread(out, painting, features) for out in (ours, theirs)
     )
