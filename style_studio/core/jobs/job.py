@@ -82,11 +82,11 @@ class VideoOptions:
     frame_repair: float = field(
         default=0.0,
         metadata=_about("a style term of their own for the pixels the flow does not trust (uncovered behind a "
-                        "moving object), this many times the style weight: fainter trails, more flicker, "
-                        "slower frames; 0: none", low=0, high=100, metavar="W",
-                        tip="Gives pixels uncovered behind a moving object a style term of their own, this "
-                        "many times the style weight: fainter trails, but more flicker and slower frames; "
-                        "0: off."),
+                        "moving object) and their neighbours, this many times the style weight: for areas that "
+                        "still look pale; more flicker, slower frames; 0: none", low=0, high=100, metavar="W",
+                        tip="Gives pixels uncovered behind a moving object, and their neighbours, a style term "
+                        "of their own, this many times the style weight: for uncovered areas that still look "
+                        "pale, at the cost of more flicker and slower frames; 0: off."),
     )  # fmt: skip
     flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
     start: float = field(
