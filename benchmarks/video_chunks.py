@@ -139,13 +139,14 @@ def on_ray(job, args) -> tuple[list[np.ndarray], float]:
     """The clip in chunks on a local Ray instance of ``--ray-cpus`` CPUs; the wall time includes its start."""
     import ray
 
+    from style_studio.cli.ray_cluster import RayCluster
     from style_studio.cli.ray_video import RayChunks
     from style_studio.core import render_video_in_chunks
 
     began = time.perf_counter()
     ray.init(num_cpus=args.ray_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
-        runner = RayChunks("auto")
+        runner = RayChunks(RayCluster("auto"))
         render_video_in_chunks(job, runner, chunk_frames=args.chunk_frames, overlap=args.overlap, resume=False)
         return frames_of(job.output), time.perf_counter() - began
     finally:

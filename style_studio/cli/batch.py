@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..core import folder_lock, held
-from .parser import UsageError, preset_base, settings_from_args, video_options
+from .parser import UsageError, chunking, preset_base, settings_from_args, video_options
 from .render import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
                                    settings, f".{args.format}", options)  # fmt: skip
     check_jobs(jobs, outdir)
+    chunking(args)  # chunks that cannot be made are refused before anything runs
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")
     try:
@@ -68,6 +69,7 @@ def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], st
     if args.ray:
         cluster = RayCluster(args.ray)
         cluster.jobs_hint = len(jobs)
+        cluster.chunking = chunking(args)
         stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
         runner = cluster
     elif args.workers > 1:

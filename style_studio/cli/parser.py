@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, About, VideoOptions, bound_text
+from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, About, StyleStudioError, VideoOptions, bound_text, plan_chunks
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -117,15 +117,7 @@ def _add_video(sub: Any) -> None:
         help="render the clip in chunks, each a task on a Ray cluster (auto: the one `ray start` joined this "
         "machine to); the first frame is styled first and sets every chunk's look",
     )  # fmt: skip
-    v.add_argument(
-        "--chunk-frames", type=int, metavar="N",
-        help=f"with --ray: the frames of each chunk (default {CHUNK_FRAMES})",
-    )  # fmt: skip
-    v.add_argument(
-        "--chunk-overlap", type=int, metavar="N",
-        help=f"with --ray: the frames before its own that a chunk also styles and fades in over, so that no "
-        f"seam shows (default {CHUNK_OVERLAP})",
-    )  # fmt: skip
+    add_chunk_options(v, "the frames of each chunk")
     kept = v.add_mutually_exclusive_group()
     kept.add_argument(
         "--resume", action="store_true",
@@ -157,12 +149,43 @@ def _add_batch(sub: Any) -> None:
     b.add_argument("--workers", type=int, default=1, help="jobs at once on this machine, each in its own process")
     b.add_argument(
         "--ray", metavar="auto|ADDRESS",
-        help="run each job as a task on a Ray cluster (auto: the one `ray start` joined this machine to)",
+        help="run each job as a task on a Ray cluster (auto: the one `ray start` joined this machine to); a clip "
+        "longer than --chunk-frames is split into chunks, each a task",
     )  # fmt: skip
+    add_chunk_options(b, "a clip of more frames than this is split into chunks of this many")
     b.add_argument("--progress", choices=PROGRESS_MODES, default=None)
     add_output_options(b)
     add_video_options(b)
     add_settings_options(b, leave_out=NOT_FOR_BATCH)
+
+
+def add_chunk_options(parser: argparse.ArgumentParser, frames_help: str) -> None:
+    """How ``--ray`` splits a clip: the frames of a chunk, and how many of the chunk before it each also styles."""
+    parser.add_argument(
+        "--chunk-frames", type=int, metavar="N", help=f"with --ray: {frames_help} (default {CHUNK_FRAMES})"
+    )  # fmt: skip
+    parser.add_argument(
+        "--chunk-overlap", type=int, metavar="N",
+        help=f"with --ray: the frames before its own that a chunk also styles and fades in over, so that no "
+        f"seam shows (default {CHUNK_OVERLAP})",
+    )  # fmt: skip
+
+
+def chunking(args: argparse.Namespace) -> tuple[int, int]:
+    """The frames of a chunk and its overlap, as the options give them.
+
+    Raises:
+        UsageError: chunk options without ``--ray``, or chunks that cannot be made.
+    """
+    if not args.ray and (args.chunk_frames is not None or args.chunk_overlap is not None):
+        raise UsageError("--chunk-frames and --chunk-overlap split the clip for --ray; add --ray ADDRESS")
+    frames = CHUNK_FRAMES if args.chunk_frames is None else args.chunk_frames
+    overlap = CHUNK_OVERLAP if args.chunk_overlap is None else args.chunk_overlap
+    try:
+        plan_chunks(2 * max(frames, 1), frames, overlap)
+    except StyleStudioError as exc:
+        raise UsageError(f"--chunk-frames {frames} --chunk-overlap {overlap}: {exc}") from None
+    return frames, overlap
 
 
 def add_video_options(parser: argparse.ArgumentParser) -> None:

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..core import CheckpointStore, JobInputs, RenderedJob, StyleStudioError, render_job
+from ..core import (
+    CHUNK_FRAMES,
+    CHUNK_OVERLAP,
+    CheckpointStore,
+    JobInputs,
+    RenderedJob,
+    StyleStudioError,
+    render_job,
+)
 from .runners import RunnerReport, _taken, _weights
 
 if TYPE_CHECKING:
@@ -82,7 +90,8 @@ def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: s
 class RayCluster:
     """Each job a Ray task on an existing cluster (``address`` "auto" or host:port), one GPU each where there are GPUs.
 
-    The inputs and the weights file travel through Ray's object store.
+    The inputs and the weights file travel through Ray's object store. A clip longer than a chunk
+    (``chunking``: its frames and overlap) is rendered in chunks, each a task (``ray_video.ChunkedVideos``).
     """
 
     local_files = False
@@ -97,6 +106,10 @@ class RayCluster:
         self._refs: dict[Any, str] = {}  # the tasks under way (their job's id)
         #: How many jobs the batch has (a few jobs on a large cluster get more CPUs each).
         self.jobs_hint = 1
+        #: The frames of a chunk and its overlap: a longer clip goes in chunks.
+        self.chunking = (CHUNK_FRAMES, CHUNK_OVERLAP)
+        self._shipped: dict[str, tuple[Any, str]] = {}  # each weights file in the object store, and its digest
+        self._videos: Any = None  # the batch's clips in chunks (a ChunkedVideos), while it runs
 
     def connect(self) -> str:
         """Join the cluster; a description of it ("3 nodes, 24 CPUs, 2 GPUs")."""
@@ -112,7 +125,16 @@ class RayCluster:
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
         return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
 
+    def weights(self, choice: str) -> tuple[Any, str]:
+        """The weights choice's file in the object store, put there when a task first needs it (the ImageNet file
+        too: workers may be offline), and its digest."""
+        if choice not in self._shipped:
+            self._shipped[choice] = (self._ray.put(_weights_bytes(choice)), _weights_digest(choice))
+        return self._shipped[choice]
+
     def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
+        from .ray_video import ChunkedVideos
+
         ray = self._ray
         work = iter(work)
         resources = ray.cluster_resources()
@@ -121,26 +143,27 @@ class RayCluster:
         cpus = 1 if gpus else max(1, total // max(1, min(self.jobs_hint, total)))
         slots = gpus if gpus else max(1, total // cpus)
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=0)(_ray_render)
-        # Each weights file once into the object store, when a job first needs it; the ImageNet
-        # file too (workers may be offline).
-        shipped: dict[str, tuple[Any, str]] = {}
         jobs: dict[Any, str] = {}
         self._refs = jobs  # what a Ctrl+C cancels: every task sent, from the first one on
+        videos = self._videos = ChunkedVideos(self)
 
         def submit(inputs: JobInputs) -> None:
-            choice = inputs.job.settings.weights
-            if choice not in shipped:
-                shipped[choice] = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
-            jobs[task.remote(inputs, *shipped[choice], cpus)] = inputs.job.id
+            if videos.takes(inputs):
+                videos.start(inputs.job)
+            else:
+                jobs[task.remote(inputs, *self.weights(inputs.job.settings.weights), cpus)] = inputs.job.id
 
-        # Every slot busy and as many jobs queued behind them: the rest of the inputs are not read yet.
-        for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+        def room() -> bool:  # every slot busy and as many jobs queued behind them: the rest are not read yet
+            return len(jobs) + videos.running < 2 * slots
+
+        for inputs in _taken(work, room):
             submit(inputs)
-        while jobs:
-            done, _ = ray.wait(list(jobs), num_returns=1, timeout=0.5)
+        while jobs or videos.running:
+            done = ray.wait(list(jobs), num_returns=1, timeout=0.5)[0] if jobs else []
             for ref in done:
                 yield jobs.pop(ref), self.result_of(ref)
-            for inputs in _taken(work, lambda: len(jobs) < 2 * slots):
+            yield from videos.reports(wait=0 if jobs else 0.5)
+            for inputs in _taken(work, room):
                 submit(inputs)
 
     def result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
@@ -159,6 +182,8 @@ class RayCluster:
             return StyleStudioError(f"Ray could not run the task: {_last_line(exc)}")
 
     def cancel(self) -> None:
+        if self._videos is not None:
+            self._videos.cancel()
         for ref in list(self._refs):
             try:
                 self._ray.cancel(ref, force=True)

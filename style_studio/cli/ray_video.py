@@ -1,19 +1,36 @@
-"""``style-studio video --ray``: a long clip in chunks, Ray tasks; its bytes and the weights go by the object store."""
+"""A long clip in chunks on Ray (``video --ray``, and a batch's long clips): the chunks are Ray tasks; the clip's bytes
+and the weights go by the object store."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import queue
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import Cancelled, StyleStudioError
-from .ray_cluster import RayCluster, _weights_bytes, _weights_digest, _weights_from_bytes
+import numpy as np
+
+from .. import __version__
+from ..core import (
+    Cancelled,
+    CancelToken,
+    Job,
+    JobInputs,
+    RenderedJob,
+    StyleStudioError,
+    check_video_job,
+    plan_chunks,
+    render_video_in_chunks,
+)
+from .ray_cluster import RayCluster, _weights_from_bytes
 
 if TYPE_CHECKING:
-    from ..core import CancelToken, ChunkFrames, ChunkStyled, ChunkWork
+    from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork
+    from .runners import RunnerReport
 
 
 def _ray_chunk(
@@ -68,19 +85,13 @@ class StyledFrames:
 
 
 class RayChunks:
-    """A clip's chunks as tasks on a Ray cluster (``address`` "auto" or host:port), one GPU each where there are
+    """A clip's chunks as tasks on a Ray cluster (a ``RayCluster``, joined), one GPU each where there are
     GPUs, else the CPUs shared out between the chunks under way. Stopping cancels the tasks under way."""
 
-    def __init__(self, address: str) -> None:
-        self.cluster = RayCluster(address)
-        self._ray = self.cluster._ray
+    def __init__(self, cluster: RayCluster) -> None:
+        self.cluster = cluster
+        self._ray = cluster._ray
         self._clips: dict[Path, Any] = {}  # each clip's bytes in the object store, put once
-
-    def connect(self) -> str:
-        return self.cluster.connect()
-
-    def close(self) -> None:
-        self.cluster.close()
 
     def run(
         self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
@@ -92,8 +103,7 @@ class RayChunks:
         gpus, total = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
         cpus = 1 if gpus else max(1, total // min(len(works), total))
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=1)(_ray_chunk)
-        choice = works[0].job.settings.weights
-        weights = (ray.put(_weights_bytes(choice)), _weights_digest(choice))
+        weights = self.cluster.weights(works[0].job.settings.weights)
         inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
         refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, inbox): work for work in works}
         chunks = {work.chunk.index: work.chunk for work in works}
@@ -128,3 +138,83 @@ class RayChunks:
                 raise StyleStudioError(f"{path.name} cannot be read ({exc.strerror or exc})") from None
             self._clips[path] = self._ray.put(data)
         return self._clips[path]
+
+
+class ChunkedVideos:
+    """A batch's clips longer than a chunk, on Ray: each rendered in chunks by a thread of this process (its key
+    frame, then every chunk at once, as tasks beside the batch's others) and written when it is done.
+
+    Each reports as a batch runner does: (job id, a progress record) as its frames are styled, then (job id,
+    a ``RenderedJob`` already written, or the StyleStudioError that stopped it). Kept chunks of a batch that
+    was stopped or killed are gone on from.
+    """
+
+    def __init__(self, cluster: RayCluster) -> None:
+        self.cluster = cluster
+        self.stop = CancelToken()
+        self._reports: queue.Queue[RunnerReport] = queue.Queue()
+        self._pending: set[str] = set()  # the jobs whose last report is not taken yet
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def running(self) -> int:
+        return len(self._pending)
+
+    def takes(self, inputs: JobInputs) -> bool:
+        """Whether the job is a clip of more frames than a chunk (one it cannot read goes as a task, which says why)."""
+        job = inputs.job
+        if job.video is None:
+            return False
+        try:
+            info = check_video_job(job, read_styles=False)
+        except StyleStudioError:
+            return False
+        return info.frames_between(job.video.start, job.video.duration) > self.cluster.chunking[0]
+
+    def start(self, job: Job) -> None:
+        self._pending.add(job.id)
+        thread = threading.Thread(target=self._render, args=(job,), name=f"style-studio-chunks-{job.id}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def reports(self, wait: float = 0.0) -> Iterator[RunnerReport]:
+        """The reports that came since the last call, waiting up to ``wait`` seconds for the first."""
+        while True:
+            try:
+                report = self._reports.get(timeout=wait) if wait else self._reports.get_nowait()
+            except queue.Empty:
+                return
+            wait = 0.0
+            if not isinstance(report[1], dict):
+                self._pending.discard(report[0])
+            yield report
+
+    def cancel(self) -> None:
+        """Stop every clip under way (their chunks' tasks are cancelled, the chunks done are kept)."""
+        self.stop.cancel()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def _render(self, job: Job) -> None:
+        chunk_frames, overlap = self.cluster.chunking
+
+        def progress(done: ChunksDone) -> None:
+            step = {"job": job.id, "step": done.frames + done.styling, "steps": done.of_frames}
+            self._reports.put((job.id, step | done.to_json()))
+
+        result: RenderedJob | StyleStudioError
+        try:
+            rendered = render_video_in_chunks(
+                job, RayChunks(self.cluster), chunk_frames=chunk_frames, overlap=overlap, stop=self.stop,
+                progress=progress, resume=True, comment=f"Style Studio {__version__}",
+            )  # fmt: skip
+            chunks = f"{rendered.frames} frames in {len(plan_chunks(rendered.frames, chunk_frames, overlap))} chunks"
+            result = RenderedJob(job.id, np.zeros((0, 0, 3), np.uint8), "", rendered.seconds, rendered.compute,
+                                 notes=(chunks, *rendered.notes), written=True)  # fmt: skip
+        except Cancelled:
+            result = StyleStudioError("cancelled")
+        except StyleStudioError as exc:
+            result = exc
+        except Exception as exc:  # a bug or Ray failing: this job fails, the batch goes on
+            result = StyleStudioError(f"failed unexpectedly: {exc.__class__.__name__}: {exc}")
+        self._reports.put((job.id, result))

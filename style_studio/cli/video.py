@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, Cancelled, CancelToken, Job
-from .parser import UsageError, as_flags, preset_base, settings_from_args, video_options
+from ..core import Cancelled, CancelToken, Job
+from .parser import UsageError, as_flags, chunking, preset_base, settings_from_args, video_options
 from .terminal import BarReporter, handling, load_weights_shown
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class FrameReporter(BarReporter):
 
 def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio video``; returns the exit status."""
-    from ..core import Busy, check_video_job, plan_chunks, render_video
+    from ..core import Busy, check_video_job, render_video
 
     settings = settings_from_args(args, preset_base(args))
     options = video_options(args)
@@ -86,12 +86,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         stderr.write(f"style-studio: {info.path.name}: {note}\n")
     mode = args.progress or ("bar" if stderr.isatty() else "none")
     frames = info.frames_between(options.start, options.duration)
-    chunking = (CHUNK_FRAMES if args.chunk_frames is None else args.chunk_frames,
-                CHUNK_OVERLAP if args.chunk_overlap is None else args.chunk_overlap)  # fmt: skip
-    if args.ray:  # chunks that cannot be made are refused now, not after the weights load
-        plan_chunks(frames, *chunking)
-    elif args.chunk_frames is not None or args.chunk_overlap is not None:
-        raise UsageError("--chunk-frames and --chunk-overlap split the clip for --ray; add --ray ADDRESS")
+    chunks = chunking(args)  # chunks that cannot be made are refused now, not after the weights load
     loaded = load_weights_shown(settings.weights, mode, stderr)  # with --ray too: downloaded here, once
     reporter = FrameReporter(mode, stdout, stderr)
     stop, cancel = CancelToken(), CancelToken()
@@ -110,7 +105,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     try:
         with handling(wanted, stopping):
             if args.ray:
-                rendered = _on_ray(args.ray, chunking, job, reporter, frames, stop, resume, stderr)
+                rendered = _on_ray(args.ray, chunks, job, reporter, frames, stop, resume, stderr)
             else:
                 rendered = render_video(
                     job, loaded, stop=stop, cancel=cancel, progress=reporter.show, resume=resume,
@@ -138,7 +133,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _on_ray(
     address: str,
-    chunking: tuple[int, int],
+    chunks: tuple[int, int],
     job: Job,
     reporter: FrameReporter,
     frames: int,
@@ -148,15 +143,16 @@ def _on_ray(
 ) -> RenderedVideo:
     """The clip in chunks on a Ray cluster: the first frame, then every chunk at once."""
     from ..core import render_video_in_chunks
+    from .ray_cluster import RayCluster
     from .ray_video import RayChunks
 
-    runner = RayChunks(address)
-    stderr.write(f"style-studio: on Ray: {runner.connect()}\n")
+    cluster = RayCluster(address)
+    stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
     try:
         reporter.started(0, frames)
         return render_video_in_chunks(
-            job, runner, chunk_frames=chunking[0], overlap=chunking[1], stop=stop,
+            job, RayChunks(cluster), chunk_frames=chunks[0], overlap=chunks[1], stop=stop,
             progress=reporter.show_chunks, resume=resume, comment=f"Style Studio {__version__}",
         )  # fmt: skip
     finally:
-        runner.close()
+        cluster.close()

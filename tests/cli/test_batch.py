@@ -310,3 +310,40 @@ def test_a_video_is_one_task_on_ray_and_comes_back_as_this_process_makes_it(tmp_
     remote = [f.picture.astype(int) for f in read_frames(made)]
     assert len(local) == len(remote) == 4
     assert max(np.abs(a - b).max() for a, b in zip(local, remote, strict=True)) <= 8
+
+
+def test_a_clip_longer_than_a_chunk_goes_across_the_cluster_in_chunks_as_video_ray_makes_it(tmp_path, ray_address):
+    from style_studio.core.io.video import read_frames, video_comment
+    from tests.clips import camera_pan, write_clip
+
+    clip = write_clip(tmp_path / "pan.mkv", camera_pan(7, size=(48, 32)), codec="ffv1", pix_fmt="bgr0")
+    chunked = [*FAST, "--frame-iterations", "3", "--ray", ray_address, "--chunk-frames", "3", "--chunk-overlap", "1"]
+    batch = ["batch", str(clip), PHOTOS[0], "--style", STYLES[0], "-o", str(tmp_path / "batch"), *chunked]
+    code, out, err = run_cli(*batch, "--progress", "json")
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    steps = [r for r in records if r.get("job") == "1" and "chunks_done" in r]
+    assert steps and all(r["steps"] == 7 and r["step"] <= 7 for r in steps), steps
+    assert steps[-1]["frames_done"] == 7 and steps[-1]["chunks_done"] == 4  # the key frame and three chunks
+    summary = {s["job"]: s for s in records[-1]["summary"]}
+    assert summary["1"]["status"] == summary["2"]["status"] == "done", summary
+    assert "7 frames in 3 chunks" in summary["1"]["reason"]
+    made = tmp_path / "batch" / "pan-starry_night.mp4"
+    assert json.loads(video_comment(made) or "{}")["chunks"] == [3, 1]
+    code, _, err = run_cli("video", str(clip), STYLES[0], "-o", str(tmp_path / "video.mp4"), *chunked,
+                           "--progress", "none")  # fmt: skip
+    assert code == 0, err
+    batch_frames = [f.picture.astype(int) for f in read_frames(made)]
+    video_frames = [f.picture.astype(int) for f in read_frames(tmp_path / "video.mp4")]
+    assert len(batch_frames) == len(video_frames) == 7
+    assert max(np.abs(a - b).max() for a, b in zip(batch_frames, video_frames, strict=True)) <= 8
+    code, _, err = run_cli(*batch)  # done with the same settings and pictures: nothing is made again
+    assert code == 0 and "2 skipped" in err, err
+
+
+def test_chunk_options_in_a_batch_need_ray_and_chunks_that_can_be_made(tmp_path):
+    code, _, err = run_cli("batch", PHOTOS[0], "--style", STYLES[0], "-o", str(tmp_path), *FAST, "--chunk-frames", "4")
+    assert code == 2 and "add --ray" in err, err
+    code, _, err = run_cli("batch", PHOTOS[0], "--style", STYLES[0], "-o", str(tmp_path), *FAST, "--ray", "auto",
+                           "--chunk-frames", "2", "--chunk-overlap", "2")  # fmt: skip
+    assert code == 2 and "more frames than it overlaps" in err, err

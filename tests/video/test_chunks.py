@@ -271,7 +271,8 @@ def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it
     import ray
     import torch
 
-    from style_studio.cli.ray_video import RayChunks, StyledFrames, _ray_chunk
+    from style_studio.cli.ray_cluster import RayCluster
+    from style_studio.cli.ray_video import StyledFrames, _ray_chunk
     from style_studio.core import ChunkWork, render_chunk
     from style_studio.core.jobs.video_chunks import KEY_FRAME
 
@@ -281,7 +282,7 @@ def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it
     key = render_chunk(ChunkWork(job, KEY_FRAME, styles, None), tiny).pictures[0]
     work = ChunkWork(job, plan_chunks(8, 4, 1)[1], styles, key)  # frames 4 (the overlap) to 8
     whole = render_chunk(work, tiny)
-    cluster = RayChunks(ray_address)
+    cluster = RayCluster(ray_address)
     cluster.connect()
     try:
         inbox = ray.remote(num_cpus=0)(StyledFrames).remote()

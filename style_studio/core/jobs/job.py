@@ -305,6 +305,8 @@ class RenderedJob:
         encoded: a video's job: the video file, as written (``pixels`` is then empty).
         encoded_file: a video's job rendered on this machine: where the video file is (``hand_over`` removes it).
         notes: what the user should be told (an unreadable checkpoint set aside, where it is kept).
+        written: a video's job that its render wrote to the job's output itself (in chunks on a cluster):
+            nothing is left to write.
     """
 
     job_id: str
@@ -316,6 +318,7 @@ class RenderedJob:
     encoded: bytes | None = None
     encoded_file: Path | None = None
     notes: tuple[str, ...] = ()
+    written: bool = False
 
 
 def job_is_video_output(output: Path) -> bool:

@@ -122,6 +122,8 @@ def write_picture(
 
 def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
     """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
+    if rendered.written:
+        return
     if rendered.encoded is not None or rendered.encoded_file is not None:
         try:
             if rendered.encoded is not None:
