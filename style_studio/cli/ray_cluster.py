@@ -94,7 +94,7 @@ class RayCluster:
     (``chunking``: its frames and overlap) is rendered in chunks, each a task (``ray_video.ChunkedVideos``).
     """
 
-    local_files = False
+    local_files = True  # a clip's bytes are read when its task goes (a clip in chunks: never whole)
 
     def __init__(self, address: str) -> None:
         try:
@@ -147,22 +147,31 @@ class RayCluster:
         self._refs = jobs  # what a Ctrl+C cancels: every task sent, from the first one on
         videos = self._videos = ChunkedVideos(self)
 
+        unread: list[RunnerReport] = []  # the clips that could not be read to go with their task
+
         def submit(inputs: JobInputs) -> None:
             if videos.takes(inputs):
                 videos.start(inputs.job)
-            else:
-                jobs[task.remote(inputs, *self.weights(inputs.job.settings.weights), cpus)] = inputs.job.id
+                return
+            try:
+                carried = inputs.carried()
+            except OSError as exc:
+                unread.append((inputs.job.id, StyleStudioError(f"{inputs.job.content}: {exc.strerror or exc}")))
+                return
+            jobs[task.remote(carried, *self.weights(inputs.job.settings.weights), cpus)] = inputs.job.id
 
         def room() -> bool:  # every slot busy and as many jobs queued behind them: the rest are not read yet
             return len(jobs) + videos.running < 2 * slots
 
         for inputs in _taken(work, room):
             submit(inputs)
-        while jobs or videos.running:
+        while jobs or videos.running or unread:
+            yield from unread
+            unread.clear()
             done = ray.wait(list(jobs), num_returns=1, timeout=0.5)[0] if jobs else []
             for ref in done:
                 yield jobs.pop(ref), self.result_of(ref)
-            yield from videos.reports(wait=0 if jobs else 0.5)
+            yield from videos.reports(wait=0 if jobs or not videos.running else 0.5)
             for inputs in _taken(work, room):
                 submit(inputs)
 

@@ -50,7 +50,9 @@ RunnerReport = tuple[str, Any]
 class Runner(Protocol):
     """Renders jobs somewhere and reports as they progress and end (in any order).
 
-    ``local_files``: its workers run on this machine and read a video's clip where it is, a frame at a time.
+    ``local_files``: it is handed a video's clip where it is, not its bytes (``JobInputs.content_file``): its
+    workers read it there a frame at a time, or it reads the bytes itself for a worker elsewhere
+    (``JobInputs.carried``), only when that worker needs them.
     """
 
     local_files: bool

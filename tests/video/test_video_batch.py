@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from style_studio.core.io import video
@@ -59,3 +60,20 @@ def test_a_jobs_file_with_a_bad_video_entry_says_what_is_wrong(tmp_path: Path) -
     code, _, err = run_cli("batch", "--jobs", str(tmp_path / "jobs.toml"), "-o", str(tmp_path / "out"), *FAST)
     assert code == 2
     assert "unknown video entry 'speed'" in err and "needs a .gif, .m4v, .mov, .mp4, .webm name" in err
+
+
+def test_a_clip_read_where_it_is_carries_its_bytes_and_the_same_key_to_a_worker_elsewhere(tmp_path: Path) -> None:
+    from style_studio.core import Job, JobInputs, VideoOptions
+    from style_studio.core import settings as settings_mod
+
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(3))
+    job = Job("1", clip, (SAMPLES / "style" / "starry_night.jpg",), settings_mod.DEFAULTS, tmp_path / "out.mp4",
+              video=VideoOptions())  # fmt: skip
+    here = JobInputs.read(job, local=True)
+    assert here.content == b"" and here.content_file == clip  # a long clip is not read whole to be keyed
+    carried = here.carried()
+    assert carried.content == clip.read_bytes() and carried.content_file is None
+    assert carried.key == here.key == JobInputs.read(job, local=False).key
+    clip.unlink()
+    with pytest.raises(OSError):  # gone before its task went: the batch says so for that job
+        here.carried()

@@ -216,6 +216,12 @@ class JobInputs:
         content, styles = inputs.pictures()
         return dataclasses.replace(inputs, key=job_key(job.settings, content, styles, job.regions))
 
+    def carried(self) -> JobInputs:
+        """These inputs with a video's clip read in, for a worker on another machine (OSError: it cannot be read)."""
+        if self.content_file is None:
+            return self
+        return dataclasses.replace(self, content=self.content_file.read_bytes(), content_file=None)
+
     def pictures(self) -> tuple[Image.Image, list[Image.Image]]:
         """Decoded (ImageLoadError naming the file when one is not a picture)."""
         content = decode_image(self.content, self.job.content.name)
