@@ -102,19 +102,21 @@ def _render_run(
     stderr: IO[str],
 ) -> int:
     """The run itself, its checkpoint held by this process: resume or replace it, render, write, discard it."""
-    from ..core import JobInputs, render_job, write_output
+    from ..core import JobInputs, NewerCheckpointError, render_job, write_output
 
     output = job.output
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
+    notices: list[str] = []  # one that cannot be read is set aside (never deleted), and a fresh run starts
     try:
-        unfinished = store.load(run_id)
-    except StyleStudioError as exc:
+        unfinished = store.load(run_id, tell=notices.append)
+    except NewerCheckpointError as exc:
         if args.resume:
             raise
-        # Damaged, or a newer version's, and not asked for: kept aside (never deleted), and a fresh run starts.
-        stderr.write(f"style-studio: {store.set_aside(run_id, exc)}; starting from the beginning\n")
+        notices.append(store.set_aside(run_id, exc))  # not asked for: kept aside, never deleted
         unfinished = None
-    if args.resume and unfinished is None:
+    for notice in notices:
+        stderr.write(f"style-studio: {notice}; starting from the beginning\n")
+    if args.resume and unfinished is None and not notices:
         stderr.write(f"style-studio: no unfinished run of {output} to resume; starting from the beginning\n")
     elif unfinished is not None and not args.resume:
         stderr.write(

@@ -152,7 +152,7 @@ def _on_ray(
         reporter.started(0, frames)
         return render_video_in_chunks(
             job, RayChunks(cluster), chunk_frames=chunks[0], overlap=chunks[1], stop=stop,
-            progress=reporter.show_chunks, resume=resume, comment=f"Style Studio {__version__}",
+            progress=reporter.show_chunks, resume=resume, comment=f"Style Studio {__version__}", say=reporter.say,
         )  # fmt: skip
     finally:
         cluster.close()

@@ -117,6 +117,7 @@ from .progress import Progress as Progress
 from .run.cancel import CancelToken as CancelToken
 from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore
+from .run.checkpoints import NewerCheckpointError as NewerCheckpointError
 from .run.compute import NetworkWeights as NetworkWeights
 from .run.live import LiveChanges as LiveChanges
 from .run.memory import available_bytes as available_bytes

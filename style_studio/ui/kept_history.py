@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from .. import __version__
-from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults, RegionError, SettingsError, from_document
+from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .history import HistoryStrip
@@ -31,10 +31,13 @@ class KeptHistory(QObject):
         self.history = history
         self.kept = kept or KeptResults()
         self._writing: list[BackgroundTask] = []
+        #: What ``restore`` set aside (kept results that could not be read), for the user.
+        self.notices: list[str] = []
 
     def restore(self) -> None:
-        """Put the kept results back in the history (at start), oldest first."""
-        for result in self.kept.load():
+        """Put the kept results back in the history (at start), oldest first; ``notices`` says what was set aside."""
+        self.notices = []
+        for result in self.kept.load(tell=self.notices.append):
             entry = _entry(result)
             if entry is not None:
                 self.history.add(entry)
@@ -89,12 +92,6 @@ class KeptHistory(QObject):
 
 
 def _entry(result: KeptResult) -> HistoryEntry | None:
-    try:
-        settings = settings_mod.loads(result.document, source=result.path.name)
-        regions = from_document(result.document, result.path.name)
-    except (SettingsError, RegionError) as exc:
-        log.warning("a kept result's settings cannot be read: %s", exc)
-        return None
     created = result.field("created")
     video = result.field("video")
     if isinstance(video, str) and not Path(video).is_file():
@@ -102,11 +99,11 @@ def _entry(result: KeptResult) -> HistoryEntry | None:
         return None
     return HistoryEntry(
         result.picture,
-        settings,
+        result.settings,
         str(result.field("weights_label", "")),
         str(result.field("stop_reason", "finished")),
         float(created) if isinstance(created, int | float) else result.path.stat().st_mtime,
-        regions=regions,
+        regions=result.regions,
         kept=result.path,
         key=key if isinstance(key := result.field(JOB_KEY), str) else None,
         video=Path(video) if isinstance(video, str) else None,

@@ -163,7 +163,7 @@ class MainWindow(QMainWindow):
                 content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
             )
         self._show_commands()
-        self.unfinished.offer()
+        self.unfinished.offer(self.kept.notices)
 
     # -- construction ----------------------------------------------------------------
 

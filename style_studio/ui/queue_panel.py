@@ -24,6 +24,7 @@ from ..core import (
     Checkpoint,
     FrameRecord,
     Job,
+    NewerCheckpointError,
     PictureResult,
     Pictures,
     Progress,
@@ -320,10 +321,14 @@ class QueueController(QObject):
         store = self.runs.checkpoints
         if store is None:
             return None
-        try:
-            return store.load(item.run_id, read_state=False)
-        except StyleStudioError as exc:
-            log.warning("queued job %s starts again: %s", item.id, store.set_aside(item.run_id, exc))
+
+        def told(notice: str) -> None:
+            log.warning("queued job %s starts again: %s", item.id, notice)
+
+        try:  # one that cannot be read is set aside, and the job starts again
+            return store.load(item.run_id, tell=told)
+        except NewerCheckpointError as exc:
+            told(store.set_aside(item.run_id, exc))
             return None
 
     def _forget_progress(self, item_id: str) -> None:

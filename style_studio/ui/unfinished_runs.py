@@ -49,8 +49,9 @@ class UnfinishedRuns:
         self.regions, self.controller, self.start = regions, controller, start
         self.banner, self.feedback = banner, feedback
 
-    def offer(self) -> None:
-        """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run)."""
+    def offer(self, notices: Sequence[str] = ()) -> None:
+        """Offer to go on with the newest unfinished run (after a crash, a kill or closing during a run), and say
+        what was set aside at start (``notices``, and the queue's and the checkpoints')."""
         try:
             # The queue's own runs are the queue's to resume.
             unfinished = [c for c in self.checkpoints.unfinished() if not is_queue_run(c.run_id)]
@@ -58,7 +59,8 @@ class UnfinishedRuns:
             log.warning("cannot list unfinished runs: %s", exc)
             unfinished = []
         # Files this version could not read were set aside or left alone: say where they are.
-        kept = "".join(f" {n[0].upper()}{n[1:]}." for n in [*self.queue.notices, *self.checkpoints.notices])
+        said = [*notices, *self.queue.notices, *self.checkpoints.notices]
+        kept = "".join(f" {n[0].upper()}{n[1:]}." for n in said)
         if not unfinished:
             if kept:
                 self.banner.show_message(kept.strip(), "info")
@@ -76,11 +78,16 @@ class UnfinishedRuns:
         if self.controller.running:
             self.feedback.error("Stop the current run before resuming another.")
             return
-        try:
-            content, styles = checkpoint.inputs()
+        notices: list[str] = []
+        try:  # read whole now: one that cannot be read is set aside, and said
+            whole = self.checkpoints.load(checkpoint.run_id, tell=notices.append)
         except StyleStudioError as exc:
-            self.feedback.error(str(exc))
+            whole, notices = None, [str(exc)]
+        if whole is None:
+            self.feedback.error(f"The unfinished run cannot be resumed: {'; '.join(notices) or 'it is gone'}.")
             return
+        checkpoint = whole
+        content, styles = checkpoint.inputs()
         names = checkpoint.names
         self.inputs.set_content(InputImage(content, names[0]))
         for row in list(self.inputs.style_rows):

@@ -211,11 +211,41 @@ def test_a_chunk_stopped_half_way_goes_on_from_its_last_kept_frame_to_the_same_v
     render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=True,
                            progress=lambda done: totals.append(done.frames + done.styling))  # fmt: skip
     assert len(styled) == 2  # frames 7 and 8: not the chunk again from frame 4
-    assert totals[:2] == [2, 4 + 2]  # the kept frames counted from the start (the key frame, then chunk 0)
+    assert totals[0] == 4 + 2  # the kept frames (chunk 0's and 2 of chunk 1's) counted before any is styled
     for number, (a, b) in enumerate(zip(folder_frames(tmp_path / "whole"), folder_frames(tmp_path / "out"),
                                         strict=True), start=1):  # fmt: skip
         assert np.array_equal(a, b), number  # as if it had never stopped
     assert not list((cache_folder() / "videos").glob("*-chunks/*"))
+
+
+@pytest.mark.parametrize("damage", ["cut", "empty", "flipped"])
+def test_a_damaged_kept_chunk_is_set_aside_and_styled_again(tmp_path, style, tiny, monkeypatch, damage):
+    clip = lossless_clip(tmp_path, 8)
+    render_video_in_chunks(job_for(clip, style, tmp_path / "whole"), ChunksInProcess(tiny), chunk_frames=4, overlap=1)
+    job = job_for(clip, style, tmp_path / "out")
+    stop = CancelToken()
+
+    def stop_after_chunk_0(done) -> None:
+        if done.chunks == 2:  # the key frame and chunk 0 kept
+            stop.cancel()
+
+    with pytest.raises(Cancelled):
+        render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, stop=stop,
+                               progress=stop_after_chunk_0)  # fmt: skip
+    (kept,) = (cache_folder() / "videos").glob("*-chunks/chunk-00000-*.npz")
+    data = kept.read_bytes()
+    at = len(data) // 3  # in the pictures' compressed bytes
+    data = {"cut": data[:at], "empty": b"", "flipped": data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]}[damage]
+    kept.write_bytes(data)
+    said: list[str] = []
+    styled = frames_styled(monkeypatch)
+    rendered = render_video_in_chunks(job, ChunksInProcess(tiny), chunk_frames=4, overlap=1, resume=True,
+                                      say=said.append)  # fmt: skip
+    assert rendered.frames == 8 and len(styled) >= 4  # chunk 0 again (its frames but the key frame), and chunk 1
+    (moved,) = (cache_folder() / "videos.unreadable").glob("*chunk-00000-*.npz.unreadable-*")
+    assert moved.read_bytes() == data and len(said) == 1 and str(moved) in said[0] and "styled again" in said[0]
+    for a, b in zip(folder_frames(tmp_path / "whole"), folder_frames(tmp_path / "out"), strict=True):
+        assert np.array_equal(a, b)
 
 
 def test_a_chunk_that_fails_says_which_and_keeps_the_others(tmp_path, style, tiny):

@@ -156,9 +156,24 @@ def test_unreadable_kept_frames_are_set_aside_and_said_not_deleted(
     (folder / "state.json").write_text("{ damaged")
     code, _, err = run("video", clip, style, "-o", out, *QUICK)
     assert code == 0, err
-    assert "could not be read" in err and "they are kept in" in err
+    assert "could not be read" in err and "was moved to" in err
     aside = list(folder.parent.glob(f"{folder.name}.unreadable-*"))
     assert len(aside) == 1 and len(list(aside[0].glob("frame-*.png"))) == 2
+
+
+@pytest.mark.parametrize("garbage", [b"garbage", b""], ids=["garbage", "empty"])
+def test_a_kept_frame_overwritten_is_set_aside_and_styled_again_on_resume(
+    tmp_path: Path, clip: Path, style: Path, monkeypatch: pytest.MonkeyPatch, garbage: bytes
+) -> None:
+    out = tmp_path / "styled.mp4"
+    interrupted_render(clip, style, out, 3, monkeypatch)
+    kept_frames()[1].write_bytes(garbage)  # frame 2
+    code, _, err = run("video", clip, style, "-o", out, *QUICK, "--resume")
+    assert code == 0, err
+    assert "going on from frame 4" in err and "the kept frame 2 of a video could not be read" in err
+    (moved,) = (cache_folder() / "videos.unreadable").glob("*-frame-000002.png.unreadable-*")
+    assert moved.read_bytes() == garbage and str(moved) in err
+    assert video.probe(out).frame_count == 4 and kept_frames() == []
 
 
 def test_a_resume_that_finds_every_frame_kept_says_so_cleanly(

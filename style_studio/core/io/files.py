@@ -174,8 +174,9 @@ def sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def set_aside(path: Path) -> Path:
-    """Rename a file or folder that cannot be read to ``<name>.unreadable-<time>`` beside it, and return the new path.
+def set_aside(path: Path, into: Path | None = None, prefix: str = "") -> Path:
+    """Rename a file or folder that cannot be read to ``<prefix><name>.unreadable-<time>``, beside it or in the
+    folder ``into`` (made if needed), and return the new path.
 
     What this version cannot read (damaged, or written by a newer one) is
     never deleted: the user, or a newer Style Studio, may still want it.
@@ -183,11 +184,13 @@ def set_aside(path: Path) -> Path:
     Raises:
         OSError: it cannot be renamed (it stays where it is).
     """
+    folder = path.parent if into is None else into
+    folder.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.unreadable-{stamp}")
+    target = folder / f"{prefix}{path.name}.unreadable-{stamp}"
     number = 2
-    while target.exists():
-        target = path.with_name(f"{path.name}.unreadable-{stamp}-{number}")
+    while os.path.lexists(target):
+        target = folder / f"{prefix}{path.name}.unreadable-{stamp}-{number}"
         number += 1
     os.replace(path, target)
     return target

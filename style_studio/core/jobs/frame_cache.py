@@ -1,22 +1,27 @@
 """A video's finished frames, kept in its cache folder as they are made, with the state that counts them.
 
 A stopped, killed or crashed render goes on from the next unfinished frame:
-each frame is written (losslessly, PNG) before the state that counts it, and
-a folder that cannot be read is set aside, never deleted.
+each frame is written (losslessly, PNG) before the state that counts it.
+Everything kept is read through ``io.kept.read_kept``: a state that cannot be
+read is set aside with its frames, a frame that cannot be read (or is not the
+clip's size) is set aside alone and styled again, with the frames after it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from PIL import Image
 
 from ..errors import StyleStudioError
-from ..io.files import cache_folder, check_name, remove_tree, set_aside, write_atomically, write_bytes_atomically
+from ..io.files import cache_folder, check_name, remove_tree, write_atomically, write_bytes_atomically
+from ..io.kept import Tell, read_kept
 
 #: The clip's state file in its cache folder.
 STATE: Final = "state.json"
@@ -42,36 +47,42 @@ class FrameCache:
     def frame_path(self, number: int) -> Path:
         return self.folder / f"frame-{number:06d}.png"
 
-    def load(self) -> str | None:
-        """Read what an earlier render left (``done`` frames); returns a notice when it could not be read.
+    @property
+    def aside(self) -> Path:
+        """Where a kept frame that cannot be read is moved (named with the clip's key)."""
+        return self.root.with_name(f"{self.root.name}.unreadable")
 
-        A folder that cannot be read is never deleted: it is set aside beside
-        the others (``<key>.unreadable-<time>``) and the notice says where.
+    def load(self, tell: Tell | None = None) -> None:
+        """Read what an earlier render left: ``done`` frames, as its state counts them, up to the first one missing.
+
+        A state that cannot be read is set aside with the frames beside it (``<key>.unreadable-<time>``), never
+        deleted, and ``tell`` hears where they are kept.
+
+        Raises:
+            StyleStudioError: they can be neither read nor moved aside.
         """
-        if not self.folder.exists():
-            return None
-        try:
-            state = json.loads((self.folder / STATE).read_text())
-            if state.get("format") != STATE_FORMAT or state.get("key") != self.key:
-                raise ValueError("not this clip's")
-            done, times = int(state["done"]), [float(t) for t in state["times"]]
-            if len(times) != done or not all(self.frame_path(n).is_file() for n in range(1, done + 1)):
-                raise ValueError("frames missing")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            return self._set_aside(exc)
-        self.done, self.times, self.fresh = done, times, [int(n) for n in state.get("fresh", [])]
-        self.compute = str(state.get("compute", ""))
-        return None
+        state = read_kept(self.folder, self._read_state, "the frames an earlier render kept", tell=tell)
+        if state is None:
+            if os.path.lexists(self.folder):
+                raise StyleStudioError(
+                    f"the frames an earlier render kept in {self.folder} can be neither read nor moved aside; move "
+                    "that folder away to start again"
+                )
+            return
+        done, times, fresh, compute = state
+        present = next((n - 1 for n in range(1, done + 1) if not self.frame_path(n).is_file()), done)
+        self.done, self.times, self.compute = present, times[:present], compute
+        self.fresh = [n for n in fresh if n <= present]
 
-    def _set_aside(self, problem: Exception) -> str:
-        try:
-            kept = set_aside(self.folder)
-        except OSError as exc:
-            raise StyleStudioError(
-                f"the frames an earlier render kept in {self.folder} cannot be read ({problem}) nor moved aside "
-                f"({exc.strerror or exc}); move that folder away to start again"
-            ) from None
-        return f"the frames an earlier render kept could not be read ({problem}); they are kept in {kept}"
+    def _read_state(self, folder: Path) -> tuple[int, list[float], list[int], str]:
+        state: Any = json.loads((folder / STATE).read_text(encoding="utf-8"))
+        if state.get("format") != STATE_FORMAT or state.get("key") != self.key:
+            raise ValueError("not this clip's")
+        done, times = int(state["done"]), [float(t) for t in state["times"]]
+        fresh = [int(n) for n in state.get("fresh", [])]
+        if done < 0 or len(times) != done:
+            raise ValueError("its frames are miscounted")
+        return done, times, fresh, str(state.get("compute", ""))
 
     def clear(self) -> None:
         """Remove the kept frames (the video is written, or the user asked to start again)."""
@@ -99,10 +110,50 @@ class FrameCache:
             ) from None
         self.done, self.times, self.fresh, self.compute = number, times, fresh_frames, compute
 
-    def picture(self, number: int) -> np.ndarray:
-        with Image.open(self.frame_path(number)) as kept:
-            return np.asarray(kept.convert("RGB"))
+    def picture(self, number: int, size: tuple[int, int], tell: Tell | None = None) -> np.ndarray | None:
+        """Kept frame ``number``, (H, W, 3) uint8 of ``size`` (width, height); None when it cannot be read: it is
+        set aside (``tell`` hears where) and the frames from it on are to be styled again (``done`` goes back)."""
+        said = None if tell is None else lambda notice: tell(f"{notice}; it is styled again, with the frames after it")
+        picture = read_kept(
+            self.frame_path(number), functools.partial(read_frame, size=size), f"the kept frame {number} of a video",
+            tell=said, into=self.aside, prefix=f"{self.key}-",
+        )  # fmt: skip
+        if picture is None:
+            self._forget_from(number)
+        return picture
 
-    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+    def _forget_from(self, number: int) -> None:
+        """Count only the frames before ``number``: it and those after it are styled again (and written over)."""
+        self.done, self.times = number - 1, self.times[: number - 1]
+        self.fresh = [n for n in self.fresh if n < number]
+        state = {"format": STATE_FORMAT, "key": self.key, "done": self.done, "times": self.times, "fresh": self.fresh,
+                 "compute": self.compute}  # fmt: skip
+        try:
+            write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
+        except OSError:
+            pass  # the state still counts the frame: it is found missing, or damaged, and set aside again
+
+    def frames(self, size: tuple[int, int]) -> Iterator[tuple[float, np.ndarray]]:
+        """Every kept frame with its time, to write the video.
+
+        Raises:
+            StyleStudioError: a frame was damaged after it was made (it is set aside; --resume styles it again).
+        """
         for number in range(1, self.done + 1):
-            yield self.times[number - 1], self.picture(number)
+            picture = read_kept(
+                self.frame_path(number), functools.partial(read_frame, size=size),
+                f"the kept frame {number} of a video", into=self.aside, prefix=f"{self.key}-",
+            )  # fmt: skip
+            if picture is None:
+                raise StyleStudioError(
+                    f"the kept frame {number} was damaged after it was made; run again with --resume to style it again"
+                )
+            yield self.times[number - 1], picture
+
+
+def read_frame(path: Path, size: tuple[int, int]) -> np.ndarray:
+    """A kept frame's picture, (H, W, 3) uint8, checked to be a PNG of ``size`` (width, height)."""
+    with Image.open(path) as kept:
+        if kept.format != "PNG" or kept.size != size:
+            raise ValueError(f"a {kept.format} picture of {kept.size[0]}×{kept.size[1]}, not a frame of {size}")
+        return np.asarray(kept.convert("RGB"))

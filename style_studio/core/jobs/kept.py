@@ -18,20 +18,27 @@ from pathlib import Path
 
 from PIL import Image
 
+from .. import settings as settings_mod
 from ..errors import StyleStudioError
-from ..io.files import data_folder, set_aside
+from ..io.files import data_folder
 from ..io.imageio import load_image, read_metadata, save_image
+from ..io.kept import Tell, read_kept
+from ..objective.regions import Regions, from_document
+from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class KeptResult:
-    """A kept result: its file, its picture (8-bit RGB) and its settings document (``settings.dumps``'s)."""
+    """A kept result: its file, its picture (8-bit RGB), its settings document (``settings.dumps``'s) and what
+    the document holds (its settings and regions)."""
 
     path: Path
     picture: Image.Image
     document: str
+    settings: Settings
+    regions: Regions | None = None
 
     def field(self, key: str, default: object = None) -> object:
         """A top-level entry of its document ("weights_label", "stop_reason", "created", ...)."""
@@ -57,24 +64,25 @@ class KeptResults:
         self.folder.mkdir(parents=True, exist_ok=True)
         save_image(picture, path, document, software="Style Studio (kept result)")
 
-    def load(self) -> list[KeptResult]:
-        """Every kept result, oldest first; one that cannot be read is set aside, never deleted."""
+    def load(self, tell: Tell | None = None) -> list[KeptResult]:
+        """Every kept result, oldest first; one that cannot be read is set aside beside the others (never deleted),
+        and ``tell`` hears where."""
         found = []
         for path in sorted(self.folder.glob("*.png")) if self.folder.is_dir() else []:
-            try:
-                document = read_metadata(path)
-                if document is None:
-                    raise StyleStudioError(f"{path}: no settings are embedded")
-                found.append(KeptResult(path, load_image(path), document))
-            except StyleStudioError as exc:
-                log.warning("a kept result cannot be read (%s); it is set aside", exc)
-                try:
-                    set_aside(path)
-                except OSError:
-                    pass
+            result = read_kept(path, _read_result, "a result kept in the history", tell=tell)
+            if result is not None:
+                found.append(result)
         return found
 
     @staticmethod
     def let_go(path: Path) -> None:
         """Remove a kept result (exported, or removed from the history by the user)."""
         path.unlink(missing_ok=True)
+
+
+def _read_result(path: Path) -> KeptResult:
+    document = read_metadata(path)
+    if document is None:
+        raise StyleStudioError(f"{path}: no settings are embedded")
+    settings = settings_mod.loads(document, source=path.name)
+    return KeptResult(path, load_image(path), document, settings, from_document(document, path.name))

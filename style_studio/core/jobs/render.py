@@ -20,6 +20,7 @@ from PIL import Image
 from ..errors import ImageSaveError, StyleStudioError
 from ..io.imageio import save_image
 from ..io.outputs import Output
+from ..run.checkpoints import NewerCheckpointError
 from .job import Job, JobInputs, RenderedJob, job_key
 from .picture import Pictures, run_picture
 from .video_job import hand_over, render_video_inputs
@@ -78,9 +79,9 @@ def render_job(
     )  # fmt: skip
     notes: list[str] = []
     if automatic and checkpoints is not None:
-        try:
-            resume = checkpoints.load(run_id, read_state=False)
-        except StyleStudioError as exc:  # damaged, or a newer version's: kept aside, and the job starts again
+        try:  # one that cannot be read is set aside (notes say where), and the job starts again
+            resume = checkpoints.load(run_id, tell=notes.append)
+        except NewerCheckpointError as exc:  # a newer version's: kept aside too, and the job starts again
             notes.append(checkpoints.set_aside(run_id, exc))
             resume = None
     try:

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,8 @@ from typing import Any, Final
 
 from .. import settings as settings_mod
 from ..errors import SettingsError
-from ..io.files import check_name, data_folder, set_aside, write_atomically
+from ..io.files import check_name, data_folder, write_atomically
+from ..io.kept import put_aside, read_kept
 from ..io.locks import Busy, held
 from ..io.video import is_video_path
 from ..objective.regions import RegionError, Regions
@@ -235,20 +237,12 @@ class RenderQueue:
 
     def _load(self) -> None:
         """Read the queue's file. What cannot be read is set aside with a notice, never dropped or overwritten."""
-        if not self.path.is_file():
+        document = read_kept(self.path, _read_document, "the render queue", tell=self.notices.append)
+        if document is None:
+            if os.path.lexists(self.path):  # it could not be moved: kept as it is, and never written over
+                self._read_only = True
             return
-        try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(document, dict) or document.get("format") != FORMAT:
-                raise ValueError("it is not a render queue")
-            if not isinstance(document.get("version"), int) or document["version"] > VERSION:
-                raise ValueError("it was written by a newer Style Studio")
-            entries = document.get("items", [])
-            if not isinstance(entries, list):
-                raise ValueError("its list of jobs is damaged")
-        except (OSError, ValueError, RecursionError) as exc:
-            self._set_aside(f"the render queue could not be read ({exc})")
-            return
+        entries, paused = document
         items, unread = [], 0
         for entry in entries:
             try:
@@ -257,22 +251,27 @@ class RenderQueue:
                 log.warning("a queued job cannot be read: %s", exc)
                 unread += 1
         self.items = items
-        self.paused = bool(document.get("paused", False))
+        self.paused = paused
         if unread:
             # The whole file goes aside (it holds those jobs as they were); the rest runs on.
-            self._set_aside(f"{unread} queued job(s) could not be read")
+            aside = put_aside(self.path, f"{unread} queued job(s) could not be read", "the render queue")
+            self.notices.append(f"{unread} queued job(s) could not be read; the queue's file was moved to {aside.kept}"
+                                if aside.kept is not None else str(aside))  # fmt: skip
+            self._read_only = aside.kept is None
             self.save()
 
-    def _set_aside(self, what: str) -> None:
-        try:
-            kept = set_aside(self.path)
-        except OSError as exc:
-            # It cannot be moved: keep it as it is, and never write over it.
-            self.notices.append(f"{what}; it stays in {self.path}, and the queue is not saved this session ({exc})")
-            self._read_only = True
-        else:
-            self.notices.append(f"{what}; the file is kept as {kept}")
-        log.warning("%s", self.notices[-1])
+
+def _read_document(path: Path) -> tuple[list[Any], bool]:
+    """A queue file's list of jobs (each read on its own) and whether it was paused."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError("it is not a render queue")
+    if not isinstance(document.get("version"), int) or document["version"] > VERSION:
+        raise ValueError("it was written by a newer Style Studio")
+    entries = document.get("items", [])
+    if not isinstance(entries, list):
+        raise ValueError("its list of jobs is damaged")
+    return entries, bool(document.get("paused", False))
 
 
 def unique_output(folder: Path, stem: str, suffix: str, queue: RenderQueue) -> Path:

@@ -33,9 +33,11 @@ from PIL import Image
 from ..errors import Cancelled, StyleStudioError
 from ..io.files import cache_folder, check_name, file_digest, remove_tree, write_atomically
 from ..io.imageio import load_image
+from ..io.kept import Tell, read_kept
 from ..io.locks import held
 from ..io.video import probe, read_frames
 from ..io.video_writer import check_writable, write_video
+from .frame_cache import read_frame
 from .frame_styler import FrameStyler
 from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, video_key
 from .video_job import FrameRecord, KeptFramesError, RenderedVideo, check_video_job, frame_report, render_size
@@ -262,20 +264,24 @@ class ChunkStore:
                 "before stays: free some space and run again with --resume"
             ) from None
 
-    def frames(self, chunk: Chunk) -> tuple[np.ndarray, ...]:
-        """The pictures of a chunk's first frames kept so far, in order from its start (up to the first gap)."""
+    @property
+    def aside(self) -> Path:
+        """Where a kept chunk or frame that cannot be read is moved (named with the clip's key)."""
+        return self.root.with_name(f"{self.root.name}.unreadable")
+
+    def frames(self, chunk: Chunk, size: tuple[int, int], tell: Tell | None = None) -> tuple[np.ndarray, ...]:
+        """The pictures ((H, W, 3) uint8 of ``size``: width, height) of a chunk's first frames kept so far, in order
+        from its start, up to the first gap: a frame that cannot be read is set aside and styled again."""
         folder, pictures = self._frames(chunk), []
         for number in itertools.count(chunk.start):
-            path = folder / f"frame-{number:06d}.png"
-            try:
-                with Image.open(path) as kept:
-                    pictures.append(np.asarray(kept.convert("RGB")))
-            except (OSError, ValueError, SyntaxError):  # missing, or cut short by a kill: styled again
+            picture = read_kept(
+                folder / f"frame-{number:06d}.png", functools.partial(read_frame, size=size),
+                f"the kept frame {number} of {chunk.name}", tell=tell, into=self.aside, prefix=f"{self.key}-",
+            )  # fmt: skip
+            if picture is None:
                 break
+            pictures.append(picture)
         return tuple(pictures)
-
-    def has(self, chunk: Chunk) -> bool:
-        return self._path(chunk).is_file()
 
     def keep(self, frames: ChunkFrames) -> None:
         """Raises StyleStudioError: the cache cannot be written (the chunks kept before stay)."""
@@ -294,19 +300,32 @@ class ChunkStore:
                 "before it stay: free some space and run again with --resume"
             ) from None
 
-    def read(self, chunk: Chunk) -> ChunkFrames:
-        try:
-            with np.load(self._path(chunk)) as kept:
-                about = json.loads(str(kept["about"]))
-                pictures = tuple(kept["pictures"])
-        except (OSError, ValueError, KeyError) as exc:
-            raise StyleStudioError(
-                f"the kept {chunk.name} in {self.folder} cannot be read ({exc}); run again with --restart"
-            ) from None
-        return ChunkFrames(chunk, pictures, tuple(float(t) for t in about["times"]), str(about["compute"]), 0.0)
+    def read(self, chunk: Chunk, size: tuple[int, int], tell: Tell | None = None) -> ChunkFrames | None:
+        """A chunk kept whole, its pictures of ``size`` (width, height); None when there is none or it cannot be
+        read (it is then set aside, ``tell`` hears where, and the chunk is styled again)."""
+        said = None if tell is None else lambda notice: tell(f"{notice}; the chunk is styled again")
+        return read_kept(
+            self._path(chunk), functools.partial(_read_chunk, chunk=chunk, size=size), f"the kept {chunk.name}",
+            tell=said, into=self.aside, prefix=f"{self.key}-",
+        )  # fmt: skip
 
     def clear(self) -> None:
         remove_tree(self.folder, self.root)
+
+
+def _read_chunk(path: Path, chunk: Chunk, size: tuple[int, int]) -> ChunkFrames:
+    """A kept chunk, checked: as many pictures as times, no more than the chunk has frames, each of ``size``."""
+    with open(path, "rb") as data, np.load(data, allow_pickle=False) as kept:
+        about = json.loads(str(kept["about"]))
+        pictures = kept["pictures"]
+    times, compute = [float(t) for t in about["times"]], str(about["compute"])
+    width, height = size
+    most = (chunk.stop - chunk.start) if chunk.stop is not None else None
+    if pictures.dtype != np.uint8 or pictures.ndim != 4 or pictures.shape[1:] != (height, width, 3):
+        raise ValueError(f"its pictures are {pictures.dtype} {pictures.shape}, not frames of {width}×{height}")
+    if len(times) != len(pictures) or not pictures.shape[0] or (most is not None and len(times) > most):
+        raise ValueError(f"it holds {len(pictures)} pictures and {len(times)} times")
+    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, 0.0)
 
 
 def faded(before: np.ndarray, after: np.ndarray, share: float) -> np.ndarray:
@@ -365,12 +384,13 @@ def render_video_in_chunks(
     progress: Callable[[ChunksDone], None] | None = None,
     resume: bool | None = True,
     comment: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> RenderedVideo:
     """Render a video job in chunks on ``runner`` (the key frame first, then every chunk at once) and write it.
 
     Args:
         stop: set to stop at once: the chunks under way are cancelled, those done are kept for ``resume``.
-        resume, comment: as ``render_video``'s (kept chunks, not frames).
+        resume, comment, say: as ``render_video``'s (kept chunks, not frames).
 
     Raises:
         StyleStudioError: bad input, an output that cannot be written, a chunk that failed (the others are kept).
@@ -404,20 +424,19 @@ def render_video_in_chunks(
         if kept and resume is False:
             store.clear()
         tally = _Tally()
-        begun = {c.index: store.frames(c) for c in plan if not store.has(c)}  # chunks stopped half-way
-        for chunk in plan:
-            tally.styling[chunk.index] = max(0, chunk.start + len(begun.get(chunk.index, ())) - chunk.own)
+        notes: list[str] = []
+        say = say or notes.append  # a kept chunk or frame that cannot be read: set aside, and styled again
+        size = render_size(info, job.settings.size)
 
         def tell(frames: ChunkFrames | None) -> None:
             if progress is not None:
                 styling = sum(tally.styling.values())
                 progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames, styling))
 
-        def came(frames: ChunkFrames, new: bool) -> None:
-            if new:
-                store.keep(frames)
+        def came(frames: ChunkFrames) -> None:
+            store.keep(frames)
             tally.add(frames)
-            tell(frames if new else None)
+            tell(frames)
 
         def styled(chunk: Chunk, number: int, picture: np.ndarray) -> None:
             if chunk.index < 0 or chunk.index in tally.done:
@@ -428,26 +447,42 @@ def render_video_in_chunks(
                 tally.styling[chunk.index] = own
                 tell(None)
 
-        if store.has(KEY_FRAME):
-            key_frames = store.read(KEY_FRAME)
-            came(key_frames, new=False)
-        else:
-            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop, styled):
-                came(key_frames, new=True)
-        key_frame = key_frames.pictures[0]
+        key_frames = store.read(KEY_FRAME, size, say)  # what was kept, counted (and checked) one chunk at a time
+        for kept_whole in itertools.chain([key_frames], (store.read(c, size, say) for c in plan)):
+            if kept_whole is not None:
+                tally.add(kept_whole)
+        begun = {c.index: store.frames(c, size, say) for c in plan if c.index not in tally.done}  # stopped half-way
         for chunk in plan:
-            if store.has(chunk):
-                came(store.read(chunk), new=False)
+            tally.styling[chunk.index] = max(0, chunk.start + len(begun.get(chunk.index, ())) - chunk.own)
+        if tally.chunks or any(begun.values()):
+            tell(None)
+        if key_frames is None:
+            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop, styled):
+                came(key_frames)
+        assert key_frames is not None
+        key_frame = key_frames.pictures[0]
         under_way = [ChunkWork(job, c, styles, key_frame, begun[c.index]) for c in plan if c.index in begun]
         for frames in runner.run(under_way, stop, styled):
-            came(frames, new=True)
+            came(frames)
         document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
                                **({"note": comment} if comment else {})})  # fmt: skip
-        notes = write_video(target, joined((store.read(c) for c in plan), overlap), info.frame_rate, info,
-                            options.start, options.duration, comment=document, key=key)  # fmt: skip
+        notes += write_video(target, joined((_still_kept(store, c, size) for c in plan), overlap), info.frame_rate,
+                             info, options.start, options.duration, comment=document, key=key)  # fmt: skip
         store.clear()
     seconds = time.perf_counter() - began
     return RenderedVideo(job.output, tally.frames, seconds, tally.compute, (*info.notes, *notes), key)
+
+
+def _still_kept(store: ChunkStore, chunk: Chunk, size: tuple[int, int]) -> ChunkFrames:
+    """A chunk kept during this render, read back to write the video.
+
+    Raises:
+        StyleStudioError: it was damaged since (it is set aside; --resume styles it again).
+    """
+    frames = store.read(chunk, size)
+    if frames is None:
+        raise StyleStudioError(f"the kept {chunk.name} was damaged after it was made; run again with --resume")
+    return frames
 
 
 @dataclass

@@ -150,7 +150,8 @@ def render_video(
         resume: go on from the frames an earlier render of this job kept; False: remove them and start again;
             None: neither was asked, so kept frames are an error (``KeptFramesError``) rather than lost.
         started: called with the number of frames already kept, before the first frame is made.
-        say: called with what the user should know at once (kept frames that could not be read, set aside).
+        say: called with what the user should know at once (kept frames that could not be read, set aside);
+            without it, that is in the video's notes.
         comment: text to record in the video file's metadata (the job key is added).
         styles: the style pictures, when already decoded (else read from ``job.styles``).
 
@@ -177,11 +178,8 @@ def render_video(
     notes: list[str] = []
     with target.claim(), held(cache.lock, busy):
         check_writable(target, info, options.start, key)
-        notice = cache.load()
-        if notice is not None and say is not None:
-            say(notice)
-        elif notice is not None:
-            notes.append(notice)
+        tell = say if say is not None else notes.append
+        cache.load(tell)
         if cache.done and resume is None:
             raise KeptFramesError(
                 f"{cache.done} frame(s) from an earlier render of this clip with these settings are kept: "
@@ -191,11 +189,14 @@ def render_video(
             cache.clear()
         if started is not None:
             started(cache.done)
-        compute, flow_seconds = _render_frames(job, options, info, styles, weights, cache, stop, cancel, progress)
+        size = render_size(info, job.settings.size)
+        compute, flow_seconds = _render_frames(job, options, info, size, styles, weights, cache, stop, cancel,
+                                               progress, tell)  # fmt: skip
         document = json.dumps({"job_key": key, **({"note": comment} if comment else {})})
         notes += write_video(
-            target, cache.frames(), info.frame_rate, info, options.start, options.duration, comment=document, key=key
-        )
+            target, cache.frames(size), info.frame_rate, info, options.start, options.duration, comment=document,
+            key=key,
+        )  # fmt: skip
         frames, times = cache.done, cache.times
         cache.clear()
     span, last = info.seconds_between(options.start, options.duration), times[-1] if times else 0.0
@@ -210,15 +211,17 @@ def _render_frames(
     job: Job,
     options: VideoOptions,
     info: ClipInfo,
+    size: tuple[int, int],
     styles: list[Image.Image],
     weights: NetworkWeights,
     cache: FrameCache,
     stop: CancelToken,
     cancel: CancelToken,
     progress: Callable[[FrameRecord], None] | None,
+    tell: Callable[[str], None],
 ) -> tuple[str, float]:
-    """Make the frames the cache lacks; returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
-    size = render_size(info, job.settings.size)
+    """Make the frames the cache lacks (a kept frame that cannot be read is styled again, and the frames after it);
+    returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
     total = max(info.frames_between(options.start, options.duration), cache.done)
     styler = FrameStyler(job.settings, options, styles, weights)
     compute = cache.compute or "frames kept from an earlier render"
@@ -227,8 +230,9 @@ def _render_frames(
         number = clip_frame.index + 1
         total = max(total, number)
         content = np.asarray(clip_frame.image().resize(size, Image.Resampling.LANCZOS))
-        if number <= cache.done:
-            styler.kept(content, cache.picture(number), fresh=number in cache.fresh)
+        kept = cache.picture(number, size, tell) if number <= cache.done else None
+        if kept is not None:
+            styler.kept(content, kept, fresh=number in cache.fresh)
             continue
         if stop.cancelled:
             raise Cancelled()

@@ -36,7 +36,8 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..errors import StyleStudioError
-from ..io.files import cache_folder, check_name, remove_tree, set_aside, write_atomically
+from ..io.files import cache_folder, check_name, remove_tree, write_atomically
+from ..io.kept import LeftAlone, Tell, put_aside, read_kept
 from ..io.locks import held, in_use_elsewhere
 from ..objective.regions import Regions
 from ..settings import Settings
@@ -63,7 +64,7 @@ def interval() -> float:
         return INTERVAL
 
 
-class NewerCheckpointError(StyleStudioError):
+class NewerCheckpointError(LeftAlone):
     """A checkpoint written by a newer Style Studio: left alone, for that version to resume."""
 
 
@@ -99,6 +100,8 @@ class Checkpoint:
             or a checkpoint from before it was kept).
         weights: what the weights were (``weights.identity``: a file's digest),
             or None in a checkpoint from before it was kept.
+        pictures: the content and style images the run saw, when the checkpoint was read whole
+            (``CheckpointStore.load``); else read from ``folder`` when first asked for.
     """
 
     run_id: str
@@ -114,6 +117,7 @@ class Checkpoint:
     regions: Mapping[str, Any] | None = None
     step_scale: float | None = None
     weights: str | None = None
+    pictures: tuple[Image.Image, tuple[Image.Image, ...]] | None = None
 
     def painted(self) -> Regions | None:
         """The run's regions, or None."""
@@ -194,15 +198,20 @@ class Checkpoint:
             raise StyleStudioError("the unfinished run cannot be resumed: its picture is not the size the run needs")
 
     def inputs(self) -> tuple[Image.Image, list[Image.Image]]:
-        """The content and style images the run saw, from the checkpoint's folder."""
+        """The content and style images the run saw, from the checkpoint's folder.
+
+        Raises:
+            StyleStudioError: they cannot be read (``CheckpointStore.load`` finds that, and sets the run aside).
+        """
+        if self.pictures is not None:
+            return self.pictures[0], list(self.pictures[1])
         if self.folder is None:
             raise StyleStudioError("this checkpoint has no folder to read its inputs from")
         try:
-            content = _open(self.folder / "content.png")
-            styles = [_open(self.folder / f"style-{n}.png") for n in range(1, len(self.style_hashes) + 1)]
-        except OSError as exc:
+            content, styles = _read_inputs(self.folder, len(self.style_hashes))
+        except (OSError, ValueError, SyntaxError) as exc:
             raise StyleStudioError(f"the checkpoint's input images cannot be read ({exc})") from None
-        return content, styles
+        return content, list(styles)
 
     def describe(self) -> str:
         """For the user: what run it is and where it stood."""
@@ -233,6 +242,11 @@ def _write_state(state: dict[str, Tensor], out: BinaryIO) -> None:
 def _open(path: Path) -> Image.Image:
     with Image.open(path) as image:
         return image.convert("RGB")
+
+
+def _read_inputs(folder: Path, styles: int) -> tuple[Image.Image, tuple[Image.Image, ...]]:
+    """The content and the ``styles`` style images a run saw, as its checkpoint keeps them."""
+    return _open(folder / "content.png"), tuple(_open(folder / f"style-{n}.png") for n in range(1, styles + 1))
 
 
 class CheckpointStore:
@@ -303,47 +317,55 @@ class CheckpointStore:
             if old.name != state_name:
                 old.unlink(missing_ok=True)
 
-    def load(self, run_id: str, *, read_state: bool = True) -> Checkpoint | None:
-        """The checkpoint of run ``run_id``; None if there is none.
+    @property
+    def aside(self) -> Path:
+        """Where a checkpoint that cannot be read or used is moved: ``<root>.unreadable/``."""
+        return self.root.with_name(f"{self.root.name}.unreadable")
 
-        ``read_state``: read the images now (False: when first used).
+    def load(self, run_id: str, *, read_state: bool = True, tell: Tell | None = None) -> Checkpoint | None:
+        """The checkpoint of run ``run_id``; None if there is none, or it cannot be read.
+
+        ``read_state``: read and check its picture and its inputs now (False: listing them, read when first used).
+        One that cannot be read is moved to ``aside`` (``io.kept.read_kept``), never deleted; ``tell`` hears where.
 
         Raises:
-            StyleStudioError: it exists but cannot be read (damaged, or from a newer version).
+            NewerCheckpointError: a newer Style Studio wrote it; it is left where it is, for that version.
         """
-        folder = self.folder(run_id)
+        reader = functools.partial(self._read, run_id=run_id, read_state=read_state)
+        return read_kept(self.folder(run_id), reader, f"the unfinished run {run_id}", tell=tell, into=self.aside)
+
+    @staticmethod
+    def _read(folder: Path, run_id: str, read_state: bool) -> Checkpoint | None:
         if not (folder / "run.json").exists():
-            return None
-        try:
-            document = json.loads((folder / "run.json").read_text())
-            if document.get("format") != FORMAT:
-                raise ValueError("not a Style Studio checkpoint")
-            if document.get("version", 0) > VERSION:
-                raise NewerCheckpointError(f"the checkpoint in {folder} was written by a newer Style Studio")
-            if document.get("run_id") != run_id:
-                raise ValueError("it names another run")
-            checkpoint = Checkpoint(
-                run_id=document["run_id"],
-                settings=settings_mod.from_dict(document["settings"]),
-                content_hash=document["content_hash"],
-                style_hashes=tuple(document["style_hashes"]),
-                names=tuple(document["names"]),
-                position=Position(**document["position"]),
-                state=folder / document["state"],
-                best=float(document["best"]),
-                saved_at=float(document["saved_at"]),
-                folder=folder,
-                regions=document.get("regions"),
-                step_scale=_step_scale(document.get("step_scale")),
-                weights=str(document["weights"]) if document.get("weights") else None,
-            )
-            if read_state:
-                checkpoint.image  # noqa: B018 - reads and checks the state file
+            return None  # a run whose first checkpoint is being written: nothing to go on from yet
+        document: Any = json.loads((folder / "run.json").read_text())
+        if document.get("format") != FORMAT:
+            raise ValueError("not a Style Studio checkpoint")
+        if document.get("version", 0) > VERSION:
+            raise NewerCheckpointError(f"the checkpoint in {folder} was written by a newer Style Studio")
+        if document.get("run_id") != run_id:
+            raise ValueError("it names another run")
+        style_hashes = tuple(str(h) for h in document["style_hashes"])
+        checkpoint = Checkpoint(
+            run_id=document["run_id"],
+            settings=settings_mod.from_dict(document["settings"]),
+            content_hash=str(document["content_hash"]),
+            style_hashes=style_hashes,
+            names=tuple(str(n) for n in document["names"]),
+            position=Position(**document["position"]),
+            state=folder / check_name(document["state"], "a state file"),
+            best=float(document["best"]),
+            saved_at=float(document["saved_at"]),
+            folder=folder,
+            regions=document.get("regions"),
+            step_scale=_step_scale(document.get("step_scale")),
+            weights=str(document["weights"]) if document.get("weights") else None,
+        )
+        if not read_state:
             return checkpoint
-        except StyleStudioError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError, RuntimeError, EOFError) as exc:
-            raise StyleStudioError(f"the checkpoint in {folder} is damaged and cannot be resumed ({exc})") from None
+        assert isinstance(checkpoint.state, Path)
+        content, styles = _read_inputs(folder, len(style_hashes))
+        return dataclasses.replace(checkpoint, state=_load_state(checkpoint.state), pictures=(content, styles))
 
     def unfinished(self) -> list[Checkpoint]:
         """Every checkpoint, newest first, its images not yet read; removes those older than ``MAX_AGE``.
@@ -360,14 +382,15 @@ class CheckpointStore:
             if not folder.is_dir() or folder.is_symlink() or in_use_elsewhere(self.root / f"{folder.name}.lock"):
                 continue  # another window or render is running it: not unfinished, and not ours
             try:
-                checkpoint = self.load(folder.name, read_state=False)
+                checkpoint = self.load(folder.name, read_state=False, tell=self.notices.append)
             except NewerCheckpointError:
                 self.notices.append(
                     f"an unfinished run in {folder} was saved by a newer Style Studio; it is left for that version"
                 )
+                log.warning("%s", self.notices[-1])
                 continue
-            except StyleStudioError as exc:
-                self.notices.append(self._move_aside(folder, exc))
+            except StyleStudioError as exc:  # a folder whose name cannot be a run's
+                self.notices.append(str(put_aside(folder, str(exc), "an unfinished run", self.aside)))
                 continue
             if checkpoint is None:
                 continue
@@ -375,25 +398,13 @@ class CheckpointStore:
                 self.discard(folder.name)
                 continue
             found.append(checkpoint)
-        for notice in self.notices:
-            log.warning("%s", notice)
         return sorted(found, key=lambda c: c.saved_at, reverse=True)
 
     def set_aside(self, run_id: str, problem: StyleStudioError) -> str:
         """Move run ``run_id``'s checkpoint, which cannot be used (``problem``), out of the way without deleting it;
         returns what the user should be told (where it is kept). A newer version's is moved too: this version
         starts the run again, and that version can still resume the moved one by hand."""
-        return self._move_aside(self.folder(run_id), problem)
-
-    def _move_aside(self, folder: Path, problem: StyleStudioError) -> str:
-        aside = self.root.with_name(f"{self.root.name}.unreadable")
-        try:
-            aside.mkdir(parents=True, exist_ok=True)
-            kept = set_aside(folder)
-            kept = kept.rename(aside / kept.name)
-        except OSError as exc:
-            return f"{problem}; it could not be moved aside ({exc}) and stays where it is"
-        return f"{problem}; it is kept in {kept}"
+        return str(put_aside(self.folder(run_id), str(problem), f"the unfinished run {run_id}", self.aside))
 
     def discard(self, run_id: str) -> None:
         """Remove run ``run_id``'s checkpoint, if there is one (never one another process is running)."""
@@ -424,6 +435,9 @@ def _load_state(path: Path) -> dict[str, Any]:
         raise ValueError(f"its state file cannot be read: {exc}") from None
     if not isinstance(state, dict) or not all(isinstance(state.get(k), torch.Tensor) for k in ("image", "lowest")):
         raise ValueError("its state file holds no image")
+    image, lowest = state["image"], state["lowest"]
+    if image.dim() != 4 or image.shape[:2] != (1, 3) or lowest.shape != image.shape or not image.is_floating_point():
+        raise ValueError(f"its state file holds a picture of shape {tuple(image.shape)}, not (1, 3, H, W)")
     return state
 
 

@@ -78,25 +78,34 @@ def test_resuming_with_other_settings_or_inputs_is_refused_with_what_changed(
         StyleTransfer(content_image.rotate(180), [style_image], SETTINGS, tiny, resume=checkpoint)
 
 
-def test_a_damaged_checkpoint_is_never_read_and_is_cleaned_up(tiny, content_image, style_image, store):
+def test_a_damaged_checkpoint_is_never_read_and_is_set_aside_with_a_line_saying_where(
+    tiny, content_image, style_image, store
+):
     token = CancelToken()
     first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 2)
     folder = store.folder(first.run_id)
     state = next(folder.glob("state-*.pt"))
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
-    with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
-        store.load(first.run_id)
     # Listed (reading no images), but refused when resumed.
     (listed,) = store.unfinished()
     with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
         StyleTransfer(content_image, [style_image], SETTINGS, tiny, resume=listed)
-    # A run whose description cannot be read is set aside, never deleted.
-    (folder / "run.json").write_text("{not json")
-    assert store.unfinished() == [] and not folder.exists()
-    (kept,) = (store.root.parent / "checkpoints.unreadable").iterdir()
-    assert kept.name.startswith(f"{first.run_id}.unreadable-") and (kept / "run.json").read_text() == "{not json"
-    assert str(kept) in store.notices[0] and "damaged" in store.notices[0]
+    # Read whole, it is moved aside (never deleted), and the line says where.
+    told: list[str] = []
+    assert store.load(first.run_id, tell=told.append) is None and not folder.exists()
+    (kept,) = store.aside.iterdir()
+    assert kept.name.startswith(f"{first.run_id}.unreadable-") and (kept / "run.json").is_file()
+    assert len(told) == 1 and str(kept) in told[0] and "state file cannot be read" in told[0]
+    # A run whose description cannot be read is set aside when the runs are listed.
+    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=(token := CancelToken()),
+                           checkpoints=store)  # fmt: skip
+    stop_at(second, token, 2)
+    (store.folder(second.run_id) / "run.json").write_text("{not json")
+    assert store.unfinished() == [] and not store.folder(second.run_id).exists()
+    (kept,) = [p for p in store.aside.iterdir() if p.name.startswith(second.run_id)]
+    assert (kept / "run.json").read_text() == "{not json"
+    assert str(kept) in store.notices[0] and "could not be read" in store.notices[0]
 
 
 def test_a_newer_versions_checkpoint_is_left_where_it_is(tiny, content_image, style_image, store):
