@@ -13,6 +13,9 @@ from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 from .pictures import HistoryEntry
 from .qt_images import pil_to_qimage
 
+#: Where an item keeps its entry's number, which stays when entries before it are removed.
+_NUMBER = Qt.ItemDataRole.UserRole + 1
+
 
 class HistoryStrip(QListWidget):
     """Signals carry the HistoryEntry: selected (view it), compare, restore, export, remove."""
@@ -50,15 +53,28 @@ class HistoryStrip(QListWidget):
             QIcon(
                 pixmap.scaled(96, 96, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
             ),
-            f"#{len(self.entries)}",
+            "",
         )
         item.setData(Qt.ItemDataRole.UserRole, len(self.entries) - 1)
-        item.setToolTip(entry.summary())
+        item.setData(_NUMBER, len(self.entries))
+        self._label(item, entry)
         self.blockSignals(True)
         self.addItem(item)
         self.setCurrentItem(item)
         self.blockSignals(False)
         self.scrollToItem(item)
+
+    def _label(self, item: QListWidgetItem, entry: HistoryEntry) -> None:
+        """The entry's number and tooltip, and whether its video is missing now (shown, not forgotten)."""
+        number = item.data(_NUMBER)
+        item.setText(f"#{number} missing" if entry.missing else f"#{number}")
+        item.setToolTip(entry.summary())
+        item.setForeground(self.palette().placeholderText() if entry.missing else self.palette().text())
+
+    def recheck(self) -> None:
+        """Look again for the videos of the entries (a drive connected since): each shows whether it is there."""
+        for row, entry in enumerate(self.entries):
+            self._label(self.item(row), entry)
 
     def remove(self, entry: HistoryEntry) -> None:
         """Take an entry out of the strip (the others keep their numbers)."""
@@ -92,6 +108,12 @@ class HistoryStrip(QListWidget):
 
         if entry.video is not None:
             video = entry.video
+            if entry.missing:
+                return [
+                    (f"Look for {video.name} again", self.recheck),
+                    ("Restore its settings", emitting(self.restoreRequested)),
+                    ("Remove from history", emitting(self.removeRequested)),
+                ]
             return [
                 ("Play the video", lambda: self._open(video)),
                 ("Show in its folder", lambda: self._open(video.parent)),

@@ -38,9 +38,7 @@ class KeptHistory(QObject):
         """Put the kept results back in the history (at start), oldest first; ``notices`` says what was set aside."""
         self.notices = []
         for result in self.kept.load(tell=self.notices.append):
-            entry = _entry(result)
-            if entry is not None:
-                self.history.add(entry)
+            self.history.add(_entry(result))
 
     def add(self, entry: HistoryEntry) -> HistoryEntry:
         """Add a finished result to the history and keep it on disk (written in the background)."""
@@ -91,12 +89,11 @@ class KeptHistory(QObject):
             job.wait()
 
 
-def _entry(result: KeptResult) -> HistoryEntry | None:
+def _entry(result: KeptResult) -> HistoryEntry:
+    """A kept result as the history shows it. A video's entry stays when its file cannot be found now (moved, or on
+    a drive not mounted yet): the strip shows it as missing, and the user removes it."""
     created = result.field("created")
     video = result.field("video")
-    if isinstance(video, str) and not Path(video).is_file():
-        KeptResults.let_go(result.path)  # the video was moved or deleted: its entry has nothing left to open
-        return None
     return HistoryEntry(
         result.picture,
         result.settings,

@@ -89,11 +89,24 @@ class HistoryEntry:
     video: Path | None = field(default=None, compare=False)
     """A video's entry: the file written (``result`` is its first frame; it is opened, not exported)."""
 
+    @property
+    def missing(self) -> bool:
+        """A video's entry whose file cannot be found now (moved or deleted, or on a drive not connected)."""
+        return self.video is not None and not self.video.exists()
+
     def summary(self) -> str:
         s = self.settings
         stamp = time.strftime("%H:%M:%S", time.localtime(self.created))
         if self.video is not None:
-            return f"{stamp} — video {self.video.name}, {self.result.width}×{self.result.height}\n{self.weights_label}"
+            where = (
+                f"\nMissing: {self.video} cannot be found (moved, deleted, or on a drive not connected)"
+                if self.missing
+                else ""
+            )
+            return (
+                f"{stamp} — video {self.video.name}, {self.result.width}×{self.result.height}\n{self.weights_label}"
+                f"{where}"
+            )
         return (
             f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
             f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"

@@ -114,12 +114,24 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     again = make_window(VIDEO_FAST)  # kept across a restart while the file is there
     assert [e.video for e in again.history.entries] == [out]
     again.close()
-    out.unlink()
+    written = out.read_bytes()
+    out.unlink()  # moved, or on a drive not connected at the next start
     told: list[str] = []
     window.history.failed.connect(told.append)
-    dict(window.history.commands(entry))["Play the video"]()
-    assert told and "no longer there" in told[0]
-    assert make_window(VIDEO_FAST).history.entries == []  # its file gone: nothing left to play
+    dict(window.history.commands(entry))["Look for styled.mp4 again"]()
+    assert window.history.item(window.history.count() - 1).text().endswith("missing")
+    later = make_window(VIDEO_FAST)
+    (kept,) = later.history.entries  # not deleted: shown as missing
+    assert kept.video == out and kept.missing
+    assert later.history.item(0).text() == "#1 missing" and "Missing: " in later.history.item(0).toolTip()
+    out.write_bytes(written)  # the drive is back
+    later.history.recheck()
+    assert later.history.item(0).text() == "#1" and "Missing" not in later.history.item(0).toolTip()
+    out.unlink()
+    dict(later.history.commands(kept))["Remove from history"]()  # the user lets it go
+    assert later.history.entries == []
+    later.close()
+    assert make_window(VIDEO_FAST).history.entries == [] and not told
 
 
 def test_stopping_a_video_render_keeps_its_frames_for_the_next_one(make_window, qtbot, clip, tmp_path):
