@@ -21,7 +21,7 @@ STOPPED = "style-studio: stopped; finished pictures are kept. Run the same comma
 
 def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio batch``; 0 when every job is done or skipped, 1 when one failed."""
-    from ..core import OutputOptions, check_jobs, jobs_from_arguments, jobs_from_file
+    from ..core import OutputOptions, check_jobs, free_generated_names, jobs_from_arguments, jobs_from_file
 
     settings = settings_from_args(args, preset_base(args))
     outdir = Path(args.output)
@@ -35,7 +35,10 @@ def batch(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             raise UsageError("give one or more photos and --style with one or more style images (or --jobs FILE)")
         jobs = jobs_from_arguments([Path(p) for p in args.photos], [Path(p) for p in args.batch_styles], outdir,
                                    settings, f".{args.format}", options)  # fmt: skip
+    jobs, renamed = free_generated_names(jobs)  # a name we made up never replaces a user's file
     check_jobs(jobs, outdir)
+    for notice in renamed:
+        stderr.write(f"style-studio: {notice}\n")
     chunking(args)  # chunks that cannot be made are refused before anything runs
     if args.workers < 1:
         raise UsageError(f"--workers must be 1 or more, got {args.workers}")

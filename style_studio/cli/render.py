@@ -19,6 +19,8 @@ from ..core import (
     folder_problem,
     is_video_path,
     load_image,
+    names_a_folder,
+    path_key,
     regions_from_mask,
 )
 from .parser import UsageError, preset_base, settings_from_args
@@ -56,7 +58,7 @@ def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, 
 
 def _run_id(output: Path) -> str:
     """A command-line run's checkpoint name: the same output file, the same run."""
-    return "cli-" + hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:16]
+    return "cli-" + hashlib.sha256(path_key(output).encode()).hexdigest()[:16]
 
 
 def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
@@ -64,6 +66,11 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if is_video_path(args.content):
         raise UsageError(
             f"{args.content} is a video: style it with `style-studio video {args.content} STYLE... -o OUT.mp4`"
+        )
+    if names_a_folder(args.output):
+        raise UsageError(
+            f"{args.output}: ends with '{args.output[-1]}', so it names a folder, and render writes one picture: give "
+            f"its file name ({args.output.rstrip(args.output[-1])}, or a name inside that folder)"
         )
     settings = settings_from_args(args, preset_base(args))
     output = Path(args.output)

@@ -21,6 +21,7 @@ from .errors import StyleStudioError as StyleStudioError
 from .errors import UnsafePathError as UnsafePathError
 from .io.files import file_digest as file_digest
 from .io.files import folder_problem as folder_problem
+from .io.files import path_key as path_key
 from .io.files import write_atomically as write_atomically
 from .io.imageio import FORMATS as FORMATS
 from .io.imageio import decode_image as decode_image
@@ -34,6 +35,7 @@ from .io.locks import folder_lock as folder_lock
 from .io.locks import held as held
 from .io.outputs import FrameFolder as FrameFolder
 from .io.outputs import Output as Output
+from .io.outputs import names_a_folder as names_a_folder
 from .io.video import ClipInfo as ClipInfo
 from .io.video import VideoError as VideoError
 from .io.video import is_video_path as is_video_path
@@ -42,6 +44,7 @@ from .io.video import read_frames as read_frames
 from .jobs.batch import JobOutcome as JobOutcome
 from .jobs.batch import OutputOptions as OutputOptions
 from .jobs.batch import check_jobs as check_jobs
+from .jobs.batch import free_generated_names as free_generated_names
 from .jobs.batch import jobs_from_arguments as jobs_from_arguments
 from .jobs.batch import jobs_from_file as jobs_from_file
 from .jobs.batch import remove_partial_files as remove_partial_files
@@ -55,6 +58,7 @@ from .jobs.job import JobInputs as JobInputs
 from .jobs.job import RenderedJob as RenderedJob
 from .jobs.job import VideoOptions as VideoOptions
 from .jobs.job import already_done as already_done
+from .jobs.job import input_files as input_files
 from .jobs.job import job_key as job_key
 from .jobs.job import output_key as output_key
 from .jobs.job import picture_metadata as picture_metadata

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -10,6 +11,7 @@ import re
 import secrets
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -147,6 +149,48 @@ def write_bytes_atomically(path: Path, data: bytes, before_replace: Callable[[],
         out.write(data)
 
     write_atomically(path, write, before_replace)
+
+
+def path_key(path: Path) -> str:
+    """What names one file or folder, for the checks that two outputs are one and for the locks: its real path,
+    case-folded where the file system ignores case (macOS's and Windows' do: ``A.png`` and ``a.png`` are one file,
+    which ``realpath`` and ``normcase`` do not see for a file that does not exist yet)."""
+    real = os.path.normcase(os.path.realpath(path))
+    return real.casefold() if ignores_case(os.path.dirname(real)) else real
+
+
+@functools.lru_cache(maxsize=256)
+def ignores_case(folder: str) -> bool:
+    """Whether the file system that holds ``folder`` ignores case: the nearest existing folder at or above it whose
+    name has letters is found again under that name in the other case. Without one (the root), the system's
+    usual file system answers (Windows' and macOS's ignore case)."""
+    here = folder
+    while True:
+        name = os.path.basename(here)
+        if name != name.swapcase() and os.path.isdir(here):
+            try:
+                return os.path.samefile(here, os.path.join(os.path.dirname(here), name.swapcase()))
+            except OSError:
+                return False
+        parent = os.path.dirname(here)
+        if parent == here:
+            return os.name == "nt" or sys.platform == "darwin"
+        here = parent
+
+
+def writable_by_user(path: Path) -> bool:
+    """Whether the user may write the existing file ``path`` (a link: the file it leads to), as ``cp`` and a shell's
+    ``>`` judge it: renaming over a file would replace it whatever its permissions say.
+
+    The superuser may write any file, but a file whose mode grants nobody writing was made read-only on purpose.
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return True  # nothing there to protect (a link to nothing: the file is made)
+    if os.name == "posix" and os.geteuid() == 0:
+        return bool(info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return os.access(path, os.W_OK)
 
 
 def folder_problem(target: Path, folder: Path) -> str | None:

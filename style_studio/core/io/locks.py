@@ -18,7 +18,7 @@ from pathlib import Path
 import filelock
 
 from ..errors import StyleStudioError
-from .files import cache_folder
+from .files import cache_folder, path_key
 
 log = logging.getLogger(__name__)
 
@@ -74,5 +74,5 @@ def folder_lock(folder: Path, role: str) -> Path:
 
     Kept out of the folder itself, so that a user's folder holds only their pictures.
     """
-    key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    key = hashlib.sha256(path_key(folder).encode()).hexdigest()[:16]
     return cache_folder() / "locks" / f"{role}-{key}.lock"

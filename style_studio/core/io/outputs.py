@@ -12,9 +12,12 @@ that a new kind of output cannot forget a rule:
   folder (a batch's ``-o``) is checked again at the moment it is written,
   so a link planted while the batch runs is not followed out of it.
 - **Nothing is removed or replaced that this job did not make.** A file
-  output replaces a file, never a folder; a folder of frames is written only
-  where it is new, empty, or holds frames this same job wrote there before
-  (each frame carries its job's key). Nothing else in a folder is ever touched.
+  output replaces a file, never a folder, and never a read-only file; a name
+  Style Studio made up (a batch's, the queue's) replaces only a file that
+  carries a job key (``replaceable``), never a user's own. A folder of frames
+  is written only where it is new, empty, or holds frames this same job wrote
+  there before (each frame carries its job's key), never through a link.
+  Nothing else in a folder is ever touched.
 - **Atomic** (``files.replacing``): a reader never sees half a file; an
   existing file keeps its permissions, a link stays a link, the folder is
   synced, and a killed writer's temporary is swept by the next process that
@@ -42,10 +45,12 @@ from .files import (
     TEMPORARY,
     UMASK,
     cache_folder,
+    path_key,
     remove_tree,
     replacing,
     sync_folder,
     temporary_beside,
+    writable_by_user,
     write_atomically,
 )
 from .locks import held
@@ -86,6 +91,12 @@ class FileIndex:
         return found
 
 
+def names_a_folder(text: str) -> bool:
+    """Whether an output the user typed (``-o``, a jobs file's) ends with a path separator: they meant a folder,
+    whatever the name's ending. ``Path`` drops the separator, so this reads the text."""
+    return text.endswith(("/", os.sep))
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` (a real path) lies in ``folder`` (a real path) or below it."""
     inner, outer = os.path.normcase(str(path)), os.path.normcase(str(folder)).rstrip(os.sep)
@@ -100,29 +111,43 @@ class Output:
         path: the file (or folder of frames) to write.
         inputs: the job's inputs (photo or clip, styles, mask): the output may be none of them.
         within: a folder the output must stay inside (a batch's output folder), or None.
+        replaceable: for a name Style Studio made up, which existing file it may replace (one a job of ours
+            wrote); None: the user named the file, and it is replaced when the user may write it.
     """
 
     path: Path
     inputs: tuple[Path, ...] = ()
     within: Path | None = None
+    replaceable: Callable[[Path], bool] | None = None
 
-    def problems(self, folder: bool = False) -> list[str]:
-        """What forbids writing this output, said for the user; empty: nothing. ``folder``: a folder of frames."""
-        found = []
+    def input_problems(self, folder: bool = False) -> list[str]:
+        """Whether the output is, or (a folder) holds, one of its inputs, said for the user; empty: it is none."""
         real = Path(os.path.realpath(self.path))
         for source in self.inputs:
             if same_file(self.path, source):
-                found.append(f"{self.path} is one of the job's inputs ({source.name}); choose another output")
-                break
+                return [f"{self.path} is one of the job's inputs ({source.name}); choose another output"]
             if folder and _inside(Path(os.path.realpath(source)), real):
-                found.append(f"{self.path} holds the job's input {source.name}; choose another folder for the frames")
-                break
+                return [f"{self.path} holds the job's input {source.name}; choose another folder for the frames"]
+        return []
+
+    def problems(self, folder: bool = False) -> list[str]:
+        """What forbids writing this output, said for the user; empty: nothing. ``folder``: a folder of frames."""
+        found = self.input_problems(folder)
+        real = Path(os.path.realpath(self.path))
         if self.within is not None:
             home = Path(os.path.realpath(self.within))
             if not _inside(real, home):
                 found.append(f"{self.path} leads outside the output folder {self.within}; it is not written")
         if not folder and self.path.is_dir():
             found.append(f"{self.path} is a folder; give a file name")
+        elif not folder and self.path.is_file():
+            if not writable_by_user(self.path):
+                found.append(f"{self.path} is read-only; it is not replaced (make it writable, or choose another name)")
+            elif self.replaceable is not None and not self.replaceable(self.path):
+                found.append(
+                    f"{self.path} exists and was not made by Style Studio; it is not replaced (a name Style Studio "
+                    "chose replaces only its own pictures)"
+                )
         return found
 
     def check(self, folder: bool = False) -> None:
@@ -133,7 +158,7 @@ class Output:
 
     def claim(self) -> contextlib.AbstractContextManager[None]:
         """Hold this output for this process while the block runs (Busy: another process is writing it)."""
-        key = hashlib.sha256(os.path.normcase(os.path.realpath(self.path)).encode()).hexdigest()[:16]
+        key = hashlib.sha256(path_key(self.path).encode()).hexdigest()[:16]
         return held(
             cache_folder() / "locks" / f"output-{key}.lock",
             f"{self.path} is being written by another Style Studio process; wait for it, or choose another output",
@@ -194,6 +219,11 @@ class FrameFolder:
         found = self.output.problems(folder=True)
         if found or not os.path.lexists(self.path):
             return found
+        if self.path.is_symlink():
+            return [
+                f"{self.path} is a link (to {os.path.realpath(self.path)}); frames are written to a folder itself: "
+                "give the folder it leads to"
+            ]
         if not self.path.is_dir():
             return [f"{self.path} exists and is not a folder; a folder of frames needs a new or empty folder"]
         try:

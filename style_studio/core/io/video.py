@@ -74,8 +74,13 @@ def is_video_path(path: str | os.PathLike[str]) -> bool:
 
 
 def output_is_folder(path: str | os.PathLike[str]) -> bool:
-    """Whether a video output ``path`` means a folder of numbered PNG frames (no ending, or an existing folder)."""
-    return Path(path).is_dir() or Path(path).suffix == "" or str(path).endswith(os.sep)
+    """Whether a video output ``path`` means a folder of numbered PNG frames: a name without a video's ending (no
+    ending, or an existing folder of another). A video's ending always means a file, so that a folder there is
+    refused before any frame is made, not after the last."""
+    target = Path(path)
+    if target.suffix.lower() in OUTPUT_KINDS:
+        return False
+    return target.suffix == "" or target.is_dir() or str(path).endswith(os.sep)
 
 
 def check_output(path: str | os.PathLike[str]) -> None:

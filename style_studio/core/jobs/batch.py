@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +22,14 @@ import tomllib
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
-from ..io.files import sweep_temporaries
+from ..io.files import path_key, sweep_temporaries
 from ..io.imageio import FORMATS
-from ..io.outputs import FileIndex
+from ..io.outputs import FileIndex, names_a_folder
 from ..io.video import OUTPUT_KINDS, is_video_path
 from ..objective.masks import RegionSpec, regions_from_mask
 from ..objective.regions import Regions
 from ..settings import Settings
-from .job import Job, VideoOptions
+from .job import Job, VideoOptions, free_name, made_by_style_studio
 
 #: A video's output in a batch, unless a jobs file names another.
 VIDEO_SUFFIX: Final = ".mp4"
@@ -83,11 +84,40 @@ def jobs_from_arguments(
         for style in styles:
             output = outdir / f"{photo.stem}-{style.stem}{VIDEO_SUFFIX if video else suffix}"
             if video is not None:
-                jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, video=video, within=outdir))
+                jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, video=video, within=outdir,
+                                generated_name=True))  # fmt: skip
                 continue
             jobs.append(Job(str(len(jobs) + 1), photo, (style,), settings, output, None, options.bit_depth,
-                            options.dpi, within=outdir))  # fmt: skip
+                            options.dpi, within=outdir, generated_name=True))  # fmt: skip
     return jobs
+
+
+def free_generated_names(jobs: Sequence[Job]) -> tuple[list[Job], list[str]]:
+    """The jobs, each whose output's name Style Studio made up moved to a free name where the name it made up is a
+    file of the user's (not one a job of ours wrote) or another job's output; and a line for the user about each.
+
+    A picture of ours under the name keeps it: the job is then skipped (made already) or replaces it. So a batch
+    run again finds the names it chose before.
+    """
+    claimed = {path_key(job.output) for job in jobs if not job.generated_name}
+    freed: list[Job] = []
+    notices: list[str] = []
+
+    def taken(path: Path) -> bool:
+        if path_key(path) in claimed:
+            return True
+        return os.path.lexists(path) and not (path.is_file() and made_by_style_studio(path))
+
+    for job in jobs:
+        if job.generated_name:
+            output = free_name(job.output, taken)
+            if output != job.output:
+                whose = "another job's" if path_key(job.output) in claimed else "a file Style Studio did not make"
+                notices.append(f"job {job.id}: {job.output.name} is {whose}; writing {output.name} instead")
+                job = dataclasses.replace(job, output=output)
+        claimed.add(path_key(job.output))
+        freed.append(job)
+    return freed, notices
 
 
 def jobs_from_file(path: Path, outdir: Path, base: Settings, options: OutputOptions = OutputOptions()) -> list[Job]:
@@ -187,6 +217,10 @@ def _job_from_entry(
         if problem:
             problems.append(problem)
             return None
+    if isinstance(entry.get("output"), str) and names_a_folder(entry["output"]):
+        problems.append(f"{where}: the output {entry['output']!r} ends with a separator, so it names a folder; "
+                        "give the file's name")  # fmt: skip
+        return None
     job_settings = _with_overrides(settings, entry.get("settings"), where, problems)
     content_path = folder / content
     style_paths = tuple(folder / s for s in styles)
@@ -199,7 +233,7 @@ def _job_from_entry(
     regions = _regions_of(entry, folder, len(style_paths), where, problems)
     mask = folder / entry["regions"] if regions is not None else None
     return Job(name, content_path, style_paths, job_settings, outdir / output_name, regions, options.bit_depth,
-               options.dpi, mask=mask, within=outdir)  # fmt: skip
+               options.dpi, mask=mask, within=outdir, generated_name="output" not in entry)  # fmt: skip
 
 
 def _video_job(
@@ -232,7 +266,8 @@ def _video_job(
     if not isinstance(output_name, str) or Path(output_name).suffix.lower() not in OUTPUT_KINDS:
         problems.append(f"{where}: the output {output_name!r} needs a {', '.join(sorted(OUTPUT_KINDS))} name")
         return None
-    return Job(name, clip, styles, settings, outdir / output_name, video=video, within=outdir)
+    return Job(name, clip, styles, settings, outdir / output_name, video=video, within=outdir,
+               generated_name="output" not in entry)  # fmt: skip
 
 
 def _regions_of(
@@ -278,12 +313,12 @@ def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
     be one of the batch's inputs, of its own job or of another.
     """
     problems = []
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}
     ids: set[str] = set()
     inputs = FileIndex(path for job in jobs for path in job.inputs)
     for job in jobs:
         job = dataclasses.replace(job, within=job.within or outdir)
-        output = job.output.resolve()
+        output = path_key(job.output)  # one file, whatever its case on a disk that ignores case
         other = inputs.find(job.output)
         if other is not None and other not in job.inputs:  # its own inputs: output_problems says so
             problems.append(f"job {job.id}: its output {job.output} is another job's input ({other.name})")

@@ -16,10 +16,10 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 from PIL import Image
@@ -35,9 +35,6 @@ from ..objective.regions import Regions
 from ..settings import FLOW_METHODS, Settings
 
 log = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    pass
 
 #: The metadata entry that says which job made an output.
 JOB_KEY: Final = "job_key"
@@ -122,6 +119,8 @@ class Job:
         video: for a video's job (``content`` is a clip), how its frames are made; None: a picture's.
         mask: the mask file ``regions`` were read from, an input like the photo (the output may not be it).
         within: a folder the output must stay inside, checked again when it is written (a batch's ``-o``).
+        generated_name: Style Studio made the output's name up (a batch's ``{photo}-{style}``, the queue's):
+            it replaces only a picture of ours (one with a job key), never a user's file of that name.
     """
 
     id: str
@@ -135,6 +134,7 @@ class Job:
     video: VideoOptions | None = None
     mask: Path | None = None
     within: Path | None = None
+    generated_name: bool = False
 
     def describe(self) -> str:
         return f"{self.content.name} × {' + '.join(s.name for s in self.styles)}"
@@ -142,11 +142,12 @@ class Job:
     @property
     def inputs(self) -> tuple[Path, ...]:
         """Every file the job reads: its photo or clip, its styles, its regions' mask."""
-        return (self.content, *self.styles, *((self.mask,) if self.mask is not None else ()))
+        return input_files(self.content, self.styles, self.mask)
 
     def target(self) -> Output:
-        """Where the job's result goes, guarded: never one of its inputs, never outside ``within``."""
-        return Output(self.output, self.inputs, self.within)
+        """Where the job's result goes, guarded: never one of its inputs, never outside ``within``, and a name
+        made up replaces only a picture of ours."""
+        return Output(self.output, self.inputs, self.within, made_by_style_studio if self.generated_name else None)
 
     def _video_output_problems(self) -> list[str]:
         from ..io.video import kind_problem
@@ -179,6 +180,15 @@ class Job:
         if self.dpi is not None and not 1 <= self.dpi <= MAX_DPI:
             problems.append(f"the print resolution must be from 1 to {MAX_DPI} dpi, got {self.dpi:g}")
         return problems
+
+
+def input_files(content: Path | None, styles: Iterable[Path | None], mask: Path | None = None) -> tuple[Path, ...]:
+    """Every file a job reads, in one order: its photo or clip, its styles, its regions' mask (those it has).
+
+    The one list the guard of an output is given (``Output.inputs``), whatever made the job: the command line,
+    a batch, the queue, the window's run or a history entry's export.
+    """
+    return tuple(path for path in (content, *styles, mask) if path is not None)
 
 
 @dataclass(frozen=True)
@@ -352,6 +362,20 @@ def output_key(output: Path) -> str | None:
     except (StyleStudioError, ValueError, AttributeError):
         return None
     return key if isinstance(key, str) else None
+
+
+def made_by_style_studio(output: Path) -> bool:
+    """Whether an existing file is a picture or video a job of ours wrote (it carries a job key)."""
+    return output_key(output) is not None
+
+
+def free_name(wanted: Path, taken: Callable[[Path], bool]) -> Path:
+    """``wanted``, or ``<stem>-2<suffix>``, ``<stem>-3<suffix>``, ... beside it: the first name not ``taken``."""
+    candidate, number = wanted, 2
+    while taken(candidate):
+        candidate = wanted.with_name(f"{wanted.stem}-{number}{wanted.suffix}")
+        number += 1
+    return candidate
 
 
 def already_done(job: Job, key: str) -> bool:

@@ -21,13 +21,13 @@ from typing import Any, Final
 
 from .. import settings as settings_mod
 from ..errors import SettingsError
-from ..io.files import check_name, data_folder, write_atomically
+from ..io.files import check_name, data_folder, path_key, write_atomically
 from ..io.kept import put_aside, read_kept
 from ..io.locks import Busy, held
 from ..io.video import is_video_path
 from ..objective.regions import RegionError, Regions
 from ..settings import Settings
-from .job import Job, VideoOptions
+from .job import Job, VideoOptions, free_name
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,9 @@ class QueueItem:
             "settings": settings_mod.to_dict(job.settings),
             "output": str(job.output),
             "regions": job.regions.to_json() if job.regions else None,
+            "mask": str(job.mask) if job.mask is not None else None,
             "video": dataclasses.asdict(job.video) if job.video else None,
+            "generated_name": job.generated_name,
             "state": self.state,
             "reason": self.reason,
         }
@@ -113,8 +115,10 @@ class QueueItem:
             _path(data["output"]),
             Regions.from_json(regions) if regions else None,
             video=options,
+            mask=_path(data["mask"]) if data.get("mask") is not None else None,
+            generated_name=data.get("generated_name", True) is not False,  # the queue names its outputs
         )
-        problem = next(iter(job.target().problems()), None)
+        problem = next(iter(job.target().input_problems()), None)  # the rest is checked when it is written
         if problem is not None:
             raise ValueError(problem)
         # A job that was running when the app stopped goes again.
@@ -216,7 +220,9 @@ class RenderQueue:
         self.set_state(item_id, "waiting")
 
     def output_taken(self, output: Path) -> bool:
-        return output.exists() or any(i.job.output == output for i in self.items if i.state != "done")
+        """Whether a file, or a job waiting in the queue, has the name ``output`` (as the disk compares names)."""
+        key = path_key(output)
+        return os.path.lexists(output) or any(path_key(i.job.output) == key for i in self.items if i.state != "done")
 
     def save(self) -> None:
         """Write the queue (atomically); a failure is logged: the queue in memory still runs."""
@@ -274,16 +280,6 @@ def _read_document(path: Path) -> tuple[list[Any], bool]:
     return entries, bool(document.get("paused", False))
 
 
-def unique_output(folder: Path, stem: str, suffix: str, queue: RenderQueue) -> Path:
-    """``folder/stem.suffix``, or ``stem-2``, ``stem-3``... when a file or a queued job has it."""
-    candidate = folder / f"{stem}{suffix}"
-    number = 2
-    while queue.output_taken(candidate):
-        candidate = folder / f"{stem}-{number}{suffix}"
-        number += 1
-    return candidate
-
-
 def item_for(
     content: Path,
     styles: Sequence[Path],
@@ -292,17 +288,20 @@ def item_for(
     queue: RenderQueue,
     regions: Regions | None = None,
     video: VideoOptions | None = None,
+    mask: Path | None = None,
 ) -> QueueItem:
-    """A queue job for a photo and styles (and the regions painted on it), its output named after them in ``folder``.
+    """A queue job for a photo and styles (and the regions painted on it, read from ``mask`` when they were), its
+    output named after them in ``folder``: a name no file and no queued job has (``-2``, ``-3``, ... when taken).
 
     A video's job (``content`` is a clip) makes its frames as ``video`` says (default ``VideoOptions()``).
     """
     stem = f"{content.stem}-{'+'.join(s.stem for s in styles)}"
     if is_video_path(content):  # a clip: styled whole, without regions (they are painted on one frame)
-        output = unique_output(folder, stem, ".mp4", queue)
-        return QueueItem(Job(new_id(), content, tuple(styles), settings, output, video=video or VideoOptions()))
-    output = unique_output(folder, stem, ".png", queue)
-    return QueueItem(Job(new_id(), content, tuple(styles), settings, output, regions))
+        output = free_name(folder / f"{stem}.mp4", queue.output_taken)
+        return QueueItem(Job(new_id(), content, tuple(styles), settings, output, video=video or VideoOptions(),
+                             generated_name=True))  # fmt: skip
+    output = free_name(folder / f"{stem}.png", queue.output_taken)
+    return QueueItem(Job(new_id(), content, tuple(styles), settings, output, regions, mask=mask, generated_name=True))
 
 
 def is_queue_run(run_id: str) -> bool:
