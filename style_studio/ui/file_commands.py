@@ -100,8 +100,8 @@ class FileCommands:
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
         chosen_dpi = self.state.print_dpi
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        sources = [content, *styles]
-        inputs = tuple(image.path for image in sources if image is not None and image.path is not None)
+        # Never one of the files the entry was made from, nor one open now (the photo, the styles, the mask).
+        inputs = (*entry.inputs, *self.state.input_files())
         started = self.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
             self._exporting = entry

@@ -54,6 +54,7 @@ class KeptHistory(QObject):
             **({"regions": entry.regions.to_json()} if entry.regions else {}),
             **({JOB_KEY: entry.key} if entry.key else {}),
             **({"video": str(entry.video)} if entry.video else {}),
+            inputs=[str(path) for path in entry.inputs],
         )
         picture = entry.result
 
@@ -104,4 +105,12 @@ def _entry(result: KeptResult) -> HistoryEntry:
         kept=result.path,
         key=key if isinstance(key := result.field(JOB_KEY), str) else None,
         video=Path(video) if isinstance(video, str) else None,
+        inputs=_paths(result.field("inputs", [])),
     )
+
+
+def _paths(value: object) -> tuple[Path, ...]:
+    """The files a kept result names (its ``inputs``); what is not a list of names names none."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(Path(item) for item in value if isinstance(item, str) and item and "\0" not in item)

@@ -88,6 +88,8 @@ class HistoryEntry:
     """The job key of a finished run's picture (embedded in exports: batches and the queue skip it)."""
     video: Path | None = field(default=None, compare=False)
     """A video's entry: the file written (``result`` is its first frame; it is opened, not exported)."""
+    inputs: tuple[Path, ...] = field(default=(), compare=False)
+    """The files it was made from (photo or clip, styles, mask): kept with it, so its export never replaces one."""
 
     @property
     def missing(self) -> bool:

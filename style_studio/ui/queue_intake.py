@@ -94,7 +94,8 @@ class QueueIntake:
         folder = output_folder or self.output_folder()
         photo, styles = inputs
         video = self.inputs.video_options.options()
-        item = item_for(photo, styles, settings, folder, self.queue.queue, regions=regions, video=video)
+        mask = self.state.mask if regions is not None else None
+        item = item_for(photo, styles, settings, folder, self.queue.queue, regions=regions, video=video, mask=mask)
         self.show_queue()
         self.queue.add([item])
         return True

@@ -312,7 +312,8 @@ class QueueController(QObject):
         """The item's job, and the run that renders it (its pictures read, its regions fitted to the photo)."""
         job = item.job
         names = (job.content.name, *(p.name for p in job.styles))
-        pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions)
+        pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions,
+                            job.inputs)  # fmt: skip
         key = job_key(job.settings, pictures.content, pictures.styles, job.regions)
         return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE, key)
 

@@ -139,6 +139,8 @@ class RegionsWiring:
         self.view.set_overlay("regions", self.regions.overlay() if shown else None)
 
     def regions_changed(self) -> None:
+        if not self.regions.regions:
+            self.state.set_mask(None)  # no regions left: the mask is no longer read
         self.show_regions()
         if self.controller.running and self.controller.owner == USER:
             try:
@@ -168,6 +170,7 @@ class RegionsWiring:
             self.feedback.error(str(exc))
             return False
         self.regions.replace(regions, f"Load {path.name}")
+        self.state.set_mask(path)  # an input of the runs made with these regions: no output may replace it
         self.dock.show()
         self.feedback.info(notice or f"{len(regions)} region(s) loaded from {path.name}")
         return True

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from psygnal import Signal
 
-from ..core import Settings
+from ..core import Settings, input_files
 from ..core import settings as settings_mod
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class WindowState(SettingsState):
         super().__init__(settings)
         self._photo: InputImage | None = None
         self._styles: tuple[InputImage, ...] = ()
+        self._mask: Path | None = None
         self._shown: HistoryEntry | None = None
         self._print_dpi = 0
         self._picture_run = RunStatus.IDLE
@@ -115,6 +117,16 @@ class WindowState(SettingsState):
     @property
     def styles(self) -> tuple[InputImage, ...]:
         return self._styles
+
+    @property
+    def mask(self) -> Path | None:
+        """The mask file the regions were loaded from, while they have regions (an input of the run)."""
+        return self._mask
+
+    def input_files(self) -> tuple[Path, ...]:
+        """Every file a run of what is shown now reads: the photo or clip, the styles, the regions' mask."""
+        photo = self._photo.path if self._photo is not None else None
+        return input_files(photo, (style.path for style in self._styles), self._mask)
 
     @property
     def shown(self) -> HistoryEntry | None:
@@ -187,6 +199,10 @@ class WindowState(SettingsState):
         self._styles = tuple(styles)
         self.styles_changed.emit(self._styles)
         self.commands_changed.emit()
+
+    def set_mask(self, mask: Path | None) -> None:
+        """The regions were loaded from ``mask`` (None: they are gone, or not from a file)."""
+        self._mask = mask
 
     def show(self, entry: HistoryEntry | None) -> None:
         """Show a result (a finished run's, a history entry) in the picture area; None shows the photo."""

@@ -167,8 +167,9 @@ class UserRuns:
                 return
         self.display.banner.hide()
         pictures = Pictures(
-            content.image, tuple(s.image for s in styles), (content.name, *(s.name for s in styles)), regions
-        )
+            content.image, tuple(s.image for s in styles), (content.name, *(s.name for s in styles)), regions,
+            self.state.input_files(),
+        )  # fmt: skip
         job = RunRequest(pictures, settings, resume)
         self._final_size = fit_size(*content.image.size, settings.size)
         self.display.loss_plot.clear()
@@ -242,6 +243,7 @@ class UserRuns:
                 deep=outcome.deep,
                 regions=outcome.regions,
                 key=outcome.key if outcome.finished else None,
+                inputs=outcome.pictures.files,
             )
             if self.queue.closing:
                 self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed

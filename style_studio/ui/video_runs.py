@@ -249,7 +249,8 @@ class VideoRuns:
             first = next(iter(read_frames(rendered.output))).image()
         except (StyleStudioError, StopIteration):
             return
-        self.keep(HistoryEntry(first, job.settings, describe(job.settings.weights), "finished", video=rendered.output))
+        self.keep(HistoryEntry(first, job.settings, describe(job.settings.weights), "finished", video=rendered.output,
+                               inputs=job.inputs))  # fmt: skip
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip, and the loss

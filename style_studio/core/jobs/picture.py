@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,12 +45,15 @@ class Pictures:
 
     Attributes:
         names: the photo's name, then each style's (file names; kept in checkpoints and the embedded document).
+        files: the files they were read from, the job's inputs (``job.input_files``: photo, styles, mask);
+            what the result's output may never be. Empty for pictures that came from no file.
     """
 
     content: Image.Image
     styles: tuple[Image.Image, ...]
     names: tuple[str, ...] = ()
     regions: Regions | None = None
+    files: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if self.regions is not None and self.regions.size != self.content.size:

@@ -66,7 +66,8 @@ def render_job(
         return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
     job = inputs.job
     content, styles = inputs.pictures()
-    pictures = Pictures(content, tuple(styles), (job.content.name, *(p.name for p in job.styles)), job.regions)
+    pictures = Pictures(content, tuple(styles), (job.content.name, *(p.name for p in job.styles)), job.regions,
+                        job.inputs)  # fmt: skip
     key = inputs.key or job_key(job.settings, content, styles, job.regions)
     run_id = run_id or f"batch-{key}"
     automatic = resume == "auto"

@@ -1,0 +1,70 @@
+"""The window's Export names every file its picture was made from (issue #50, item 1): the regions' mask, and for
+a history entry the photo and styles it was made from, kept with the entry across a restart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from style_studio.ui.pictures import InputImage
+from tests.conftest import SAMPLES
+from tests.ui.test_window import run_to_end
+
+
+@pytest.fixture
+def files(tmp_path):
+    photo, other, style, mask = (tmp_path / n for n in ("photo.png", "other.png", "style.png", "mask.png"))
+    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((72, 48)).save(photo)
+    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((48, 72)).save(other)
+    Image.open(SAMPLES / "style" / "starry_night.jpg").convert("RGB").resize((64, 52)).save(style)
+    plane = np.zeros((48, 72, 3), np.uint8)
+    plane[:, 36:] = (255, 255, 255)
+    Image.fromarray(plane).save(mask)
+    return photo, other, style, mask
+
+
+def export_error(qtbot, window, target, entry=None) -> str:
+    """What exporting the shown picture (or ``entry``) to ``target`` said went wrong ("" when it was written)."""
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
+        assert window.export_to(target, entry=entry)
+    return blocker.args[1]
+
+
+def open_pictures(window, photo, style) -> None:
+    window.inputs.set_content(InputImage.from_file(photo))
+    for row in list(window.inputs.style_rows):
+        window.inputs.remove_style(row)
+    window.inputs.add_style(InputImage.from_file(style))
+
+
+def test_export_never_replaces_the_regions_mask(qtbot, window, files):
+    photo, _, style, mask = files
+    open_pictures(window, photo, style)
+    assert window.load_mask(mask)
+    run_to_end(qtbot, window)
+    before = mask.read_bytes()
+    assert "is one of the job's inputs (mask.png)" in export_error(qtbot, window, mask)
+    assert mask.read_bytes() == before
+    assert window.history.entries[-1].inputs == (photo, style, mask)  # the run's inputs, kept with its entry
+
+
+def test_an_earlier_entry_is_never_exported_over_the_photo_it_was_made_from(qtbot, make_window, files):
+    photo, other, style, _ = files
+    window = make_window()
+    open_pictures(window, photo, style)
+    run_to_end(qtbot, window)
+    made_from_photo = window.history.entries[-1]
+    window.kept.wait()
+    open_pictures(window, other, style)  # another photo now: the entry's own is no longer shown
+    before = photo.read_bytes()
+    assert "is one of the job's inputs (photo.png)" in export_error(qtbot, window, photo, made_from_photo)
+    assert photo.read_bytes() == before
+    window.close()
+
+    again = make_window(settings=None)  # after a restart, the entry still knows its files
+    (kept,) = again.history.entries
+    assert kept.inputs == (photo, style)
+    assert "is one of the job's inputs (photo.png)" in export_error(qtbot, again, photo, kept)
+    assert photo.read_bytes() == before
+    assert export_error(qtbot, again, photo.with_name("styled.png"), kept) == ""
