@@ -73,7 +73,7 @@ def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], st
         cluster = RayCluster(args.ray)
         cluster.jobs_hint = len(jobs)
         cluster.chunking = chunking(args)
-        stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
+        stderr.write(f"style-studio: on Ray {cluster.connect()}\n")
         runner = cluster
     elif args.workers > 1:
         runner = ProcessPool(args.workers)

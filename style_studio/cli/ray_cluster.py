@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -19,10 +18,11 @@ from ..core import (
     StyleStudioError,
     render_job,
 )
+from .ray_join import find, join
 from .runners import RunnerReport, _taken, _weights
 
 if TYPE_CHECKING:
-    from ..core import NetworkWeights
+    from ..core import CancelToken, NetworkWeights
 
 RAY_INSTALL_HINT = "rendering on Ray needs the cluster extra: pip install 'style-studio[cluster]'"
 
@@ -52,29 +52,6 @@ def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> Network
 
 
 # -- a Ray cluster ---------------------------------------------------------------------------------
-
-
-def _present_a_saved_token() -> None:
-    """Present the token `ray start` saved or was given (~/.ray/auth_token, RAY_AUTH_TOKEN), as `ray start` does.
-
-    Ray's own client joins with token authentication only when RAY_AUTH_MODE
-    says so, so a cluster that `ray start --head` protected with a saved token
-    would refuse us. An explicit RAY_AUTH_MODE is left as the user set it.
-    """
-    try:
-        from ray._private.authentication import authentication_token_setup as setup
-    except ImportError:  # a Ray from before token authentication
-        return
-    enable = getattr(setup, "maybe_enable_token_auth_if_token_available", None)
-    if enable is None:
-        return
-    log = logging.getLogger(setup.__name__)
-    level = log.level
-    log.setLevel(logging.ERROR)  # not Ray's "token authentication is enabled" notice on our stderr
-    try:
-        enable(warn_if_disabled=False)
-    finally:
-        log.setLevel(level)
 
 
 def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: str, threads: int) -> RenderedJob:
@@ -111,19 +88,22 @@ class RayCluster:
         self._shipped: dict[str, tuple[Any, str]] = {}  # each weights file in the object store, and its digest
         self._videos: Any = None  # the batch's clips in chunks (a ChunkedVideos), while it runs
 
-    def connect(self) -> str:
-        """Join the cluster; a description of it ("3 nodes, 24 CPUs, 2 GPUs")."""
+    def connect(self, stop: CancelToken | None = None) -> str:
+        """Join the cluster (``ray_join``: a wait that ends, Ctrl+C or ``stop`` heard); which one, and what it has
+        ("at 10.0.0.5:6379: 3 node(s), 24 CPUs, 2 GPUs").
+
+        Raises:
+            StyleStudioError: it cannot be found, reached or joined in time; Cancelled: ``stop`` was set.
+        """
         ray = self._ray
-        _present_a_saved_token()
-        try:
-            ray.init(address=self.address, ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise StyleStudioError(
-                f"cannot reach a Ray cluster at {self.address} ({exc}); start one with `ray start --head`"
-            ) from None
+        found = find(self.address)
+        join(ray, found, stop)
         resources = ray.cluster_resources()
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
-        return f"{nodes} node(s), {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
+        return (
+            f"at {found.describe()}: {nodes} node(s), {resources.get('CPU', 0):g} CPUs, "
+            f"{resources.get('GPU', 0):g} GPUs"
+        )
 
     def weights(self, choice: str) -> tuple[Any, str]:
         """The weights choice's file in the object store, put there when a task first needs it (the ImageNet file

@@ -153,7 +153,7 @@ def _on_ray(
     from .ray_video import RayChunks
 
     cluster = RayCluster(address)
-    stderr.write(f"style-studio: on Ray: {cluster.connect()}\n")
+    stderr.write(f"style-studio: on Ray {cluster.connect(stop)}\n")
     try:
         reporter.started(0, frames)
         return render_video_in_chunks(

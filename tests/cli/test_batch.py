@@ -229,7 +229,7 @@ def test_three_jobs_on_ray_make_the_pictures_this_process_makes(tmp_path, ray_ad
         "batch", *three, "--style", STYLES[0], "-o", str(tmp_path / "ray"), *FAST, "--ray", ray_address
     )  # fmt: skip
     assert code == 0, err
-    assert "on Ray: 1 node(s), 2 CPUs" in err and "3 done" in err
+    assert f"on Ray at {ray_address}: 1 node(s), 2 CPUs" in err and "3 done" in err
     for made in (tmp_path / "local").iterdir():
         assert np.abs(pixels(made) - pixels(tmp_path / "ray" / made.name)).max() <= 2, made.name
 
@@ -259,7 +259,7 @@ def test_stopping_a_ray_batch_keeps_finished_pictures_and_no_half_written_file(t
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     for line in process.stderr:  # connected: the tasks go out next
-        if "on Ray:" in line:
+        if "on Ray at " in line:
             break
     time.sleep(3)
     process.send_signal(signal.SIGINT)

@@ -287,11 +287,14 @@ def test_a_clip_in_chunks_on_ray_is_the_clip_this_process_makes_in_chunks(tmp_pa
     assert any(r["frames_styling"] > 0 for r in reports), reports  # the frames of chunks under way, from the tasks
     assert reports[-1]["frames_done"] == 7 and reports[-1]["frames_styling"] == 0
     assert all(r["frames_done"] + r["frames_styling"] <= 7 for r in reports), reports
-    assert "on Ray: 1 node(s), 2 CPUs" in err, err
+    assert f"on Ray at {ray_address}: 1 node(s), 2 CPUs" in err, err
     here, there = folder_frames(tmp_path / "here"), folder_frames(tmp_path / "ray")
     assert len(here) == len(there) == 7
     for number, (a, b) in enumerate(zip(here, there, strict=True), start=1):
-        assert np.abs(a.astype(int) - b.astype(int)).max() <= 2, number
+        # The same picture up to rounding: a worker computes with as many threads as its task has CPUs, this
+        # process with all, and sums in another order (a few values of a frame or two move by up to 4 levels).
+        off = np.abs(a.astype(int) - b.astype(int))
+        assert off.max() <= 8 and np.mean(off > 2) < 0.01, (number, off.max(), np.mean(off > 2))
 
 
 @pytest.mark.slow
