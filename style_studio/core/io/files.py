@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import stat
 import sys
 import time
@@ -24,21 +25,43 @@ UMASK: Final = os.umask(0)
 os.umask(UMASK)
 
 
-#: What a temporary file or folder of ours is called: ``.<name>.ss-<pid>-<token>.part`` beside its target.
-#: The process id lets a later run tell a stale temporary (its writer is gone) from one being written now.
-TEMPORARY: Final = re.compile(r"^\..*\.ss-(\d+)-[0-9a-f]{8}\.part(\.[A-Za-z0-9]+)?$")
+#: What a temporary file or folder of ours is called: ``.<name>.ss-<host>-<pid>-<token>.part`` beside its target
+#: (before the host was named: ``.<name>.ss-<pid>-<token>.part``). The host and the process id let a later run
+#: tell a stale temporary (its writer, on this machine, is gone) from one being written now, here or elsewhere.
+TEMPORARY: Final = re.compile(r"^\..*\.ss-(?:([0-9a-f]{8})-)?(\d+)-[0-9a-f]{8}\.part(\.[A-Za-z0-9]+)?$")
+#: Another machine's temporary untouched this long is its killed writer's: no writer leaves a file alone a week.
+FOREIGN_STALE_SECONDS: Final = 7 * 24 * 3600.0
+
+
+@functools.cache
+def host_tag() -> str:
+    """This machine as its temporaries name it: its name, its boot and (Linux) its process-id namespace, hashed.
+
+    Two containers or two computers writing to one shared folder may run processes of the same number: a
+    temporary's process id is judged only by a process of the same host.
+    """
+    parts = [socket.gethostname()]
+    for source in ("/proc/sys/kernel/random/boot_id", "/proc/self/ns/pid"):
+        try:
+            parts.append(os.readlink(source) if source.endswith("/pid") else Path(source).read_text().strip())
+        except OSError:
+            parts.append("")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
 
 
 def temporary_beside(path: Path) -> Path:
     """A new temporary name beside ``path``, one ``sweep_temporaries`` recognises once its process is gone."""
-    return path.with_name(f".{path.name}.ss-{os.getpid()}-{secrets.token_hex(4)}.part")
+    return path.with_name(f".{path.name}.ss-{host_tag()}-{os.getpid()}-{secrets.token_hex(4)}.part")
 
 
 def sweep_temporaries(folder: Path) -> list[Path]:
     """Remove the temporary files and folders that a killed writer left in ``folder``; returns what was removed.
 
-    Only names of ours (``TEMPORARY``) whose writing process no longer runs
-    are removed: a user's ``.notes.part`` and a write under way now are left.
+    Only names of ours (``TEMPORARY``) whose writing process is gone are
+    removed: a user's ``.notes.part`` and a write under way now are left. A
+    temporary another host (a computer or a container sharing the folder)
+    is writing is left too; its process is not ours to judge, unless it was
+    left untouched for a week.
     """
     removed: list[Path] = []
     try:
@@ -47,7 +70,7 @@ def sweep_temporaries(folder: Path) -> list[Path]:
         return removed
     for entry in entries:
         match = TEMPORARY.match(entry.name)
-        if match is None or _process_runs(int(match.group(1))):
+        if match is None or _being_written(entry, match.group(1), int(match.group(2))):
             continue
         try:
             if entry.is_dir() and not entry.is_symlink():
@@ -70,6 +93,16 @@ def _sweep_once(folder: Path) -> None:
     if key not in _swept:
         sweep_temporaries(folder)
         _swept.add(key)
+
+
+def _being_written(entry: Path, host: str | None, pid: int) -> bool:
+    """Whether a temporary may still be written: by a process of this host that runs, or on another host."""
+    if host is None or host == host_tag():
+        return _process_runs(pid)
+    try:
+        return time.time() - entry.lstat().st_mtime < FOREIGN_STALE_SECONDS
+    except OSError:
+        return True
 
 
 def _process_runs(pid: int) -> bool:

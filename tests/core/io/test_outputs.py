@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,14 @@ import pytest
 from PIL import Image
 
 from style_studio.core.errors import OutputError, UnsafePathError
-from style_studio.core.io.files import check_name, remove_tree, sweep_temporaries, temporary_beside
+from style_studio.core.io.files import (
+    FOREIGN_STALE_SECONDS,
+    check_name,
+    host_tag,
+    remove_tree,
+    sweep_temporaries,
+    temporary_beside,
+)
 from style_studio.core.io.imageio import save_image
 from style_studio.core.io.outputs import FrameFolder, Output
 from style_studio.core.io.video_writer import write_video
@@ -112,6 +120,21 @@ def test_a_killed_writers_temporary_is_swept_by_the_next_write_and_others_are_le
     write_video(Output(tmp_path / "out.mp4"), [(0.0, frames(1)[0])], 12.0)
     assert not stale.exists() and live.exists() and users.exists()
     assert sweep_temporaries(tmp_path) == []
+
+
+def test_a_temporary_another_host_is_writing_is_left_until_untouched_for_a_week(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = dead.stdout.strip()  # gone here; on another computer or container sharing the folder it may be writing
+    other_host = "0badc0de" if host_tag() != "0badc0de" else "0ddba11e"
+    elsewhere = tmp_path / f".out.png.ss-{other_host}-{pid}-0123abcd.part"
+    elsewhere.write_bytes(b"another container's picture, being written")
+    here = tmp_path / f".mine.png.ss-{host_tag()}-{pid}-0123abcd.part"
+    here.write_bytes(b"this machine's killed writer's")
+    assert temporary_beside(tmp_path / "x.png").name.startswith(f".x.png.ss-{host_tag()}-{os.getpid()}-")
+    assert sweep_temporaries(tmp_path) == [here] and elsewhere.exists()
+    week_ago = time.time() - FOREIGN_STALE_SECONDS - 60
+    os.utime(elsewhere, (week_ago, week_ago))
+    assert sweep_temporaries(tmp_path) == [elsewhere]
 
 
 def test_a_video_killed_while_encoding_leaves_a_temporary_the_next_run_removes(tmp_path: Path) -> None:
