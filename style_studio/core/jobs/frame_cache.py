@@ -23,6 +23,9 @@ from ..errors import StyleStudioError
 from ..io.files import cache_folder, check_name, remove_tree, write_atomically, write_bytes_atomically
 from ..io.kept import Tell, read_kept
 
+#: How a message about kept frames ends: what the user does to go on (a batch and the window go on by themselves).
+GO_ON: Final = "run it again to go on (style-studio video: with --resume)"
+
 #: The clip's state file in its cache folder.
 STATE: Final = "state.json"
 STATE_FORMAT: Final = "style-studio-video-frames"
@@ -106,7 +109,7 @@ class FrameCache:
         except OSError as exc:
             raise StyleStudioError(
                 f"frame {number} cannot be kept in {self.folder} ({exc.strerror or exc}); "
-                f"the {number - 1} frames before it are kept: free some space and run again with --resume"
+                f"the {number - 1} frames before it are kept: free some space and {GO_ON}"
             ) from None
         self.done, self.times, self.fresh, self.compute = number, times, fresh_frames, compute
 
@@ -146,7 +149,7 @@ class FrameCache:
             )  # fmt: skip
             if picture is None:
                 raise StyleStudioError(
-                    f"the kept frame {number} was damaged after it was made; run again with --resume to style it again"
+                    f"the kept frame {number} was damaged after it was made and is set aside; {GO_ON}"
                 )
             yield self.times[number - 1], picture
 

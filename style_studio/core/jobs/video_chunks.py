@@ -37,7 +37,7 @@ from ..io.kept import Tell, read_kept
 from ..io.locks import held
 from ..io.video import probe, read_frames
 from ..io.video_writer import check_writable, write_video
-from .frame_cache import read_frame
+from .frame_cache import GO_ON, read_frame
 from .frame_styler import FrameStyler
 from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, video_key
 from .video_job import FrameRecord, KeptFramesError, RenderedVideo, check_video_job, frame_report, render_size
@@ -261,7 +261,7 @@ class ChunkStore:
         except OSError as exc:
             raise StyleStudioError(
                 f"frame {number} of {chunk.name} cannot be kept in {folder} ({exc.strerror or exc}); what was kept "
-                "before stays: free some space and run again with --resume"
+                f"before stays: free some space and {GO_ON}"
             ) from None
 
     @property
@@ -297,7 +297,7 @@ class ChunkStore:
         except OSError as exc:
             raise StyleStudioError(
                 f"{frames.chunk.name} cannot be kept in {self.folder} ({exc.strerror or exc}); the chunks kept "
-                "before it stay: free some space and run again with --resume"
+                f"before it stay: free some space and {GO_ON}"
             ) from None
 
     def read(self, chunk: Chunk, size: tuple[int, int], tell: Tell | None = None) -> ChunkFrames | None:
@@ -481,7 +481,7 @@ def _still_kept(store: ChunkStore, chunk: Chunk, size: tuple[int, int]) -> Chunk
     """
     frames = store.read(chunk, size)
     if frames is None:
-        raise StyleStudioError(f"the kept {chunk.name} was damaged after it was made; run again with --resume")
+        raise StyleStudioError(f"the kept {chunk.name} was damaged after it was made and is set aside; {GO_ON}")
     return frames
 
 
