@@ -364,8 +364,10 @@ class CheckpointStore:
         if not read_state:
             return checkpoint
         assert isinstance(checkpoint.state, Path)
-        content, styles = _read_inputs(folder, len(style_hashes))
-        return dataclasses.replace(checkpoint, state=_load_state(checkpoint.state), pictures=(content, styles))
+        state = _load_state(checkpoint.state)
+        if not (folder / "content.png").exists():  # saved without its inputs: a run that resumes from its own
+            return dataclasses.replace(checkpoint, state=state)
+        return dataclasses.replace(checkpoint, state=state, pictures=_read_inputs(folder, len(style_hashes)))
 
     def unfinished(self) -> list[Checkpoint]:
         """Every checkpoint, newest first, its images not yet read; removes those older than ``MAX_AGE``.
