@@ -28,7 +28,7 @@ FORMAT: Final = "style-studio"
 FORMAT_VERSION: Final = 1
 
 OPTIMIZERS: Final = ("lbfgs", "adam")
-INITS: Final = ("content", "noise", "style", "palette")
+INITS: Final = ("content", "noise", "style", "palette", "instant")
 POOLINGS: Final = ("max", "avg")
 #: How the style is compared (``objective.STYLE_LOSSES``): Gram matrices (Gatys et al. 2016), or Gaussians'
 #: Wasserstein-2 distance (mean and covariance apart).
@@ -129,11 +129,13 @@ class Settings:
     )  # fmt: skip
     init: str = field(
         default="palette",
-        metadata=_about("the picture the run starts from: the photo, noise, the first style, or the photo in "
-                        "the styles' colours (palette)", choices=INITS,
+        metadata=_about("the picture the run starts from: the photo, noise, the first style, the photo in "
+                        "the styles' colours (palette), or the instant look (a network paints it at once)",
+                        choices=INITS,
                         tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
-                        "painterly, less faithful), the first style image, or the photo already in the "
-                        "painting's colours (its palette from the first iteration)."),
+                        "painterly, less faithful), the first style image, the photo already in the "
+                        "painting's colours (its palette from the first iteration), or the instant look: a "
+                        "network's painting of the photo, in a second, that the optimisation goes on from."),
     )  # fmt: skip
     content_layers: tuple[str, ...] = field(
         default=("relu4_2",),

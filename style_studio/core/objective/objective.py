@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Self
@@ -25,6 +25,7 @@ from ..errors import StyleStudioError
 from ..io.imageio import fit_size
 from ..io.tensors import resized_tensor
 from ..network.device import Compute
+from ..network.instant import instant_look
 from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork
 from ..progress import Losses
 from ..settings import Settings
@@ -75,10 +76,24 @@ def vgg_input(image: Tensor) -> Tensor:
     return image.expand(-1, 3, -1, -1) if image.shape[1] == 1 else image
 
 
-def initial_image(settings: Settings, inputs: ScaleInputs, style: Image.Image) -> Tensor:
-    """The picture a run starts from at its first scale (``settings.init``), in ``inputs.content``'s format."""
+def initial_image(
+    settings: Settings, inputs: ScaleInputs, content: Image.Image, styles: Sequence[Image.Image]
+) -> Tensor:
+    """The picture a run starts from at its first scale (``settings.init``), in ``inputs.content``'s format.
+
+    ``instant``: the instant look (``network.instant``: a feed-forward network paints the photo at once) with the
+    styles' colour statistics carried onto it, as the palette start carries them onto the photo.
+    """
     width, height = inputs.size
     device = inputs.content.device
+    if settings.init == "instant":
+        network = instant_look(str(device))
+        weights = settings.blend_weights(len(styles))
+        look = resized_tensor(network.paint(content, network.blend(styles, weights)), (width, height)).to(device)
+        if settings.preserve_colors:
+            return color.luminance(look).clamp(0, 1)
+        return color.recoloured(look, inputs.styles, weights)
+    style = styles[0]
     if settings.init == "noise":
         generator = torch.Generator().manual_seed(settings.seed)
         channels = inputs.content.shape[1]

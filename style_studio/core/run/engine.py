@@ -258,7 +258,7 @@ class StyleTransfer:
                     elif image is None and self.frame is not None:
                         image = self.frame.start_tensor(size, device, self.settings.preserve_colors)
                     elif image is None:
-                        image = initial_image(self.settings, inputs, self.style_images[0])
+                        image = initial_image(self.settings, inputs, self.content_image, self.style_images)
                     else:
                         image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic", align_corners=False)
                         image.clamp_(0, 1)
