@@ -201,7 +201,7 @@ class ControlsPanel(QWidget):
                 ("Noise", "noise"),
                 ("First style image", "style"),
                 ("Content in the style's colours", "palette"),
-                ("Instant look (a network's painting)", "instant"),
+                ("Instant look", "instant"),
             ],
             tip("init"),
         )
