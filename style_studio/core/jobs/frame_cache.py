@@ -103,9 +103,7 @@ class FrameCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomically(self.frame_path(number), lambda out: Image.fromarray(picture).save(out, format="PNG"))
             times, fresh_frames = [*self.times, when], [*self.fresh, number] if fresh else self.fresh
-            state = {"format": STATE_FORMAT, "key": self.key, "done": number, "times": times, "fresh": fresh_frames,
-                     "compute": compute}  # fmt: skip
-            write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
+            self._write_state(number, times, fresh_frames, compute)
         except OSError as exc:
             raise StyleStudioError(
                 f"frame {number} cannot be kept in {self.folder} ({exc.strerror or exc}); "
@@ -117,22 +115,30 @@ class FrameCache:
         """Kept frame ``number``, (H, W, 3) uint8 of ``size`` (width, height); None when it cannot be read: it is
         set aside (``tell`` hears where) and the frames from it on are to be styled again (``done`` goes back)."""
         said = None if tell is None else lambda notice: tell(f"{notice}; it is styled again, with the frames after it")
-        picture = read_kept(
-            self.frame_path(number), functools.partial(read_frame, size=size), f"the kept frame {number} of a video",
-            tell=said, into=self.aside, prefix=f"{self.key}-",
-        )  # fmt: skip
+        picture = self._read(number, size, said)
         if picture is None:
             self._forget_from(number)
         return picture
+
+    def _read(self, number: int, size: tuple[int, int], tell: Tell | None) -> np.ndarray | None:
+        """Kept frame ``number`` through the guarded reader (set aside when it cannot be read)."""
+        return read_kept(
+            self.frame_path(number), functools.partial(read_frame, size=size), f"the kept frame {number} of a video",
+            tell=tell, into=self.aside, prefix=f"{self.key}-",
+        )  # fmt: skip
+
+    def _write_state(self, done: int, times: list[float], fresh: list[int], compute: str) -> None:
+        """The state that counts the kept frames, written atomically (OSError when it cannot be)."""
+        state = {"format": STATE_FORMAT, "key": self.key, "done": done, "times": times, "fresh": fresh,
+                 "compute": compute}  # fmt: skip
+        write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
 
     def _forget_from(self, number: int) -> None:
         """Count only the frames before ``number``: it and those after it are styled again (and written over)."""
         self.done, self.times = number - 1, self.times[: number - 1]
         self.fresh = [n for n in self.fresh if n < number]
-        state = {"format": STATE_FORMAT, "key": self.key, "done": self.done, "times": self.times, "fresh": self.fresh,
-                 "compute": self.compute}  # fmt: skip
         try:
-            write_bytes_atomically(self.folder / STATE, json.dumps(state).encode())
+            self._write_state(self.done, self.times, self.fresh, self.compute)
         except OSError:
             pass  # the state still counts the frame: it is found missing, or damaged, and set aside again
 
@@ -143,10 +149,7 @@ class FrameCache:
             StyleStudioError: a frame was damaged after it was made (it is set aside; --resume styles it again).
         """
         for number in range(1, self.done + 1):
-            picture = read_kept(
-                self.frame_path(number), functools.partial(read_frame, size=size),
-                f"the kept frame {number} of a video", into=self.aside, prefix=f"{self.key}-",
-            )  # fmt: skip
+            picture = self._read(number, size, None)
             if picture is None:
                 raise StyleStudioError(
                     f"the kept frame {number} was damaged after it was made and is set aside; {GO_ON}"
