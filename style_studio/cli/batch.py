@@ -63,7 +63,7 @@ def _run_jobs(args: argparse.Namespace, jobs: Sequence[Job], stdout: IO[str], st
     from .ray_cluster import RayCluster
     from .runners import BatchProgress, InProcess, ProcessPool, Runner, print_summary, run_batch
 
-    for choice in sorted({job.settings.weights for job in jobs}):
+    for choice in sorted({job.settings.network_weights for job in jobs}):
         loaded = load_weights(choice, download=True)  # every problem before anything runs
         if loaded.untrained:
             stderr.write(f"style-studio: using {loaded.label}\n")

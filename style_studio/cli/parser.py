@@ -20,8 +20,9 @@ from ..core import settings as settings_mod
 NOT_FOR_BATCH = ("style_blend",)
 PROGRESS_MODES = ("bar", "json", "none")
 PRESET_HELP = (
-    f"start from a preset: {', '.join(settings_mod.PRESETS)} (quick: a first look soon; best: the most like the "
-    "painting), or a preset file saved by the window; options override it"
+    f"start from a preset: {', '.join(settings_mod.PRESETS)} (instant: the instant look alone, no optimisation; "
+    "quick: a first look soon; best: the most like the painting), or a preset file saved by the window; options "
+    "override it"
 )
 
 
@@ -89,6 +90,16 @@ def _add_render(sub: Any) -> None:
         help="go on with the unfinished run of the same OUT (after a crash, a kill or Ctrl+C) "
         "where its last checkpoint stood; refused if the inputs or settings changed",
     )
+    r.add_argument(
+        "--previews",
+        metavar="DIR",
+        help="keep the run's previews in DIR, for a timelapse: preview-NNNN.png (NNNN: the step, 0 the start "
+        "picture) and a line each in previews.jsonl (file, elapsed, scale, step, losses); DIR new or empty",
+    )
+    r.add_argument(
+        "--preview-every", metavar="SECONDS", type=float, default=0.5,
+        help="with --previews: at most one preview per SECONDS of the run (0: every iteration; default 0.5)",
+    )  # fmt: skip
     r.add_argument("-v", "--verbose", action="store_true", help="log what happens")
 
 

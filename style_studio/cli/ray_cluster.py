@@ -59,7 +59,7 @@ def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: s
     import torch
 
     torch.set_num_threads(threads)
-    weights = _weights_from_bytes(inputs.job.settings.weights, weights_data, weights_digest)
+    weights = _weights_from_bytes(inputs.job.settings.network_weights, weights_data, weights_digest)
     # Checkpoints in the node's own cache: a job Ray starts again on the same node goes on from there.
     return render_job(inputs, weights, app_version=__version__, checkpoints=CheckpointStore())
 
@@ -138,7 +138,7 @@ class RayCluster:
             except OSError as exc:
                 unread.append((inputs.job.id, StyleStudioError(f"{inputs.job.content}: {exc.strerror or exc}")))
                 return
-            jobs[task.remote(carried, *self.weights(inputs.job.settings.weights), cpus)] = inputs.job.id
+            jobs[task.remote(carried, *self.weights(inputs.job.settings.network_weights), cpus)] = inputs.job.id
 
         def room() -> bool:  # every slot busy and as many jobs queued behind them: the rest are not read yet
             return len(jobs) + videos.running < 2 * slots

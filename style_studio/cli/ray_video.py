@@ -45,7 +45,7 @@ def _ray_chunk(
     from ..core import render_chunk
 
     torch.set_num_threads(threads)
-    weights = _weights_from_bytes(work.job.settings.weights, weights_data, weights_digest)
+    weights = _weights_from_bytes(work.job.settings.network_weights, weights_data, weights_digest)
     handed = {work.chunk.start + i: picture for i, picture in enumerate(work.kept)}
     handed |= ray.get(inbox.kept.remote(work.chunk.index))
     kept = list(itertools.takewhile(lambda n: n in handed, itertools.count(work.chunk.start)))
@@ -103,7 +103,7 @@ class RayChunks:
         gpus, total = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
         cpus = 1 if gpus else max(1, total // min(len(works), total))
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=1)(_ray_chunk)
-        weights = self.cluster.weights(works[0].job.settings.weights)
+        weights = self.cluster.weights(works[0].job.settings.network_weights)
         inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
         refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, inbox): work for work in works}
         chunks = {work.chunk.index: work.chunk for work in works}

@@ -13,6 +13,8 @@ from ..core import (
     Cancelled,
     CancelToken,
     Job,
+    PreviewFolder,
+    Previews,
     Regions,
     RegionSpec,
     StyleStudioError,
@@ -27,7 +29,7 @@ from .parser import UsageError, preset_base, settings_from_args
 from .terminal import Reporter, load_weights_shown, signals_stop_the_render
 
 if TYPE_CHECKING:
-    from ..core import CheckpointStore, LoadedWeights
+    from ..core import CheckpointStore, LoadedWeights, Progress
 
 EXIT_INTERRUPTED = 130
 
@@ -56,6 +58,23 @@ def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, 
     return painted
 
 
+def _preview_folder(args: argparse.Namespace, job: Job, stderr: IO[str]) -> PreviewFolder | None:
+    """The folder ``--previews`` names, checked; None without it."""
+    if args.previews is None:
+        return None
+    if not args.preview_every >= 0:
+        raise UsageError(f"--preview-every must be 0 or more seconds, got {args.preview_every}")
+
+    def tell(message: str) -> None:
+        stderr.write(f"style-studio: {message}\n")
+
+    folder = PreviewFolder(Path(args.previews), job.inputs, going_on=args.resume, tell=tell)
+    problems = folder.problems()
+    if problems:
+        raise UsageError(problems[0])
+    return folder
+
+
 def _run_id(output: Path) -> str:
     """A command-line run's checkpoint name: the same output file, the same run."""
     return "cli-" + hashlib.sha256(path_key(output).encode()).hexdigest()[:16]
@@ -77,6 +96,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,
               bit_depth=args.bit_depth, dpi=args.dpi, mask=Path(args.regions) if args.regions else None)  # fmt: skip
     _check_output(job)
+    previews = _preview_folder(args, job, stderr)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
     content = load_image(args.content)  # each picture's problem, named, before anything runs
@@ -84,7 +104,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         load_image(path)
     job = dataclasses.replace(job, regions=_regions(args, content.size, len(args.styles), stderr))
 
-    loaded = load_weights_shown(settings.weights, progress_mode, stderr)
+    loaded = load_weights_shown(settings.network_weights, progress_mode, stderr)
 
     from ..core import Busy, CheckpointStore
 
@@ -92,7 +112,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     run_id = _run_id(output)
     try:
         with store.claim(run_id):
-            return _render_run(args, job, loaded, store, run_id, stdout, stderr)
+            return _render_run(args, job, loaded, store, run_id, previews, stdout, stderr)
     except Busy:
         raise StyleStudioError(
             f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
@@ -105,6 +125,7 @@ def _render_run(
     loaded: LoadedWeights,
     store: CheckpointStore,
     run_id: str,
+    previews: PreviewFolder | None,
     stdout: IO[str],
     stderr: IO[str],
 ) -> int:
@@ -138,11 +159,18 @@ def _render_run(
 
     cancel = CancelToken()
     reporter = Reporter(progress_mode, stdout, stderr)
+
+    def progress(record: Progress) -> None:
+        if previews is not None:
+            previews.keep(record)
+        reporter.show(record)
+
     try:
         with signals_stop_the_render(cancel, stderr):
             rendered = render_job(
-                JobInputs.read(job), loaded, cancel=cancel, progress=reporter.show, app_version=__version__,
+                JobInputs.read(job), loaded, cancel=cancel, progress=progress, app_version=__version__,
                 checkpoints=store, run_id=run_id, resume=resume, started=started, keep_checkpoint=True,
+                previews=Previews(args.preview_every) if previews is not None else Previews(),
             )  # fmt: skip
     except (KeyboardInterrupt, Cancelled):
         cancel.cancel()

@@ -115,7 +115,7 @@ class InProcess:
         try:
             rendered = render_job(
                 inputs,
-                _weights(inputs.job.settings.weights),
+                _weights(inputs.job.settings.network_weights),
                 cancel=self._cancel,
                 progress=lambda record: reports.put((job, _progress_json(job, record))),
                 app_version=__version__,
@@ -168,7 +168,7 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
 
     return render_job(
         inputs,
-        _weights(inputs.job.settings.weights),
+        _weights(inputs.job.settings.network_weights),
         progress=report,
         app_version=__version__,
         checkpoints=CheckpointStore(),

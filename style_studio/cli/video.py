@@ -93,7 +93,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     mode = args.progress or ("bar" if stderr.isatty() else "none")
     frames = info.frames_between(options.start, options.duration)
     chunks = chunking(args)  # chunks that cannot be made are refused now, not after the weights load
-    loaded = load_weights_shown(settings.weights, mode, stderr)  # with --ray too: downloaded here, once
+    loaded = load_weights_shown(settings.network_weights, mode, stderr)  # with --ray too: downloaded here, once
     reporter = FrameReporter(mode, stdout, stderr)
     stop, cancel = CancelToken(), CancelToken()
 

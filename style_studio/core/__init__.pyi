@@ -15,6 +15,7 @@ from .about import check_fields as check_fields
 from .about import described as described
 from .errors import Cancelled as Cancelled
 from .errors import ImageLoadError as ImageLoadError
+from .errors import InstantLookUnavailable as InstantLookUnavailable
 from .errors import OutputError as OutputError
 from .errors import SettingsError as SettingsError
 from .errors import StyleStudioError as StyleStudioError
@@ -69,6 +70,7 @@ from .jobs.picture import PictureResult as PictureResult
 from .jobs.picture import Pictures as Pictures
 from .jobs.picture import Previews as Previews
 from .jobs.picture import run_picture as run_picture
+from .jobs.preview_folder import PreviewFolder as PreviewFolder
 from .jobs.render import render_job as render_job
 from .jobs.render import write_output as write_output
 from .jobs.render import write_picture as write_picture

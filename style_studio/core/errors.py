@@ -41,6 +41,10 @@ class WeightsError(StyleStudioError):
     """The VGG19 weights are missing, corrupt or could not be downloaded."""
 
 
+class InstantLookUnavailable(StyleStudioError):
+    """The instant look's network is not installed, or its files are not the known ones."""
+
+
 class ResourceError(StyleStudioError):
     """A run needs more memory than the device has."""
 

@@ -62,7 +62,8 @@ class Progress:
 
     Attributes:
         scale, scales: 1-based scale index and the number of scales.
-        iteration, iterations: 1-based iteration within the scale, and its total.
+        iteration, iterations: 1-based iteration within the scale, and its total; iteration 0 is the start
+            picture's record (its preview is the picture the run starts from; it has no losses yet).
         step, steps: iteration counted over all scales, and their total.
         width, height: image size at this scale, pixels.
         total_loss: the sum of the terms.
@@ -111,6 +112,11 @@ class Progress:
     stop_reason: str | None = None
     part: int = 0
     parts: int = 0
+
+    @property
+    def start(self) -> bool:
+        """The start picture's record, before any iteration (iteration 0, no losses yet)."""
+        return self.iteration == 0 and not self.done
 
     @property
     def within_iteration(self) -> bool:

@@ -23,6 +23,7 @@ from .about import About, check_fields, is_number, shown
 from .about import about as _about
 from .errors import SettingsError
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
+from .network.weights import NO_NETWORK
 
 FORMAT: Final = "style-studio"
 FORMAT_VERSION: Final = 1
@@ -77,9 +78,11 @@ class Settings:
     )  # fmt: skip
     iterations: int = field(
         default=150,
-        metadata=_about("optimiser steps at the first (coarsest) scale, one forward and backward pass each",
-                        low=1, high=100_000,
-                        tip="Optimisation steps at the first scale. More steps: a more finished picture."),
+        metadata=_about("optimiser steps at the first (coarsest) scale, one forward and backward pass each; 0: the "
+                        "start picture alone at full size, no optimisation (with --init instant: the instant look)",
+                        low=1, high=100_000, zero="the start picture alone",
+                        tip="Optimisation steps at the first scale. More steps: a more finished picture. 0: the "
+                        "start picture alone (with the instant start: the network's look, in a second)."),
     )  # fmt: skip
     scales: int = field(
         default=0,
@@ -248,9 +251,21 @@ class Settings:
         """Longest side of the style images for an output whose longest side is ``longest`` (default ``size``)."""
         return max(1, round((self.size if longest is None else longest) * self.style_scale))
 
+    @property
+    def optimises(self) -> bool:
+        """Whether the run optimises at all: with no iterations its picture is the start picture alone."""
+        return self.iterations > 0
+
+    @property
+    def network_weights(self) -> str:
+        """The weights the run loads: ``weights``, or none (``NO_NETWORK``) for a run that optimises nothing."""
+        return self.weights if self.optimises else NO_NETWORK
+
     def scale_count(self) -> int:
         """The number of scales: ``scales`` when set, else from ``first_scale`` by ``scale_ratio``, or with neither
-        one per doubling from SCREEN_SIDE."""
+        one per doubling from SCREEN_SIDE; one, at full size, for a run that optimises nothing."""
+        if not self.optimises:
+            return 1
         if self.scales:
             return self.scales
         if self.first_scale:
@@ -260,6 +275,8 @@ class Settings:
 
     def iterations_per_scale(self, scales: int) -> list[int]:
         """Iterations at each of ``scales`` scales, coarse to fine."""
+        if not self.optimises:
+            return [0] * scales
         return [max(1, round(self.iterations * self.finer_iterations**k)) for k in range(scales)]
 
     def schedule(self) -> list[tuple[int, int]]:
@@ -324,9 +341,16 @@ PRESETS: Final[dict[str, dict[str, Any]]] = {
     "default": {},
     # The best the machine can do: the Gaussian style measure from the painting's colours, every iteration at full size.
     "best": {"style_loss": "gaussian", "init": "palette", "iterations": 300, "scales": 0, "first_scale": 0},
+    # The instant look alone: a network paints the photo at once; no optimisation, no VGG19.
+    "instant": {"init": "instant", "iterations": 0},
 }
 #: What each preset says in the window's Settings menu.
-PRESET_NAMES: Final = {"quick": "Quick look", "default": "Default", "best": "Best this machine can do"}
+PRESET_NAMES: Final = {
+    "instant": "Instant look (no optimisation)",
+    "quick": "Quick look",
+    "default": "Default",
+    "best": "Best this machine can do",
+}
 
 
 def with_preset(settings: Settings, name: str) -> Settings:

@@ -10,6 +10,7 @@ from ..core import settings as settings_mod
 
 _Key = QKeySequence.StandardKey
 PRESET_TIPS = {
+    "instant": "The instant look alone: a network paints the photo in a second; Start runs no optimisation",
     "quick": "A first look soon: most iterations at a small first scale, from the painting's colours",
     "default": "The default settings for the picture (your size, weights and loss weights stay)",
     "best": "The most like the painting: its colours and strokes, every iteration at full size",
@@ -73,6 +74,12 @@ class WindowActions(QObject):
             "Ctrl+Shift+R",
             "Style every frame of the content video and write the video, with its sound",
         )
+        self.timelapse = self._make(
+            "Keep previews for a timelapse…",
+            tip="Each run keeps its previews, from the start picture on, as numbered pictures with a log, in a "
+            "folder of its own inside the folder you choose",
+        )
+        self.timelapse.setCheckable(True)
         self.reset = self._make("Reset settings")
         #: Settings → the built-in presets, by name (``settings.PRESETS``).
         self.presets = {
@@ -103,7 +110,8 @@ class WindowActions(QObject):
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger, None, self.show_regions],
-            "&Run": [self.start, self.stop, None, self.render_video, None, self.add_to_queue, self.apply_to_folder],
+            "&Run": [self.start, self.stop, None, self.timelapse, None, self.render_video, None, self.add_to_queue,
+                     self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.play, self.style_map,
                       None, *(dock.toggleViewAction() for dock in docks)],
             "&Settings": [*self.presets.values(), None, self.reset],

@@ -278,7 +278,9 @@ class QueueController(QObject):
 
         def work(report: Report, cancel: CancelToken) -> RenderedVideo:
             job.output.parent.mkdir(parents=True, exist_ok=True)
-            return render_video(job, weights.get(job.settings.weights), cancel=cancel, progress=report, styles=styles)
+            return render_video(
+                job, weights.get(job.settings.network_weights), cancel=cancel, progress=report, styles=styles
+            )
 
         task = BackgroundTask(work, "style-studio-queue-video", failure=f"{job.content.name}: the video failed")
         task.progressed.connect(self._video_progress)
@@ -315,7 +317,7 @@ class QueueController(QObject):
         pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions,
                             job.inputs)  # fmt: skip
         key = job_key(job.settings, pictures.content, pictures.styles, job.regions)
-        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE, key)
+        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE, key=key)
 
     def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
         """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""

@@ -48,7 +48,7 @@ from .qt_images import array_to_qimage
 from .state import RunStatus
 
 if TYPE_CHECKING:
-    from ..core import Checkpoint, CheckpointStore, NetworkWeights
+    from ..core import Checkpoint, CheckpointStore, NetworkWeights, PreviewFolder
     from .state import SettingsState
 
 log = logging.getLogger(__name__)
@@ -75,6 +75,8 @@ class RunRequest:
     owner: str = "user"
     #: The job key of the pictures with the settings, when the owner has worked it out (the queue has).
     key: str | None = None
+    #: Where the run keeps its previews as it makes them (a timelapse); None: nowhere.
+    previews: PreviewFolder | None = None
 
 
 LoadWeights = Callable[[str], "NetworkWeights"]
@@ -186,7 +188,7 @@ class RenderSession:
         label = ""
         try:
             cancel.raise_if_cancelled()
-            weights = self._weights.get(job.settings.weights)
+            weights = self._weights.get(job.settings.network_weights)
             label = weights.label
             result = run_picture(
                 job.pictures, job.settings, weights, cancel=cancel, report=self._forward, started=report,
@@ -202,6 +204,8 @@ class RenderSession:
         return dataclasses.replace(result, failure=_unexpected(result.failure))
 
     def _forward(self, record: Progress) -> None:
+        if self.job.previews is not None:
+            self.job.previews.keep(record)  # here, in the run's thread: writing a picture never stalls the window
         if record.preview is not None:
             self._post_preview(array_to_qimage(record.preview))
             record = dataclasses.replace(record, preview=None)

@@ -173,7 +173,7 @@ class VideoRuns:
         cache = self.controller.weights
 
         def work(report: Report, cancel: CancelToken) -> RenderedVideo:
-            loaded = cache.get(job.settings.weights)  # the still runs' weights, loaded once
+            loaded = cache.get(job.settings.network_weights)  # the still runs' weights, loaded once
             return render_video(job, loaded, cancel=cancel, progress=report)
 
         self.task = BackgroundTask(work, "style-studio-video", failure="the video render failed")
@@ -249,8 +249,8 @@ class VideoRuns:
             first = next(iter(read_frames(rendered.output))).image()
         except (StyleStudioError, StopIteration):
             return
-        self.keep(HistoryEntry(first, job.settings, describe(job.settings.weights), "finished", video=rendered.output,
-                               inputs=job.inputs))  # fmt: skip
+        label = describe(job.settings.network_weights)
+        self.keep(HistoryEntry(first, job.settings, label, "finished", video=rendered.output, inputs=job.inputs))
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip, and the loss

@@ -44,7 +44,7 @@ def test_progress_json_prints_one_object_per_iteration(tmp_path):
     code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.jpg"), *FAST, "--progress", "json")
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines()]
-    assert [r["iteration"] for r in records] == [1, 2, 3, 3]
+    assert [r["iteration"] for r in records] == [0, 1, 2, 3, 3]  # 0: the start picture
     assert records[-1]["done"] and records[-1]["stop_reason"] == "finished"
     assert {"total_loss", "content_loss", "style_losses", "tv_loss", "grad_norm", "eta", "weights"} <= set(records[0])
     assert "preview" not in records[0]
@@ -144,7 +144,11 @@ def test_progress_json_records_and_exported_metadata_keep_their_pinned_shape(tmp
     target = tmp_path / "out.png"
     code, out, err = run_cli("render", CONTENT, STYLE, "-o", str(target), *FAST, "--seed", "3", "--progress", "json")
     assert code == 0, err
-    records = [json.loads(line) for line in out.splitlines()]
+    start, *records = [json.loads(line) for line in out.splitlines()]
+    # The start picture's record comes first: the same fields, no losses yet, no time left yet.
+    assert list(start) == list(PINNED_RECORD_FIELDS)
+    assert (start["iteration"], start["step"], start["style_losses"], start["eta"]) == (0, 0, {}, None)
+    assert all(start[key] is None for key in ("total_loss", "content_loss", "tv_loss", "grad_norm"))
     for record in records:
         assert list(record) == list(PINNED_RECORD_FIELDS), "fields added, removed or reordered"
         for key, kind in PINNED_RECORD_FIELDS.items():

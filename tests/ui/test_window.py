@@ -36,7 +36,7 @@ def files(*paths) -> QMimeData:
 def start_long_run(qtbot, window) -> None:
     """Start a run that would take minutes, and return once its first iteration is done."""
     window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
-    with qtbot.waitSignal(window.controller.progressed, timeout=30_000):
+    with qtbot.waitSignal(window.controller.progressed, timeout=30_000, check_params_cb=lambda r: r.step >= 1):
         window.start()
 
 
@@ -206,7 +206,7 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
     start_long_run(qtbot, window)
     window.controls.tv_weight.spin.setValue(0)
     qtbot.waitUntil(lambda: records and records[-1].tv_loss == 0, timeout=30_000)
-    assert records[0].tv_loss > 0
+    assert next(r for r in records if not r.start).tv_loss > 0
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
         window.stop()
 
@@ -441,9 +441,9 @@ def test_a_tiled_run_moves_the_bar_tile_by_tile_and_plots_whole_iterations(qtbot
     )
     outcome = run_to_end(qtbot, window)
     assert outcome.stop_reason == "finished"
-    # 4 tiles, visited twice per iteration: the bar moves in eighths of an iteration.
-    assert bar_values[:8] == [round(k / 8 * STEP_RESOLUTION) for k in range(1, 9)]
-    assert "part 3/8" in formats[2]
+    # The start picture at 0, then 4 tiles visited twice per iteration: the bar moves in eighths of an iteration.
+    assert bar_values[:9] == [round(k / 8 * STEP_RESOLUTION) for k in range(0, 9)]
+    assert "part 3/8" in formats[3]
     assert len(window.loss_plot.series("total")) == 2
 
 

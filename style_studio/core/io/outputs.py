@@ -187,6 +187,25 @@ class Output:
         with self.replacing() as part, open(part, "wb") as out:
             out.write(data)
 
+    def append_line(self, line: str) -> None:
+        """Add ``line`` (one line of text) at the output's end, made when missing: a log kept beside a run's files.
+
+        Written in one call, so that a process killed between two lines leaves whole lines behind.
+
+        Raises:
+            OutputError: ``problems``, or the output is a link (it is never followed).
+            OSError: the folder is missing or read-only, the disk is full, ...
+        """
+        self.check()
+        if self.path.is_symlink():
+            raise OutputError(f"{self.path} is a link (to {os.path.realpath(self.path)}); it is not written through")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(self.path, flags, 0o666)
+        try:
+            os.write(descriptor, (line.rstrip("\n") + "\n").encode())
+        finally:
+            os.close(descriptor)
+
 
 class FrameFolder:
     """A folder of numbered PNG frames (``frame-000001.png``, ...) as one job's output.

@@ -111,8 +111,10 @@ class FrameStyler:
         self.kept(content, picture, fresh=self.look is None or (guide is None and self.previous is not None))
 
     def guide(self, content: np.ndarray) -> FrameGuide | None:
-        """What the next frame takes from the last one; None: it starts fresh (the first, after a cut, or
-        without coherence)."""
+        """What the next frame takes from the last one; None: it starts fresh (the first, after a cut, without
+        coherence, or in a draft that optimises nothing)."""
+        if not self.settings.optimises:  # the instant look alone paints each frame on its own (a draft)
+            return None
         began = time.perf_counter()
         try:
             return _guide(self.previous, content, self.options, self.flows)

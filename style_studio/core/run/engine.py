@@ -142,7 +142,9 @@ class StyleTransfer:
         self.live = live or LiveChanges(self.settings, len(self.style_images), self.content_image.size)
         self._control: StepControl | None = None
         self._optimizer_now: torch.optim.Optimizer | None = None  # the scale's, for its checkpoints
-        self._kept: Tensor | None = None  # the result, on the CPU, after the device ran out of memory
+        #: The result outside an optimisation: the start picture of a run that optimises nothing, or the result
+        #: kept on the CPU after the device ran out of memory.
+        self._kept: Tensor | None = None
         self._final_content: Tensor | None = None
         self.checkpoints = checkpoints
         self.resume = resume
@@ -246,7 +248,8 @@ class StyleTransfer:
         first_scale = position.scale if position is not None else 0
         out_of_memory: str | None = None
         try:
-            network = network_for(self.weights, self.compute)
+            # No network for a run that optimises nothing: its picture is the start picture (the instant look alone).
+            network = network_for(self.weights, self.compute) if self.settings.optimises else None
             with device_flags(self.compute, self.settings.deterministic):
                 for index, size in enumerate(self.sizes):
                     if index < first_scale:
@@ -262,6 +265,11 @@ class StyleTransfer:
                     else:
                         image = F.interpolate(image, size=(size[1], size[0]), mode="bicubic", align_corners=False)
                         image.clamp_(0, 1)
+                    if index == first_scale and self.resume is None:
+                        yield self._start_record(index, size, image)
+                    if network is None:
+                        self._kept = image.detach()
+                        continue
                     resumed = self.resume if index == first_scale else None
                     image = yield from self._optimise(index, image, inputs, network, resumed)
             yield self._end(FINISHED)
@@ -424,7 +432,8 @@ class StyleTransfer:
                     inputs.size,
                     losses,
                     event=verdict.event,
-                    force_preview=iteration in (1, self.iterations[index]),
+                    # A new scale's first picture, and each scale's last (the first scale's start has its own).
+                    force_preview=(iteration == 1 and index > 0) or iteration == self.iterations[index],
                 )
                 if settle is not None and settle.settled(control.best):
                     break  # a frame that started close to its end: its loss no longer falls
@@ -467,12 +476,18 @@ class StyleTransfer:
         """A record (``RunRecords.record``), with a preview and the style map when one is due."""
         pictures = None
         due = self._records.preview_due(force_preview or stop_reason is not None)
-        if self._control is not None and due and part is None:
-            preview = self._preview(self._control.kept)
+        kept = self._control.kept if self._control is not None else self._kept
+        if kept is not None and due and part is None:
+            preview = self._preview(kept)
             pictures = (preview, self._style_map_preview(preview.shape[:2]))
         return self._records.record(
             index, iteration, size, losses, pictures=pictures, event=event, stop_reason=stop_reason, part=part
         )
+
+    def _start_record(self, index: int, size: tuple[int, int], image: Tensor) -> Progress:
+        """The record of the picture the run starts from (iteration 0), with it as its preview: the first look."""
+        preview = self._preview(image)
+        return self._records.record(index, 0, size, NO_LOSSES, pictures=(preview, None))
 
     def _end(self, reason: str) -> Progress:
         """The last record: the result's losses (the lowest-loss image's), at the last position reached."""

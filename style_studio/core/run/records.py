@@ -64,7 +64,8 @@ class RunRecords:
         part: tuple[int, int] | None = None,
     ) -> Progress:
         """A record at scale ``index``; ``stop_reason`` makes it the run's last, ``part`` (done, parts) one from
-        within an iteration. ``pictures``: its preview and style map."""
+        within an iteration; ``iteration`` 0 the start picture's, before any (no losses, no time left yet).
+        ``pictures``: its preview and style map."""
         now = time.perf_counter()
         done = stop_reason is not None
         if pictures is not None:
@@ -84,7 +85,7 @@ class RunRecords:
             style_losses=losses.style,
             grad_norm=losses.grad_norm,
             elapsed=now - self.started,
-            eta=0.0 if done else self._eta(now, index, part),
+            eta=0.0 if done else None if iteration == 0 else self._eta(now, index, part),
             weights=self.weights,
             compute=self.compute,
             preview=pictures[0] if pictures is not None else None,

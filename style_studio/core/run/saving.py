@@ -60,7 +60,7 @@ class RunSaver:
     ) -> None:
         """StyleStudioError saying why this run cannot go on from ``checkpoint``; nothing when it can."""
         content, styles = self.hashes()
-        weights = weights_identity(settings.weights)
+        weights = weights_identity(settings.network_weights)
         checkpoint.check_resumable(settings, content, styles, regions, weights, schedule)
 
     def started(self) -> None:
@@ -99,7 +99,7 @@ class RunSaver:
             best=best,
             regions=regions.to_json() if regions else None,
             step_scale=step_scale,
-            weights=weights_identity(settings.weights),
+            weights=weights_identity(settings.network_weights),
         )
         try:
             self.store.save(checkpoint, (self.content, self.styles))

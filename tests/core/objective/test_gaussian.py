@@ -119,7 +119,7 @@ def test_a_run_with_the_gaussian_loss_lowers_it_in_bf16_as_in_fp32(tiny, content
     losses = {}
     for precision in ("fp32", "bf16"):
         settings = dataclasses.replace(GAUSSIAN, size=48, iterations=12, style_blend=(), precision=precision)
-        records = list(StyleTransfer(content_image, [style_image], settings, tiny).run())
+        records = [r for r in StyleTransfer(content_image, [style_image], settings, tiny).run() if not r.start]
         assert all(np.isfinite(r.total_loss) for r in records), precision
         losses[precision] = (records[0].total_loss, records[-1].total_loss)
         assert records[-1].total_loss < 0.8 * records[0].total_loss, precision

@@ -76,7 +76,7 @@ def test_a_new_picture_term_reaches_the_total_and_every_record_without_other_edi
                                                                                    monkeypatch):  # fmt: skip
     monkeypatch.setattr(objective_module, "PICTURE_TERMS", (*objective_module.PICTURE_TERMS, Brightness.of))
     settings = dataclasses.replace(BLEND, size=48, iterations=3, style_blend=())
-    records = list(StyleTransfer(content_image, [style_image], settings, tiny).run())
+    records = [r for r in StyleTransfer(content_image, [style_image], settings, tiny).run() if not r.start]
     for record in records:
         assert record.terms["brightness"] > 0
         parts = sum(record.terms.values()) + sum(record.style_losses.values())

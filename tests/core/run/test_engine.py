@@ -24,7 +24,7 @@ SMALL = Settings(size=64, iterations=20, weights="untrained")
 
 
 def run_all(transfer: StyleTransfer) -> list[Progress]:
-    return list(transfer.run())
+    return [record for record in transfer.run() if not record.start]  # the start picture's has no losses
 
 
 def network_hooks(weights) -> int:
@@ -77,8 +77,8 @@ def test_previews_are_throttled_by_time(tiny, content_image, style_image):
         content_image, [style_image], dataclasses.replace(SMALL, iterations=6), tiny, preview_interval=3600
     )
     previews = [r.preview is not None for r in transfer.run()]
-    # The first iteration, the last one and the end record; nothing in between.
-    assert previews == [True, False, False, False, False, True, True]
+    # The start picture, the last iteration and the end record; nothing in between.
+    assert previews == [True, False, False, False, False, False, True, True]
 
 
 def test_multi_scale_ends_at_the_requested_size(tiny, content_image, style_image):
@@ -123,7 +123,7 @@ def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_ima
         records.append(record)
         if record.iteration == 3 and not record.done:
             cancel.cancel()
-    assert [r.iteration for r in records] == [1, 2, 3, 3]
+    assert [r.iteration for r in records] == [0, 1, 2, 3, 3]  # 0: the start picture's record
     assert records[-1].done and records[-1].stop_reason == CANCELLED
     assert transfer.result is not None and transfer.result.size == (64, 43)
 
@@ -172,7 +172,7 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, conte
     assert network_hooks(tiny) == 0
 
     run = StyleTransfer(content_image, [style_image], settings, tiny).run()
-    next(run)
+    next(run), next(run)  # the start picture's record, then the first iteration's
     assert network_hooks(tiny) > 0  # mid-run, the hooks are there ...
     run.close()
     assert network_hooks(tiny) == 0  # ... and a consumer that walks away removes them
@@ -182,7 +182,7 @@ def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image)
     settings = dataclasses.replace(SMALL, iterations=1)
     for _ in range(3):
         transfer = StyleTransfer(content_image, [style_image], settings, tiny)
-        counts = [network_hooks(tiny) for _ in transfer.run()]
+        counts = [network_hooks(tiny) for record in transfer.run() if not record.start]
         assert counts[0] == 6  # 1 content + 5 style layers, once each
     assert network_hooks(tiny) == 0
 
@@ -233,7 +233,8 @@ def test_loss_weight_changes_take_effect_at_the_next_iteration(tiny, content_ima
     transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), tiny)
     records = []
     for record in transfer.run():
-        records.append(record)
+        if not record.start:
+            records.append(record)
         if record.iteration == 2 and not record.done:
             transfer.live.change_settings(
                 dataclasses.replace(transfer.settings, tv_weight=0.0, style_layers=(("relu1_1", 2.0), ("relu3_2", 1.0)))
@@ -251,7 +252,7 @@ def test_loss_weight_changes_take_effect_at_the_next_iteration(tiny, content_ima
 
 def run_with_a_change(transfer, at_iteration, settings):
     records = []
-    for record in transfer.run():
+    for record in (r for r in transfer.run() if not r.start):
         records.append(record)
         if record.iteration == at_iteration and not record.done:
             transfer.live.change_settings(settings)
@@ -469,7 +470,7 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
     with pytest.raises(StyleStudioError, match="ran out of memory at 64×43 pixels.*lower the size"):
         for record in transfer.run():
             records.append(record)
-    assert len(records) == 3
+    assert len(records) == 4  # the start picture's and three more
     assert alive_when_emptied == [[]], "the image or the objective was still referenced when the cache was emptied"
     assert transfer._kept is not None and transfer._kept.device.type == "cpu"
     assert transfer.result is not None and transfer.result.size == (64, 43)
@@ -502,7 +503,7 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
 
     settings = dataclasses.replace(SMALL, iterations=30)
     run = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=math.inf).run()
-    next(run)  # the first iteration also makes a preview
+    next(run), next(run)  # the start picture's record, and the first iteration's
     monkeypatch.setattr(torch.Tensor, "tolist", counting_tolist)
     reads = []
     for _ in range(25):  # the history fills after 20
