@@ -87,6 +87,9 @@ class FileCommands:
         if entry is None:
             self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return False
+        if not self.kept.holds(entry):  # the instant look: kept in the history like a run's picture, once exported
+            entry = self.kept.add(entry)
+            self.state.show(entry)
         content, styles = self.state.photo, self.state.styles
         metadata = picture_metadata(
             entry.settings,
@@ -107,6 +110,18 @@ class FileCommands:
             self._exporting = entry
         self.state.set_exporting(self.documents.exporting)
         return started
+
+    def choose_timelapse_folder(self, on: bool) -> bool:
+        """Keep each run's previews (``on``: in a folder the user chooses now), or no longer; whether they are kept."""
+        if on:
+            start = self.store.timelapse_folder() or Path.home()
+            chosen = QFileDialog.getExistingDirectory(self.parent, "Keep previews for a timelapse in", str(start))
+            if chosen:
+                self.store.save_timelapse_folder(Path(chosen))
+                self.feedback.info(f"Each run keeps its previews in a new folder inside {chosen}")
+                return True
+        self.store.save_timelapse_folder(None)
+        return False
 
     def exported(self, _path: str, error: str) -> None:
         entry, self._exporting = self._exporting, None

@@ -40,6 +40,10 @@ class KeptHistory(QObject):
         for result in self.kept.load(tell=self.notices.append):
             self.history.add(_entry(result))
 
+    def holds(self, entry: HistoryEntry) -> bool:
+        """Whether ``entry`` (this very one) is in the history."""
+        return any(kept is entry for kept in self.history.entries)
+
     def add(self, entry: HistoryEntry) -> HistoryEntry:
         """Add a finished result to the history and keep it on disk (written in the background)."""
         path = self.kept.new_path()

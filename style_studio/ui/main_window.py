@@ -48,6 +48,7 @@ from .file_commands import FileCommands
 from .history import HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
+from .instant_preview import INSTANT_LOOK_NOTE, InstantPreview
 from .kept_history import KeptHistory
 from .loss_plot import LossPlot
 from .pictures import HistoryEntry, InputImage
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
         weights: where runs get their weights (tests give a tiny encoder).
         checkpoints: where runs save checkpoints, and unfinished runs are found (the user's cache).
         queue_folder: where the render queue is kept (the user's data folder).
+        instant_look: show the instant look once a photo and a style are in (``InstantPreview``).
     """
 
     def __init__(
@@ -91,6 +93,7 @@ class MainWindow(QMainWindow):
         weights: WeightsCache | None = None,
         checkpoints: CheckpointStore | None = None,
         queue_folder: Path | None = None,
+        instant_look: bool = True,
     ) -> None:
         super().__init__()
         self.store = store or Store()
@@ -144,6 +147,7 @@ class MainWindow(QMainWindow):
             follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, keep=self.kept.add,
             parent=self,
         )  # fmt: skip
+        self.instant = InstantPreview(self.state, self) if instant_look else None
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, docks = self.store.geometry()
@@ -296,6 +300,13 @@ class MainWindow(QMainWindow):
         )
         self.history.exportRequested.connect(lambda e: self.files.export_dialog(entry=e))
         self.history.removeRequested.connect(self.kept.remove)
+        self.commands.timelapse.setChecked(self.store.timelapse_folder() is not None)
+        self.commands.timelapse.toggled.connect(
+            lambda on: self.commands.timelapse.setChecked(self.files.choose_timelapse_folder(on))
+        )
+        if self.instant is not None:
+            self.instant.shown.connect(lambda _: self.run_bar.show_text(INSTANT_LOOK_NOTE))
+            self.instant.unavailable.connect(self.show_info)
         self.history.failed.connect(self.show_error)
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
@@ -486,6 +497,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         self.queue.closing = True  # a queued job stopped by closing waits for the next start
         self.controller.shutdown()
+        if self.instant is not None:
+            self.instant.wait()
         self.video.wait()
         self.queue.wait()
         self.queue.queue.close()

@@ -27,6 +27,7 @@ _ALL_LAYERS = "window/allLayers"
 _SPEED = "runs/secondsPerMegapixelIteration"
 _SPEED_COMPUTE = "runs/speedMeasuredOn"
 _QUEUE_FOLDER = "queue/outputFolder"
+_TIMELAPSE_FOLDER = "run/timelapse_folder"
 
 
 class Store:
@@ -42,6 +43,14 @@ class Store:
 
     def save_queue_folder(self, folder: Path) -> None:
         self.qs.setValue(_QUEUE_FOLDER, str(folder))
+
+    def timelapse_folder(self) -> Path | None:
+        """Where the user's runs keep their previews, each in a folder of its own (None: they are not kept)."""
+        value = self.qs.value(_TIMELAPSE_FOLDER, None)
+        return Path(value) if isinstance(value, str) and value else None
+
+    def save_timelapse_folder(self, folder: Path | None) -> None:
+        self.qs.setValue(_TIMELAPSE_FOLDER, str(folder) if folder is not None else "")
 
     def load_settings(self) -> settings_mod.Settings:
         text = self.qs.value(_SETTINGS, None)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtGui import QAction, QImage
 from PySide6.QtWidgets import QLabel, QWidget
@@ -18,6 +19,7 @@ from ..core import (
     Checkpoint,
     PictureResult,
     Pictures,
+    PreviewFolder,
     Progress,
     RegionError,
     RunPlan,
@@ -108,6 +110,7 @@ class UserRuns:
         self.running_weights: tuple[str, str] | None = None
         self._running_plan: RunPlan | None = None  # the plan of the run under way: its work measures its speed
         self._final_size: tuple[int, int] | None = None  # the size previews are shown at
+        self._previews: PreviewFolder | None = None  # where the run under way keeps its previews
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
@@ -170,17 +173,45 @@ class UserRuns:
             content.image, tuple(s.image for s in styles), (content.name, *(s.name for s in styles)), regions,
             self.state.input_files(),
         )  # fmt: skip
-        job = RunRequest(pictures, settings, resume)
+        previews = self.timelapse(content.path)
+        if previews is False:
+            return
+        self._previews = previews
+        job = RunRequest(pictures, settings, resume, previews=previews)
         self._final_size = fit_size(*content.image.size, settings.size)
         self.display.loss_plot.clear()
         self.display.run_bar.begin()
-        self.running_weights = (settings.weights, describe(settings.weights))
+        self.running_weights = (settings.network_weights, describe(settings.network_weights))
         self.controller.start(job)
         self.display.weights_changed()
 
+    def timelapse(self, photo: Path | None) -> PreviewFolder | Literal[False] | None:
+        """Where the run keeps its previews: a new folder inside the chosen timelapse folder, named after the photo
+        and the time; None when previews are not kept; False (the user is told) when the folder cannot be had."""
+        chosen = self.store.timelapse_folder()
+        if chosen is None:
+            return None
+        if not chosen.is_dir():
+            self.feedback.error(
+                f"The timelapse folder {chosen} is not there any more: choose another (Run → Keep previews for a "
+                "timelapse), or turn it off."
+            )
+            return False
+        stem = (photo.stem if photo is not None else "picture") + time.strftime("-%Y%m%d-%H%M%S")
+        folder, number = chosen / stem, 1
+        while folder.exists():
+            number += 1
+            folder = chosen / f"{stem}-{number}"
+        previews = PreviewFolder(folder, self.state.input_files())
+        problems = previews.problems()
+        if problems:
+            self.feedback.error(f"The previews cannot be kept: {problems[0]}")
+            return False
+        return previews
+
     def ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
-        if settings.weights == UNTRAINED:
+        if settings.weights == UNTRAINED or not settings.optimises:  # the start picture alone needs none
             return settings
         if settings.weights != IMAGENET:
             if Path(settings.weights).is_file():
@@ -250,8 +281,13 @@ class UserRuns:
             else:
                 entry = self.kept.add(entry)
             self.state.show(entry)
+        previews, self._previews = self._previews, None
         if outcome.error:
             self.feedback.error(outcome.error)
+        elif previews is not None and previews.stopped is not None:
+            self.feedback.error(previews.stopped[0].upper() + previews.stopped[1:])
+        elif previews is not None and previews.path.is_dir():
+            self.feedback.info(f"The run's previews are in {previews.path}")
         self.display.run_bar.show_outcome(outcome)
         self.running_weights = None
         self.display.weights_changed()

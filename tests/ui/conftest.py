@@ -60,6 +60,7 @@ def make_window(qtbot, store, tiny_when_untrained):
 
     def make(settings: settings_mod.Settings | None = FAST, **kwargs):
         kwargs.setdefault("weights", WeightsCache(tiny_when_untrained))
+        kwargs.setdefault("instant_look", False)  # its own tests ask for it: elsewhere it would race the test
         window = MainWindow(store, **kwargs)
         qtbot.addWidget(window)
         if settings is not None:
@@ -72,3 +73,21 @@ def make_window(qtbot, store, tiny_when_untrained):
 @pytest.fixture
 def window(make_window):
     return make_window()
+
+
+@pytest.fixture
+def files(tmp_path):
+    """A photo, another photo, a style and a two-region mask, as files of their own."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.conftest import SAMPLES
+
+    photo, other, style, mask = (tmp_path / n for n in ("photo.png", "other.png", "style.png", "mask.png"))
+    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((72, 48)).save(photo)
+    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((48, 72)).save(other)
+    Image.open(SAMPLES / "style" / "starry_night.jpg").convert("RGB").resize((64, 52)).save(style)
+    plane = np.zeros((48, 72, 3), np.uint8)
+    plane[:, 36:] = (255, 255, 255)
+    Image.fromarray(plane).save(mask)
+    return photo, other, style, mask

@@ -3,25 +3,8 @@ a history entry the photo and styles it was made from, kept with the entry acros
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-from PIL import Image
-
 from style_studio.ui.pictures import InputImage
-from tests.conftest import SAMPLES
 from tests.ui.test_window import run_to_end
-
-
-@pytest.fixture
-def files(tmp_path):
-    photo, other, style, mask = (tmp_path / n for n in ("photo.png", "other.png", "style.png", "mask.png"))
-    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((72, 48)).save(photo)
-    Image.open(SAMPLES / "content" / "chelsea.png").convert("RGB").resize((48, 72)).save(other)
-    Image.open(SAMPLES / "style" / "starry_night.jpg").convert("RGB").resize((64, 52)).save(style)
-    plane = np.zeros((48, 72, 3), np.uint8)
-    plane[:, 36:] = (255, 255, 255)
-    Image.fromarray(plane).save(mask)
-    return photo, other, style, mask
 
 
 def export_error(qtbot, window, target, entry=None) -> str:

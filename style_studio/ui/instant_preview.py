@@ -1,0 +1,145 @@
+"""The instant look in the picture area before Start: once a photo and a style are in, a network paints it at once.
+
+The look is the run of no iterations with the instant start (``--preset instant``), made by the same
+``run_picture`` as every run, in a thread of its own: it needs no VGG19 weights, so a new user sees a
+painted picture while the ImageNet weights are still to be downloaded. A new photo, a style, a blend,
+the size or "keep colours" paints it again and shows it in place of the picture shown (which stays in the
+history); while a run or a video is under way, nothing is painted.
+The look is shown as a result that is not yet in the history; exporting it keeps it there
+(``FileCommands.export_to``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Final
+
+from PySide6.QtCore import QObject, Signal
+
+from ..core import InstantLookUnavailable, Pictures
+from .background import BackgroundTask, TaskOutcome
+from .pictures import HistoryEntry
+from .state import RunStatus
+
+if TYPE_CHECKING:
+    from ..core import CancelToken, PictureResult, Settings
+    from .background import Report
+    from .state import WindowState
+
+log = logging.getLogger(__name__)
+
+#: The settings the look depends on besides the pictures (the others shape only the optimisation).
+LOOK_SETTINGS: Final = ("style_blend", "preserve_colors", "size")
+#: What the picture area's look is called where the user reads it.
+LOOK_NAME: Final = "Instant look"
+#: What the run bar says while the look is shown.
+INSTANT_LOOK_NOTE: Final = f"{LOOK_NAME}: a network's painting, in a second. Start paints the picture."
+
+
+def look_settings(settings: Settings) -> Settings:
+    """The settings of the look of a picture with ``settings``: the instant start, no iterations."""
+    return dataclasses.replace(settings, init="instant", iterations=0)
+
+
+class InstantPreview(QObject):
+    """Paints the instant look whenever what it shows changes, and shows it when nothing else is under way.
+
+    Signals:
+        shown(object): a look was shown (its ``HistoryEntry``).
+        unavailable(str): the network cannot be had here (said once): why, and how to get it.
+    """
+
+    shown = Signal(object)
+    unavailable = Signal(str)
+
+    def __init__(self, state: WindowState, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self._task: BackgroundTask | None = None
+        self._wanted = 0  # bumped by every change of what the look shows; a look of an older one is dropped
+        self._painting = 0  # the change the task under way paints
+        self._missing: str | None = None  # why the network cannot be had: then nothing is tried again
+        #: The look shown, or the last one made (None until one is).
+        self.look: HistoryEntry | None = None
+        state.photo_changed.connect(self._changed)
+        state.styles_changed.connect(self._changed)
+        state.setting_changed.connect(self._setting_changed)
+
+    def is_look(self, entry: HistoryEntry | None) -> bool:
+        """Whether ``entry`` is the look this made (shown, not yet in the history)."""
+        return entry is not None and entry is self.look
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None
+
+    def _setting_changed(self, name: str, _value: object) -> None:
+        if name in LOOK_SETTINGS:
+            self._changed()
+
+    def _changed(self, *_: object) -> None:
+        self._wanted += 1
+        self.paint()
+
+    def _free(self) -> bool:
+        """Whether the picture area may show a look: the pictures are in and no run or video is under way.
+
+        What it showed was made of other pictures or settings (those the look follows changed): the look of the
+        new ones takes its place, and the picture that was shown stays in the history."""
+        state = self.state
+        return state.ready and state.picture_run is RunStatus.IDLE and state.video_run is RunStatus.IDLE
+
+    def paint(self) -> None:
+        """Paint the look of what is shown now, in the background (after the one under way, when there is one)."""
+        if self._missing is not None or self._task is not None or not self._free():
+            return
+        photo, styles = self.state.photo, self.state.styles
+        assert photo is not None
+        try:
+            settings = look_settings(self.state.settings).validate()
+        except Exception:  # a setting half-typed: the look waits for a valid one
+            return
+        pictures = Pictures(
+            photo.image, tuple(s.image for s in styles), (photo.name, *(s.name for s in styles)), None,
+            self.state.input_files(),
+        )  # fmt: skip
+
+        def work(_report: Report, cancel: CancelToken) -> PictureResult:
+            from ..core import load_weights, run_picture  # here: the window shows before torch is imported
+
+            return run_picture(pictures, settings, load_weights(settings.network_weights), cancel=cancel)
+
+        self._painting = self._wanted
+        self._task = BackgroundTask(work, "style-studio-instant-look", failure="the instant look failed")
+        self._task.finished.connect(self._painted)
+        self._task.start()
+
+    def _painted(self, outcome: TaskOutcome) -> None:
+        self._task = None
+        result: PictureResult | None = outcome.value
+        failure = result.failure if result is not None else None
+        if isinstance(failure, InstantLookUnavailable):
+            self._missing = str(failure)
+            self.unavailable.emit(f"{LOOK_NAME} unavailable: {self._missing}. Start paints the picture as usual.")
+            return
+        if self._painting != self._wanted:  # what it shows changed while it painted
+            self.paint()
+            return
+        if result is None or result.image is None or not self._free():
+            problem = outcome.error or (result.error if result is not None else None)
+            if problem:  # said by the run, if the user starts one; the photo stays shown
+                log.warning("the instant look: %s", problem)
+            return
+        self.look = HistoryEntry(
+            result.image, result.settings, f"{LOOK_NAME} ({result.weights_label})", "finished",
+            key=result.key, inputs=result.pictures.files,
+        )  # fmt: skip
+        self.state.show(self.look)
+        self.shown.emit(self.look)
+
+    def wait(self) -> None:
+        """Let the look under way come to its end (the window closes)."""
+        if self._task is not None:
+            self._task.cancel()
+            self._task.wait()
