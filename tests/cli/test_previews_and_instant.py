@@ -90,7 +90,8 @@ def test_a_batch_of_instant_looks_loads_no_weights_and_a_second_run_skips_them(t
     photos = [CONTENT, CONTENT.replace("chelsea.png", "coffee.png")]
     never = str(tmp_path / "never-downloaded.pth")
     out = tmp_path / "looks"
-    args = ("batch", *photos, "--style", STYLE, "-o", str(out), "--preset", "instant", "--size", "96", "--weights", never)
+    args = ("batch", *photos, "--style", STYLE, "-o", str(out), "--preset", "instant", "--size", "96",
+            "--weights", never)  # fmt: skip
     code, _, err = run_cli(*args)
     assert code == 0 and "2 done" in err, err
     assert sorted(p.name for p in out.iterdir()) == ["chelsea-starry_night.png", "coffee-starry_night.png"]
