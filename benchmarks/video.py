@@ -16,7 +16,9 @@ and frame by frame (``temporal_weight`` 0: each frame on its own). Printed:
   iterations (the median of three), and the share of a frame's time spent on flow and warping
   (goal at most 5 %);
 - the trail behind the moving object and the drift of the look over each clip
-  (``video_measures``; ``--clips slow-pan``: a 48-frame slow pan, for drift).
+  (``video_measures``; ``--clips slow-pan``: a 48-frame slow pan, for drift);
+- with ``--instant``: the draft of ``--preset instant`` (each frame the instant look alone), its warping error
+  against both runs' and its seconds per frame.
 
 A contact sheet (inputs, frame by frame, coherent) is written for each clip.
 
@@ -178,6 +180,7 @@ def main() -> None:
     parser.add_argument("--clips", nargs="+", choices=("pan", "object", "slow-pan", "still"), default=["pan", "object"])
     parser.add_argument("--slow-pan-frames", type=int, default=48, help="the slow pan's frames (drift)")
     add_painting_share(parser)
+    parser.add_argument("--instant", action="store_true", help="also the instant look's draft (--preset instant)")
     parser.add_argument("--memory", action="store_true", help="only: peak memory for a short and a 4x longer clip")
     parser.add_argument("--sheets", type=Path, default=ROOT / "docs" / "video", help="where contact sheets go")
     args = parser.parse_args()
@@ -216,7 +219,7 @@ def main() -> None:
 
         features = Features(loaded)
         sets, painting = SetFeatures(features), style.resize((width, height), Image.Resampling.LANCZOS)
-        looks = []
+        looks, drafts = [], []
         # Warm-up: the network built and torch's first-run costs paid before anything is timed.
         single_picture_seconds(pan_clip(1, (width, height))[0], style, settings, loaded)
         for name, make in (clips[c] for c in args.clips):
@@ -241,6 +244,19 @@ def main() -> None:
                 f"{100 * flow_share:.1f} %",
             ])  # fmt: skip
             looks.append(look_row(name, inputs, ours, theirs, painting, features, sets, (width, height)))
+            if args.instant:
+                from style_studio.core.network.weights import load_weights
+                from style_studio.core.settings import with_preset
+
+                draft_settings = with_preset(settings, "instant")
+                draft, drafted = render(clip, style_path, draft_settings, load_weights(draft_settings.network_weights),
+                                        args.iterations, 0.0, folder / f"{name}-instant")  # fmt: skip
+                flicker_draft = clip_warping_error(inputs, drafted, flows)
+                drafts.append([
+                    name, f"{flicker_draft:.5f}", f"{flicker_draft / flicker_theirs:.2f}",
+                    f"{flicker_draft / flicker_ours:.2f}", f"{draft.seconds / draft.frames:.3f}",
+                    f"{per_frame / (draft.seconds / draft.frames):.0f}",
+                ])  # fmt: skip
             every = max(3, len(inputs) // 8)
             contact_sheet([inputs, theirs, ours], args.sheets / f"{name.replace(' ', '-')}.jpg", every=every)
             from style_studio.core.io.video_writer import write_video
@@ -259,6 +275,10 @@ def main() -> None:
                "drift: style distance spread, coherent/frame by frame (≤1.5)", "mean colour spread (≤1.5)",
                "brightness first → last, coherent", "frame by frame"]  # fmt: skip
     print("\n" + table(headers, looks))
+    if drafts:
+        headers = ["clip", "instant draft: warp err.", "/ frame by frame", "/ coherent", "s/frame",
+                   "coherent s/frame ÷ draft's"]  # fmt: skip
+        print("\n" + table(headers, drafts))
     print(f"\ncontact sheets (rows: input, frame by frame, coherent) and GIFs (left: frame by frame, right: "
           f"coherent) in {args.sheets}")  # fmt: skip
 
