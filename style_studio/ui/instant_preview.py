@@ -34,7 +34,7 @@ LOOK_SETTINGS: Final = ("style_blend", "preserve_colors", "size")
 #: What the picture area's look is called where the user reads it.
 LOOK_NAME: Final = "Instant look"
 #: What the run bar says while the look is shown.
-INSTANT_LOOK_NOTE: Final = f"{LOOK_NAME}: a network's painting, in a second. Start paints the picture."
+INSTANT_LOOK_NOTE: Final = f"{LOOK_NAME} · Start paints the picture"
 
 
 def look_settings(settings: Settings) -> Settings:
