@@ -3,10 +3,11 @@
 Iterations of a run with the Gram loss and of the same run with the Gaussian
 (Wasserstein-2) loss are interleaved one for one in the same process, so both
 see the same machine load; the ratio of their medians is the Gaussian loss's
-cost. Its square roots do not shrink with the picture (one eigendecomposition
-of a C×C matrix per style layer and iteration, C up to 512): the last column
-times them alone, for the default layers, and the ratio at a small size shows
-how much they weigh where a schedule spends most of its iterations.
+cost. Its distances do not shrink with the picture (one eigendecomposition per
+style layer and iteration, of up to C×C, C up to 512): the last line times them
+alone, for the default layers on random features (whose variance spreads over
+nearly every direction, so the most they cost), and the ratio at a small size
+shows how much they weigh where a schedule spends most of its iterations.
 
     python benchmarks/style_losses.py                 # 128, 256 and 384 px
     python benchmarks/style_losses.py --sizes 192 --pairs 6
@@ -47,19 +48,23 @@ def measure(size: int, pairs: int, loaded, optimizer: str) -> tuple[float, float
 
 
 def square_roots(repeats: int = 5) -> float:
-    """Seconds for the Gaussian loss's square-root work per iteration at the default style layers."""
+    """Seconds for the Gaussian loss's fixed part per iteration at the default style layers: each layer's
+    distance from its statistics, forward and backward, as the loss computes it (float64, the style's principal
+    directions), on random features of the layers' widths."""
     import torch
 
-    from style_studio.core.objective.gaussian import trace_sqrt
+    from style_studio.core.objective.gaussian import GaussianLoss
 
-    matrices = []
+    loss, layers = GaussianLoss(), []
     for channels in (64, 128, 256, 512, 512):  # relu1_1 ... relu5_1
-        samples = torch.randn(4 * channels, channels)
-        matrices.append((samples.t() @ samples / samples.shape[0]).requires_grad_(True))
+        style, picture = (torch.randn(4 * channels, channels) * torch.rand(channels) for _ in range(2))
+        target = loss.prepare((style.mean(0, keepdim=True), (style.t() @ style / len(style)).unsqueeze(0)))
+        mean = picture.mean(0, keepdim=True).requires_grad_(True)
+        layers.append((mean, (picture.t() @ picture / len(picture)).unsqueeze(0).requires_grad_(True), target))
     spent = []
     for _ in range(repeats):
         start = time.perf_counter()
-        total = torch.stack([trace_sqrt(m) for m in matrices]).sum()
+        total = torch.stack([loss.distance((mean, moment), target) for mean, moment, target in layers]).sum()
         total.backward()
         spent.append(time.perf_counter() - start)
     return median(spent)
@@ -80,7 +85,7 @@ def main() -> None:
         rows.append([size, f"{gram * 1000:.0f}", f"{gaussian * 1000:.0f}", f"{gaussian / gram:.2f}"])
     print(f"Style losses per iteration ({machine()}; weights: {loaded.label}; {args.optimizer})", flush=True)
     print(table(["px", "gram ms", "gaussian ms", "gaussian / gram"], rows))
-    print(f"\nSquare roots alone, 5 style layers (forward and backward): {roots * 1000:.0f} ms per iteration")
+    print(f"\nThe Gaussian distances alone, 5 style layers (forward and backward): {roots * 1000:.0f} ms per iteration")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import scipy.linalg
 import torch
 
 from style_studio.core.objective import objective as objective_module
-from style_studio.core.objective.gaussian import GaussianLoss, Moments, trace_sqrt
+from style_studio.core.objective.gaussian import EPS, GaussianLoss, Moments, _Distance
 from style_studio.core.objective.matrices import sqrtm
 from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.statistics import statistic_tap
@@ -37,27 +37,49 @@ def test_the_square_root_is_scipys(channels):
     np.testing.assert_allclose(ours @ ours, matrix.double().numpy(), rtol=0, atol=1e-4 * float(matrix.abs().max()))
 
 
-def test_the_trace_of_the_square_roots_gradient_is_autograds_own():
-    # gradcheck in float64 through the custom backward, d tr(M^½) = ½ tr(M^-½ dM),
-    # on symmetric inputs (the function reads only the symmetric part).
-    base = covariance_like(5, 1).double()
+@pytest.mark.parametrize("share", [1.0, 0.9])
+def test_the_distances_gradient_is_autograds_own(share):
+    # gradcheck in float64 through the gradient found with the value: dW2²/dΣ = (I - B Bᵀ)/C, with respect to
+    # the mean and (the symmetric part of) the second moment, reading all of the style's directions or some.
+    generator = torch.Generator().manual_seed(1)
+    loss = GaussianLoss(share=share)
+    style = torch.randn(30, 6, generator=generator, dtype=torch.float64) * torch.rand(6, generator=generator)
+    picture = torch.randn(30, 6, generator=generator, dtype=torch.float64) + 0.3
+    target = loss.prepare((style.mean(0, keepdim=True), (style.t() @ style / 30).unsqueeze(0)))
+    assert target[1].shape[1] == 6 if share == 1 else target[1].shape[1] < 6
 
-    def of(perturbation: torch.Tensor) -> torch.Tensor:
-        symmetric = (perturbation + perturbation.t()) / 2
-        from style_studio.core.objective.gaussian import _TraceSqrt
+    def of(mean: torch.Tensor, moment: torch.Tensor) -> torch.Tensor:
+        return _Distance.apply(mean, (moment + moment.transpose(1, 2)) / 2, target, 1e-30)
 
-        return _TraceSqrt.apply(base + symmetric, 1e-30)
+    mean = picture.mean(0, keepdim=True).requires_grad_(True)
+    moment = (picture.t() @ picture / 30).unsqueeze(0).requires_grad_(True)
+    assert torch.autograd.gradcheck(of, (mean, moment), eps=1e-6, atol=1e-6)
 
-    def trace_sqrt_64(matrix: torch.Tensor) -> torch.Tensor:
-        return torch.linalg.eigvalsh(matrix).sqrt().sum()
 
-    small = (1e-3 * torch.randn(5, 5, dtype=torch.float64)).requires_grad_(True)
-    assert torch.autograd.gradcheck(of, (small,), eps=1e-6, atol=1e-6)
-    assert float(of(torch.zeros(5, 5, dtype=torch.float64))) == pytest.approx(float(trace_sqrt_64(base)), rel=1e-12)
+def test_the_distance_is_the_definitions_and_reading_a_share_can_only_raise_it():
+    # W2² = |μ - μₜ|² + tr Σ + tr Σₜ - 2 tr((Σₜ^½ Σ Σₜ^½)^½), per channel, against SciPy's square roots; fewer
+    # of the style's directions can only lower the cross term (a nuclear norm of Σ^½ F), so raise the distance.
+    style, picture = covariance_like(64, 4).double(), covariance_like(64, 5).double()
+    style_mean, picture_mean = torch.full((1, 64), 0.2, dtype=torch.float64), torch.zeros(1, 64, dtype=torch.float64)
+
+    def moments(mean: torch.Tensor, covariance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return mean, (covariance + mean.t() @ mean).unsqueeze(0)
+
+    whole, part = GaussianLoss(share=1.0), GaussianLoss(share=0.99)
+    ours = float(whole.distance(moments(picture_mean, picture), whole.prepare(moments(style_mean, style))))
+    target = part.prepare(moments(style_mean, style))
+    assert target[1].shape[1] < 64 and float(target[2].sum() / style.trace()) >= 0.99
+    eps = float(EPS * style.trace() / 64)
+    with_eps = [m.numpy() + eps * np.eye(64) for m in (style, picture)]
+    root = np.real(scipy.linalg.sqrtm(with_eps[0]))
+    cross = np.trace(np.real(scipy.linalg.sqrtm(root @ with_eps[1] @ root)))
+    expected = (0.2**2 * 64 + np.trace(with_eps[0]) + np.trace(with_eps[1]) - 2 * cross) / 64
+    assert ours == pytest.approx(expected, rel=1e-4)
+    assert float(part.distance(moments(picture_mean, picture), target)) >= ours
 
 
 def test_the_distance_is_zero_at_the_target_and_grows_with_the_mean_and_the_covariance():
-    loss = GaussianLoss()
+    loss = GaussianLoss(share=1.0)
     torch.manual_seed(0)
     features = torch.rand(1, 8, 12, 10)
     _, values = statistic_tap(features, Moments())
@@ -67,7 +89,18 @@ def test_the_distance_is_zero_at_the_target_and_grows_with_the_mean_and_the_cova
     _, bolder = statistic_tap((features - 0.5) * 2 + 0.5, Moments())  # the same mean, four times the covariance
     assert float(loss.distance(brighter, target)) == pytest.approx(0.25, rel=1e-3)
     assert float(loss.distance(bolder, target)) > 0.01
-    assert float(trace_sqrt(torch.eye(4) * 9)) == pytest.approx(12)
+
+
+def test_reading_a_share_of_the_styles_variance_leaves_at_most_twice_the_rest_at_the_target():
+    # At the style itself the cross term misses the directions left out: the distance is 2·(tr Σₜ - tr FFᵀ) / C
+    # there, at most 2·(1 - share) of the style's variance per channel, a small part of its magnitude.
+    torch.manual_seed(0)
+    _, values = statistic_tap(torch.rand(1, 32, 12, 10), Moments())
+    loss = GaussianLoss(share=0.99)
+    target = loss.prepare(values)
+    at_target = float(loss.distance(values, target))
+    assert 0 < at_target <= 2 * 0.01 * float(target[3]) / 32 * 1.0001
+    assert at_target / float(loss.magnitude(target)) < 0.02
 
 
 def test_the_moments_taps_gradient_is_autograds_of_the_definition():
