@@ -69,6 +69,7 @@ from .jobs.kept import KeptResults as KeptResults
 from .jobs.picture import PictureResult as PictureResult
 from .jobs.picture import Pictures as Pictures
 from .jobs.picture import Previews as Previews
+from .jobs.picture import load_engine as load_engine
 from .jobs.picture import run_picture as run_picture
 from .jobs.preview_folder import PreviewFolder as PreviewFolder
 from .jobs.render import render_job as render_job

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 def _warm_up() -> None:
     """Import torch and the engine in the background so the first Start is quick."""
     try:
-        pass
+        from ..core import load_engine
+
+        load_engine()
     except Exception:  # reported again, with context, when a run starts
         log.exception("loading the compute engine failed")
 

@@ -152,6 +152,12 @@ class PictureResult:
         return self.image
 
 
+def load_engine() -> None:
+    """Import the engine, and torch with it, now rather than at the first run (a window does it in the background
+    while it opens, so that its first Start does not wait for them)."""
+    from ..run.engine import StyleTransfer  # noqa: F401 - imported for its side effect
+
+
 def run_picture(
     pictures: Pictures,
     settings: Settings,
