@@ -37,7 +37,13 @@ IMAGE_FILTER = (
 
 
 class VideoOptionsBox(QWidget):
-    """How Render video makes the frames after the first: their iterations, how closely each follows the last."""
+    """How Render video makes the frames after the first: their iterations, how closely each follows the last.
+
+    Signals:
+        changed(): the user changed one of them.
+    """
+
+    changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -68,6 +74,15 @@ class VideoOptionsBox(QWidget):
         form.addRow("Coherence", self.temporal_weight)
         form.addRow("Stop a frame at", self.frame_settle)
         form.addRow("Repair uncovered", self.frame_repair)
+        for box in (self.frame_iterations, self.temporal_weight, self.frame_settle, self.frame_repair):
+            box.valueChanged.connect(self.changed)
+
+    def show_options(self, options: VideoOptions) -> None:
+        """Show ``options`` (those kept from the last session)."""
+        self.frame_iterations.setValue(options.frame_iterations)
+        self.temporal_weight.setValue(options.temporal_weight)
+        self.frame_settle.setValue(options.frame_settle)
+        self.frame_repair.setValue(options.frame_repair)
 
     def options(self) -> VideoOptions:
         return dataclasses.replace(

@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(400)
         self._save_timer.timeout.connect(self._persist)
+        self.inputs.video_options.changed.connect(self._save_timer.start)
         if load_defaults:
             given = content is not None or bool(styles)
             self.inputs.load_initial(
@@ -176,6 +177,7 @@ class MainWindow(QMainWindow):
         stored = dataclasses.replace(self.store.load_settings(), style_blend=())
         self.state = WindowState(stored)
         self.inputs = InputsPanel(self.state)
+        self.inputs.video_options.show_options(self.store.video_options())
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -480,6 +482,7 @@ class MainWindow(QMainWindow):
 
     def _persist(self) -> None:
         self.store.save_settings(self.state.settings)
+        self.store.save_video_options(self.inputs.video_options.options())
         content = self.inputs.content
         self.store.save_inputs(
             content.path if content else None,

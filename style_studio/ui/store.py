@@ -7,12 +7,13 @@ never a crash at start.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from ..core import SettingsError, is_layer
+from ..core import SettingsError, VideoOptions, is_layer
 from ..core import settings as settings_mod
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,9 @@ _SPEED = "runs/secondsPerMegapixelIteration"
 _SPEED_COMPUTE = "runs/speedMeasuredOn"
 _QUEUE_FOLDER = "queue/outputFolder"
 _TIMELAPSE_FOLDER = "run/timelapse_folder"
+_VIDEO_OPTIONS = "video/options"
+#: The video options the window shows, and so keeps: how the frames after the first are made.
+SHOWN_VIDEO_OPTIONS = ("frame_iterations", "temporal_weight", "frame_settle", "frame_repair")
 
 
 class Store:
@@ -51,6 +55,27 @@ class Store:
 
     def save_timelapse_folder(self, folder: Path | None) -> None:
         self.qs.setValue(_TIMELAPSE_FOLDER, str(folder) if folder is not None else "")
+
+    def video_options(self) -> VideoOptions:
+        """The video options last shown; each saved value that is still valid on its own, the rest default."""
+        import json
+
+        try:
+            saved = json.loads(str(self.qs.value(_VIDEO_OPTIONS, "{}")))
+        except ValueError:
+            saved = {}
+        options = VideoOptions()
+        for name in SHOWN_VIDEO_OPTIONS:
+            if isinstance(saved, dict) and name in saved:
+                candidate = dataclasses.replace(options, **{name: saved[name]})
+                if not candidate.problems():
+                    options = candidate
+        return options
+
+    def save_video_options(self, options: VideoOptions) -> None:
+        import json
+
+        self.qs.setValue(_VIDEO_OPTIONS, json.dumps({name: getattr(options, name) for name in SHOWN_VIDEO_OPTIONS}))
 
     def load_settings(self) -> settings_mod.Settings:
         text = self.qs.value(_SETTINGS, None)

@@ -12,6 +12,7 @@ from PIL import Image
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication, QImage, QKeySequence
 
+from style_studio.core import VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
 from style_studio.ui.qt_images import pil_to_qimage
@@ -329,6 +330,34 @@ def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
     second = make_window(settings=None)
     assert second.state.settings.size == 777
     assert second.inputs.content.name == "coffee.png"
+
+
+def test_the_video_options_a_user_set_are_kept_across_restarts(qtbot, make_window, store):
+    first = make_window()
+    options = first.inputs.video_options
+    options.frame_iterations.setValue(55)
+    options.temporal_weight.setValue(2.5)
+    options.frame_settle.setValue(0)
+    options.frame_repair.setValue(12)
+    first.close()
+    second = make_window(settings=None).inputs.video_options.options()
+    assert (second.frame_iterations, second.temporal_weight, second.frame_settle, second.frame_repair) == (
+        55,
+        2.5,
+        0,
+        12,
+    )
+
+
+def test_a_saved_video_option_out_of_range_falls_back_to_its_default_alone(qtbot, make_window, store):
+    store.qs.setValue("video/options", '{"frame_iterations": -4, "temporal_weight": "x", "frame_repair": 3}')
+    shown = make_window(settings=None).inputs.video_options.options()
+    defaults = VideoOptions()
+    assert (shown.frame_iterations, shown.temporal_weight, shown.frame_repair) == (
+        defaults.frame_iterations,
+        defaults.temporal_weight,
+        3,
+    )
 
 
 def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
