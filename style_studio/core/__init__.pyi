@@ -104,6 +104,7 @@ from .network.weights import download_imagenet as download_imagenet
 from .network.weights import imagenet_cache_path as imagenet_cache_path
 from .network.weights import is_imagenet_cached as is_imagenet_cached
 from .network.weights import load_weights as load_weights
+from .network.weights import missing_weights as missing_weights
 from .network.weights import read_state_dict as read_state_dict
 from .objective.masks import RegionSpec as RegionSpec
 from .objective.masks import regions_from_mask as regions_from_mask

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from .. import APP_NAME, __version__
 from ..core import (
+    IMAGENET,
     UNTRAINED,
     Checkpoint,
     CheckpointStore,
@@ -38,6 +39,7 @@ from ..core import (
     Settings,
     SettingsError,
     describe,
+    missing_weights,
 )
 from ..core import settings as settings_mod
 from .actions import WindowActions
@@ -465,9 +467,16 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, 6000)
 
     def _update_weights_label(self) -> None:
-        choice, label = self.runs.running_weights or (self.controls.settings().weights, "")
-        self.weights_label.setText(f"Weights: {label or describe(choice)}")
-        self.weights_label.setStyleSheet("color: #9a4c00; font-weight: bold;" if choice == UNTRAINED else "")
+        """The weights the run uses, or those chosen, and where they are not on this computer, what Start will do."""
+        running = self.runs.running_weights
+        choice, label = running or (self.controls.settings().weights, "")
+        text, missing = f"Weights: {label or describe(choice)}", None if running else missing_weights(choice)
+        if missing is not None:
+            remedy = "Start offers the download" if choice == IMAGENET else "choose others"
+            text += f" — {missing}: {remedy}, or Computation → Weights"
+        self.weights_label.setText(text)
+        warn = choice == UNTRAINED or missing is not None
+        self.weights_label.setStyleSheet("color: #9a4c00; font-weight: bold;" if warn else "")
 
     def _show_commands(self) -> None:
         """What can be done now, as the state says (it tells when that may have changed)."""

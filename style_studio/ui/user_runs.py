@@ -27,7 +27,7 @@ from ..core import (
     SettingsError,
     describe,
     fit_size,
-    is_imagenet_cached,
+    missing_weights,
 )
 from .pictures import HistoryEntry
 from .regions_panel import style_map_image
@@ -211,18 +211,14 @@ class UserRuns:
 
     def ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
-        if settings.weights == UNTRAINED or not settings.optimises:  # the start picture alone needs none
+        if not settings.optimises or missing_weights(settings.weights) is None:  # a start picture alone needs none
             return settings
         if settings.weights != IMAGENET:
-            if Path(settings.weights).is_file():
-                return settings
             self.feedback.error(
                 f"The weights file {settings.weights} is missing. Choose another file, the ImageNet "
                 "weights, or untrained features under Computation → Weights."
             )
             return None
-        if is_imagenet_cached():
-            return settings
         dialog = WeightsDialog(self.parent, start_dir=str(Path.home()))
         if not dialog.exec() or dialog.choice is None:
             return None

@@ -101,3 +101,18 @@ def test_a_weights_file_is_used_and_remembered(qtbot, make_window, store, tmp_pa
     again = make_window(settings=None)
     assert again.state.settings.weights == str(path)
     assert store.weights_file() == path
+
+
+def test_the_status_bar_says_when_the_chosen_weights_are_not_on_this_computer(make_window, tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "home"))
+    window = make_window(dataclasses.replace(FAST, weights="imagenet"))
+    assert window.weights_label.text().startswith("Weights: ImageNet VGG19 — not downloaded yet: Start offers")
+    cached = weights.imagenet_cache_path()
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"weights")
+    window.controls.set_settings(dataclasses.replace(FAST, weights="untrained"))
+    window.controls.set_settings(dataclasses.replace(FAST, weights="imagenet"))
+    assert window.weights_label.text() == "Weights: ImageNet VGG19"
+    gone = tmp_path / "my-vgg.pth"
+    window.controls.set_settings(dataclasses.replace(FAST, weights=str(gone)))
+    assert window.weights_label.text().startswith("Weights: VGG19 weights from my-vgg.pth — the file is missing")

@@ -166,6 +166,16 @@ def is_imagenet_cached() -> bool:
     return imagenet_cache_path().is_file()
 
 
+def missing_weights(choice: str) -> str | None:
+    """Why the weights ``choice`` names are not on this computer, in a user's words; None where they are (the
+    untrained network and none at all always are)."""
+    if choice == IMAGENET:
+        return None if is_imagenet_cached() else "not downloaded yet"
+    if choice in (UNTRAINED, NO_NETWORK):
+        return None
+    return None if Path(choice).is_file() else "the file is missing"
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
 class LoadedWeights:
     """Weights ready for ``features.load_state_dict``.
