@@ -148,25 +148,35 @@ class Documents(QObject):
 
     # -- export --------------------------------------------------------------------
 
-    def ask_export_path(self, content: Path | None) -> tuple[Path, int] | None:
-        """The file to export to and its bits per channel (a 16-bit filter chosen), or None when cancelled."""
+    def ask_export_path(self, content: Path | None, inputs: tuple[Path, ...] = ()) -> tuple[Path, int] | None:
+        """The file to export to and its bits per channel (a 16-bit filter chosen), or None when cancelled.
+
+        ``inputs``: the files the picture was made from. One of them is refused in the user's words before
+        anything asks whether to replace it (the dialog's own question would come first, then the refusal).
+        """
         stem = content.stem if content is not None else "stylised"
         suggestion = str(export_folder(content) / f"{stem}-styled.png")
         filters = ";;".join(EXPORT_FILTERS)
-        path, chosen = QFileDialog.getSaveFileName(self._parent, "Export picture", suggestion, filters)
+        path, chosen = QFileDialog.getSaveFileName(
+            self._parent, "Export picture", suggestion, filters, options=QFileDialog.Option.DontConfirmOverwrite
+        )
         if not path:
             return None
         bit_depth = 16 if chosen in DEEP_FILTERS else 8
         target = Path(path)
         if target.suffix.lower() not in FORMATS:
             target = target.with_suffix(EXPORT_FILTERS.get(chosen, ".png"))
-            # The dialog asked about the name typed, not this one.
-            if (
-                target.exists()
-                and QMessageBox.question(self._parent, "Replace file?", f"{target.name} already exists. Replace it?")
-                != QMessageBox.StandardButton.Yes
-            ):
-                return None
+        source = Output(target, inputs).same_as_input()
+        if source is not None:
+            what = "your photo" if content is not None and source == content else "a picture this one is made from"
+            self.error.emit(f"{target.name} is {what}: export the picture under another name.")
+            return None
+        if (
+            target.exists()
+            and QMessageBox.question(self._parent, "Replace file?", f"{target.name} already exists. Replace it?")
+            != QMessageBox.StandardButton.Yes
+        ):
+            return None
         if bit_depth == 16 and target.suffix.lower() not in (".png", ".tif", ".tiff"):
             bit_depth = 8  # a .jpg typed under a 16-bit filter: the name decides
         return target, bit_depth

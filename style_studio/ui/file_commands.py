@@ -71,10 +71,16 @@ class FileCommands:
             self.feedback.error("Nothing to export yet: press Start to make a picture first.")
             return
         content = self.state.photo
-        chosen = self.documents.ask_export_path(content.path if content else None)
+        chosen = self.documents.ask_export_path(content.path if content else None, self._inputs(entry))
         if chosen is not None:
             path, bit_depth = chosen
             self.export_to(path, entry=entry, bit_depth=bit_depth)
+
+    def _inputs(self, entry: HistoryEntry | None) -> tuple[Path, ...]:
+        """The files an export of ``entry`` (or the picture shown) must not replace: those it was made from, and
+        those open now (the photo, the styles, the mask)."""
+        made_from = entry or self.state.shown
+        return (*(made_from.inputs if made_from is not None else ()), *self.state.input_files())
 
     def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
         """Start writing the result (or a history entry) with its settings embedded.
@@ -103,9 +109,8 @@ class FileCommands:
         picture = entry.deep if bit_depth == 16 and entry.deep is not None else entry.result
         chosen_dpi = self.state.print_dpi
         dpi = (chosen_dpi, chosen_dpi) if chosen_dpi else (content.image.info.get("dpi") if content else None)
-        # Never one of the files the entry was made from, nor one open now (the photo, the styles, the mask).
-        inputs = (*entry.inputs, *self.state.input_files())
-        started = self.documents.export(picture, Output(path, inputs), metadata, bit_depth=bit_depth, dpi=dpi)
+        output = Output(path, self._inputs(entry))
+        started = self.documents.export(picture, output, metadata, bit_depth=bit_depth, dpi=dpi)
         if started:
             self._exporting = entry
         self.state.set_exporting(self.documents.exporting)

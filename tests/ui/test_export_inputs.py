@@ -51,3 +51,28 @@ def test_an_earlier_entry_is_never_exported_over_the_photo_it_was_made_from(qtbo
     assert "is one of the job's inputs (photo.png)" in export_error(qtbot, again, photo, kept)
     assert photo.read_bytes() == before
     assert export_error(qtbot, again, photo.with_name("styled.png"), kept) == ""
+
+
+def test_choosing_the_photo_in_the_export_dialog_is_refused_in_words_before_any_question(
+    qtbot, window, files, monkeypatch
+):
+    from style_studio.ui import documents
+
+    photo, _, style, _ = files
+    open_pictures(window, photo, style)
+    run_to_end(qtbot, window)
+    asked, errors = [], []
+    monkeypatch.setattr(documents.QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(photo), ""))
+    monkeypatch.setattr(documents.QMessageBox, "question", lambda *args: asked.append(args[2]))
+    window.documents.error.connect(errors.append)
+    before = photo.read_bytes()
+    window.commands.export.trigger()
+    assert errors == ["photo.png is your photo: export the picture under another name."]
+    assert asked == []  # no "replace photo.png?" first
+    assert not window.documents.exporting and photo.read_bytes() == before
+    # Another existing file is asked about, once, by us.
+    other = photo.with_name("old-export.png")
+    other.write_bytes(b"mine")
+    monkeypatch.setattr(documents.QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(other), ""))
+    window.commands.export.trigger()
+    assert asked == ["old-export.png already exists. Replace it?"] and other.read_bytes() == b"mine"

@@ -452,7 +452,9 @@ def test_export_suggests_the_pictures_folder_for_a_sample_and_the_photos_folder_
     run_to_end(qtbot, window)
     asked = []
     monkeypatch.setattr(
-        documents.QFileDialog, "getSaveFileName", lambda parent, title, start, filters: asked.append(start) or ("", "")
+        documents.QFileDialog,
+        "getSaveFileName",
+        lambda _p, _t, start, *_, **__: asked.append(start) or ("", ""),
     )
     window.commands.export.trigger()
     expected = documents.pictures_folder() / "chelsea-styled.png" if from_samples else tmp_path / "holiday-styled.png"

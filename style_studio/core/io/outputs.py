@@ -120,12 +120,17 @@ class Output:
     within: Path | None = None
     replaceable: Callable[[Path], bool] | None = None
 
+    def same_as_input(self) -> Path | None:
+        """The input this output is (the same file, by any name), or None."""
+        return next((source for source in self.inputs if same_file(self.path, source)), None)
+
     def input_problems(self, folder: bool = False) -> list[str]:
         """Whether the output is, or (a folder) holds, one of its inputs, said for the user; empty: it is none."""
+        source = self.same_as_input()
+        if source is not None:
+            return [f"{self.path} is one of the job's inputs ({source.name}); choose another output"]
         real = Path(os.path.realpath(self.path))
         for source in self.inputs:
-            if same_file(self.path, source):
-                return [f"{self.path} is one of the job's inputs ({source.name}); choose another output"]
             if folder and _inside(Path(os.path.realpath(source)), real):
                 return [f"{self.path} holds the job's input {source.name}; choose another folder for the frames"]
         return []
