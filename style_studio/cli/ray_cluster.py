@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -19,37 +16,13 @@ from ..core import (
     render_job,
 )
 from .ray_join import find, join
-from .runners import RunnerReport, _taken, _weights
+from .ray_weights import weights_bytes, weights_digest, weights_from_bytes
+from .runners import RunnerReport, _taken
 
 if TYPE_CHECKING:
-    from ..core import CancelToken, NetworkWeights
+    from ..core import CancelToken
 
 RAY_INSTALL_HINT = "rendering on Ray needs the cluster extra: pip install 'style-studio[cluster]'"
-
-#: Weights that came through Ray's object store, by their file's SHA-256 (a worker keeps the last two).
-_shipped: dict[str, NetworkWeights] = {}
-
-
-def _weights_from_bytes(choice: str, data: bytes | None, digest: str) -> NetworkWeights:
-    """Weights a worker got through Ray's object store: the file's bytes, read through a temporary file removed at once.
-
-    ``digest`` is the file's SHA-256 (worked out by the submitter): two files
-    that share their first layers and their size are still two files.
-    """
-    if data is None:
-        return _weights(choice)
-    if digest not in _shipped:
-        from ..core import LoadedWeights, describe, read_state_dict
-
-        with tempfile.TemporaryDirectory(prefix="style-studio-weights-") as folder:
-            path = Path(folder) / "weights.pth"
-            path.write_bytes(data)
-            state = read_state_dict(path)
-        while len(_shipped) >= 2:
-            del _shipped[next(iter(_shipped))]
-        _shipped[digest] = LoadedWeights(choice, describe(choice), state)
-    return _shipped[digest]
-
 
 # -- a Ray cluster ---------------------------------------------------------------------------------
 
@@ -59,7 +32,7 @@ def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: s
     import torch
 
     torch.set_num_threads(threads)
-    weights = _weights_from_bytes(inputs.job.settings.network_weights, weights_data, weights_digest)
+    weights = weights_from_bytes(inputs.job.settings.network_weights, weights_data, weights_digest)
     # Checkpoints in the node's own cache: a job Ray starts again on the same node goes on from there.
     return render_job(inputs, weights, app_version=__version__, checkpoints=CheckpointStore())
 
@@ -78,7 +51,7 @@ class RayCluster:
             import ray
         except ImportError:
             raise StyleStudioError(RAY_INSTALL_HINT) from None
-        self._ray = ray
+        self.ray = ray
         self.address = address
         self._refs: dict[Any, str] = {}  # the tasks under way (their job's id)
         #: How many jobs the batch has (a few jobs on a large cluster get more CPUs each).
@@ -95,7 +68,7 @@ class RayCluster:
         Raises:
             StyleStudioError: it cannot be found, reached or joined in time; Cancelled: ``stop`` was set.
         """
-        ray = self._ray
+        ray = self.ray
         found = find(self.address)
         join(ray, found, stop)
         resources = ray.cluster_resources()
@@ -109,13 +82,13 @@ class RayCluster:
         """The weights choice's file in the object store, put there when a task first needs it (the ImageNet file
         too: workers may be offline), and its digest."""
         if choice not in self._shipped:
-            self._shipped[choice] = (self._ray.put(_weights_bytes(choice)), _weights_digest(choice))
+            self._shipped[choice] = (self.ray.put(weights_bytes(choice)), weights_digest(choice))
         return self._shipped[choice]
 
     def run(self, work: Iterable[JobInputs]) -> Iterator[RunnerReport]:
         from .ray_video import ChunkedVideos
 
-        ray = self._ray
+        ray = self.ray
         work = iter(work)
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
@@ -156,7 +129,7 @@ class RayCluster:
                 submit(inputs)
 
     def result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
-        ray = self._ray
+        ray = self.ray
         try:
             result: RenderedJob = ray.get(ref)
             return result
@@ -175,40 +148,14 @@ class RayCluster:
             self._videos.cancel()
         for ref in list(self._refs):
             try:
-                self._ray.cancel(ref, force=True)
+                self.ray.cancel(ref, force=True)
             except Exception:  # a task that already ended cannot be cancelled
                 continue
 
     def close(self) -> None:
-        self._ray.shutdown()
+        self.ray.shutdown()
 
 
 def _last_line(exc: BaseException) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return lines[-1] if lines else exc.__class__.__name__
-
-
-def _weights_digest(choice: str) -> str:
-    """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
-    from ..core import IMAGENET, UNTRAINED, file_digest, imagenet_cache_path
-
-    if choice == UNTRAINED:
-        return UNTRAINED
-    try:
-        return file_digest(imagenet_cache_path() if choice == IMAGENET else Path(choice).expanduser())
-    except OSError as exc:
-        raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None
-
-
-def _weights_bytes(choice: str) -> bytes | None:
-    """The bytes of a weights choice's file (None: untrained, made from a seed on the worker)."""
-    from ..core import IMAGENET, UNTRAINED, imagenet_cache_path
-
-    if choice == UNTRAINED:
-        return None
-    path = imagenet_cache_path() if choice == IMAGENET else os.path.expanduser(choice)
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None

@@ -10,7 +10,7 @@ import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -26,11 +26,29 @@ from ..core import (
     plan_chunks,
     render_video_in_chunks,
 )
-from .ray_cluster import RayCluster, _weights_from_bytes
+from .ray_weights import weights_from_bytes
 
 if TYPE_CHECKING:
     from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork
     from .runners import RunnerReport
+
+
+class JoinedCluster(Protocol):
+    """What a clip's chunks need of a joined cluster (a ``ray_cluster.RayCluster``, which sends them here)."""
+
+    @property
+    def ray(self) -> Any:
+        """The ``ray`` module, joined to the cluster."""
+
+    @property
+    def chunking(self) -> tuple[int, int]:
+        """A chunk's frames and the frames it overlaps the next by: a longer clip goes in chunks."""
+
+    def weights(self, choice: str) -> tuple[Any, str]:
+        """The weights choice's file in the object store, and its digest."""
+
+    def result_of(self, ref: Any) -> RenderedJob | StyleStudioError:
+        """A task's result, or why it has none."""
 
 
 def _ray_chunk(
@@ -45,7 +63,7 @@ def _ray_chunk(
     from ..core import render_chunk
 
     torch.set_num_threads(threads)
-    weights = _weights_from_bytes(work.job.settings.network_weights, weights_data, weights_digest)
+    weights = weights_from_bytes(work.job.settings.network_weights, weights_data, weights_digest)
     handed = {work.chunk.start + i: picture for i, picture in enumerate(work.kept)}
     handed |= ray.get(inbox.kept.remote(work.chunk.index))
     kept = list(itertools.takewhile(lambda n: n in handed, itertools.count(work.chunk.start)))
@@ -88,9 +106,9 @@ class RayChunks:
     """A clip's chunks as tasks on a Ray cluster (a ``RayCluster``, joined), one GPU each where there are
     GPUs, else the CPUs shared out between the chunks under way. Stopping cancels the tasks under way."""
 
-    def __init__(self, cluster: RayCluster) -> None:
+    def __init__(self, cluster: JoinedCluster) -> None:
         self.cluster = cluster
-        self._ray = cluster._ray
+        self._ray = cluster.ray
         self._clips: dict[Path, Any] = {}  # each clip's bytes in the object store, put once
 
     def run(
@@ -149,7 +167,7 @@ class ChunkedVideos:
     was stopped or killed are gone on from.
     """
 
-    def __init__(self, cluster: RayCluster) -> None:
+    def __init__(self, cluster: JoinedCluster) -> None:
         self.cluster = cluster
         self.stop = CancelToken()
         self._reports: queue.Queue[RunnerReport] = queue.Queue()

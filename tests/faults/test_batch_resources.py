@@ -7,7 +7,7 @@ import tempfile
 
 import torch
 
-from style_studio.cli import ray_cluster
+from style_studio.cli import ray_weights
 from style_studio.cli.runners import InProcess, run_batch
 from style_studio.core.jobs.batch import jobs_from_arguments
 from style_studio.core.jobs.job import JobInputs
@@ -53,12 +53,12 @@ def features_file(last_bias: float) -> bytes:
 
 def test_a_ray_worker_tells_two_weights_files_apart_and_keeps_no_copy_on_disk(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(ray_cluster, "_shipped", {})
+    monkeypatch.setattr(ray_weights, "_shipped", {})
     first, second = features_file(0.5), features_file(-0.5)
     assert len(first) == len(second) and first[: 1 << 20] == second[: 1 << 20]
-    a = ray_cluster._weights_from_bytes("/data/vgg19-a.pth", first, "digest-a")
-    b = ray_cluster._weights_from_bytes("/data/vgg19-a.pth", second, "digest-b")
+    a = ray_weights.weights_from_bytes("/data/vgg19-a.pth", first, "digest-a")
+    b = ray_weights.weights_from_bytes("/data/vgg19-a.pth", second, "digest-b")
     assert float(a.state["34.bias"][0]) == 0.5 and float(b.state["34.bias"][0]) == -0.5
     assert a.label == b.label and "vgg19-a.pth" in a.label  # named as the submitter named them
-    assert ray_cluster._weights_from_bytes("/data/vgg19-a.pth", first, "digest-a") is a  # loaded once per worker
+    assert ray_weights.weights_from_bytes("/data/vgg19-a.pth", first, "digest-a") is a  # loaded once per worker
     assert list(tmp_path.iterdir()) == []  # no 80-550 MB copy left in /tmp
