@@ -471,9 +471,12 @@ class MainWindow(QMainWindow):
         running = self.runs.running_weights
         choice, label = running or (self.controls.settings().weights, "")
         text, missing = f"Weights: {label or describe(choice)}", None if running else missing_weights(choice)
+        tip = ""
         if missing is not None:
-            remedy = "Start offers the download" if choice == IMAGENET else "choose others"
-            text += f" — {missing}: {remedy}, or Computation → Weights"
+            text += f" — {missing}"
+            tip = "Start offers the download, or choose" if choice == IMAGENET else "Choose"
+            tip += " weights under Computation → Weights"
+        self.weights_label.setToolTip(tip)
         self.weights_label.setText(text)
         warn = choice == UNTRAINED or missing is not None
         self.weights_label.setStyleSheet("color: #9a4c00; font-weight: bold;" if warn else "")
