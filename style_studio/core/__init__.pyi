@@ -122,6 +122,7 @@ from .objective.strokes import filled as filled
 from .progress import CANCELLED as CANCELLED
 from .progress import FINISHED as FINISHED
 from .progress import Progress as Progress
+from .progress import StopReason as StopReason
 from .run.cancel import CancelToken as CancelToken
 from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore

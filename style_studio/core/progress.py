@@ -11,14 +11,30 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final
 
 import numpy as np
 
-#: ``Progress.stop_reason`` of a run that did all its iterations.
-FINISHED: Final = "finished"
-#: ``Progress.stop_reason`` of a run stopped by its cancel token.
-CANCELLED: Final = "cancelled"
+
+class StopReason(StrEnum):
+    """Why a run ended (``Progress.stop_reason``): its value is the word ``--progress json`` and kept results say."""
+
+    #: It did all its iterations.
+    FINISHED = "finished"
+    #: Its cancel token stopped it.
+    CANCELLED = "cancelled"
+    #: An error stopped it (a picture so far kept in the window's history says so; a run's last record has none).
+    FAILED = "failed"
+
+    @classmethod
+    def read(cls, value: object) -> StopReason:
+        """The reason a kept document names; one it does not know (or none) counts as stopped early."""
+        return cls(str(value)) if value in cls._value2member_map_ else cls.CANCELLED
+
+
+FINISHED: Final = StopReason.FINISHED
+CANCELLED: Final = StopReason.CANCELLED
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,7 @@ class Progress:
     style_map: np.ndarray | None = field(default=None, repr=False, compare=False)
     event: str | None = None
     done: bool = False
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     part: int = 0
     parts: int = 0
 

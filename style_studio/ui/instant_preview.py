@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 from PySide6.QtCore import QObject, Signal
 
-from ..core import InstantLookUnavailable, Pictures
+from ..core import FINISHED, InstantLookUnavailable, Pictures
 from .background import BackgroundTask, TaskOutcome
 from .pictures import HistoryEntry
 from .state import RunStatus
@@ -132,7 +132,7 @@ class InstantPreview(QObject):
                 log.warning("the instant look: %s", problem)
             return
         self.look = HistoryEntry(
-            result.image, result.settings, f"{LOOK_NAME} ({result.weights_label})", "finished",
+            result.image, result.settings, f"{LOOK_NAME} ({result.weights_label})", FINISHED,
             key=result.key, inputs=result.pictures.files,
         )  # fmt: skip
         self.state.show(self.look)

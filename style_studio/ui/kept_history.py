@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from .. import __version__
-from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults
+from ..core import FINISHED, JOB_KEY, CancelToken, KeptResult, KeptResults, StopReason
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .history import HistoryStrip
@@ -103,7 +103,7 @@ def _entry(result: KeptResult) -> HistoryEntry:
         result.picture,
         result.settings,
         str(result.field("weights_label", "")),
-        str(result.field("stop_reason", "finished")),
+        StopReason.read(result.field("stop_reason", FINISHED)),
         float(created) if isinstance(created, int | float) else result.path.stat().st_mtime,
         regions=result.regions,
         kept=result.path,

@@ -9,7 +9,18 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ..core import ImageLoadError, Regions, Settings, StyleStudioError, is_video_path, load_image, probe, read_frames
+from ..core import (
+    FINISHED,
+    ImageLoadError,
+    Regions,
+    Settings,
+    StopReason,
+    StyleStudioError,
+    is_video_path,
+    load_image,
+    probe,
+    read_frames,
+)
 
 
 def seek_point(frame: int, rate: float) -> float:
@@ -76,7 +87,7 @@ class HistoryEntry:
     result: Image.Image
     settings: Settings
     weights_label: str
-    stop_reason: str
+    stop_reason: StopReason
     created: float = field(default_factory=time.time)
     deep: np.ndarray | None = field(default=None, repr=False, compare=False)
     """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
@@ -112,5 +123,5 @@ class HistoryEntry:
         return (
             f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
             f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
-            f"{'' if self.stop_reason == 'finished' else ' (stopped early)'}"
+            f"{'' if self.stop_reason == FINISHED else ' (stopped early)'}"
         )

@@ -40,6 +40,7 @@ from ..core import (
     RunPlan,
     Settings,
     SettingsError,
+    StopReason,
     StyleStudioError,
 )
 from ..core import settings as settings_mod
@@ -211,7 +212,9 @@ class RenderSession:
             record = dataclasses.replace(record, preview=None)
         self._report(record)
 
-    def nothing(self, stop_reason: str | None, failure: Exception | None, label: str, began: float) -> PictureResult:
+    def nothing(
+        self, stop_reason: StopReason | None, failure: Exception | None, label: str, began: float
+    ) -> PictureResult:
         """A run that ended before it made anything."""
         if failure is not None and not isinstance(failure, StyleStudioError):
             failure = _unexpected(failure)

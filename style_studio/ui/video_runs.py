@@ -20,6 +20,7 @@ import numpy as np
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import (
+    FINISHED,
     FrameRecord,
     Job,
     RenderedVideo,
@@ -250,7 +251,7 @@ class VideoRuns:
         except (StyleStudioError, StopIteration):
             return
         label = describe(job.settings.network_weights)
-        self.keep(HistoryEntry(first, job.settings, label, "finished", video=rendered.output, inputs=job.inputs))
+        self.keep(HistoryEntry(first, job.settings, label, FINISHED, video=rendered.output, inputs=job.inputs))
 
     def show_result(self, content: InputImage | None) -> None:
         """Show the written video's frame for the content's frame, when the result is of this clip, and the loss

@@ -35,3 +35,14 @@ def test_the_time_left_never_goes_below_zero():
     time_left = TimeLeft(total_work=2)
     time_left(1.0, 0, 1)
     assert time_left(2.0, 0, 3) == 0.0
+
+
+def test_a_stop_reason_is_typed_and_reads_as_the_word_kept_files_and_json_hold():
+    import json
+
+    from style_studio.core.progress import CANCELLED, FINISHED, StopReason
+
+    assert json.dumps({"stop_reason": FINISHED}) == '{"stop_reason": "finished"}'
+    assert StopReason.read("finished") is FINISHED and StopReason.read("failed") is StopReason.FAILED
+    # A kept document from elsewhere naming a reason we do not know, or none, counts as stopped early.
+    assert StopReason.read("diverged") is CANCELLED and StopReason.read(None) is CANCELLED

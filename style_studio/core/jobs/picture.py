@@ -24,7 +24,7 @@ from PIL import Image
 
 from ..errors import Cancelled
 from ..objective.regions import Regions
-from ..progress import CANCELLED, FINISHED, Progress
+from ..progress import CANCELLED, FINISHED, Progress, StopReason
 from ..settings import Settings
 from .job import job_key, picture_metadata
 
@@ -100,7 +100,7 @@ class PictureResult:
     deep: np.ndarray | None
     settings: Settings
     regions: Regions | None
-    stop_reason: str | None
+    stop_reason: StopReason | None
     failure: BaseException | None
     last: Progress | None
     run_id: str
@@ -209,7 +209,7 @@ def run_picture(
         started(transfer.plan)
     last: Progress | None = None
     failure: BaseException | None = None
-    stop_reason: str | None = CANCELLED
+    stop_reason: StopReason | None = CANCELLED
     try:
         for record in transfer.run():
             last = record

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..progress import NO_LOSSES, Losses, Progress, TimeLeft
+from ..progress import NO_LOSSES, Losses, Progress, StopReason, TimeLeft
 from .checkpoints import Position
 from .plan import RunPlan
 
@@ -60,7 +60,7 @@ class RunRecords:
         *,
         pictures: tuple[np.ndarray, np.ndarray | None] | None = None,
         event: str | None = None,
-        stop_reason: str | None = None,
+        stop_reason: StopReason | None = None,
         part: tuple[int, int] | None = None,
     ) -> Progress:
         """A record at scale ``index``; ``stop_reason`` makes it the run's last, ``part`` (done, parts) one from
