@@ -12,6 +12,8 @@ from ..core import CANCELLED, PictureResult, Progress
 
 #: Progress bar units per iteration.
 STEP_RESOLUTION = 100
+#: Pixels between the figures under the bar (the pace, the time left, the gradient).
+FIGURE_GAP = 16
 
 
 class RunBar(QWidget):
@@ -55,6 +57,7 @@ class RunBar(QWidget):
         buttons_and_progress.addWidget(self.stop_button)
         buttons_and_progress.addWidget(self.progress, 1)
         figures = QHBoxLayout()
+        figures.setSpacing(FIGURE_GAP)  # "ETA 43 min 42 s" and "∇ 0.111" read as two figures, not one
         figures.addStretch(1)
         for label in (self.rate_label, self.eta_label, self.grad_label):
             label.setMinimumWidth(70)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 from PySide6.QtWidgets import QWidget
@@ -68,3 +69,25 @@ def test_the_run_bars_text_is_one_dark_colour_over_its_fill_and_past_it(qtbot):
     # Dark letters on the fill as beyond it (no light letters on a dark fill): no word cut in two colours.
     assert (filled < 90).any() and (past < 90).any()
     assert not (filled > 230).any()
+
+
+def test_the_figures_under_the_run_bar_stand_apart_and_uncut(qtbot):
+    # Seen at 1366×768: "ETA 43 min 42 s∇ 0.111", two figures run together 2 px apart.
+    from style_studio.ui.run_bar import RunBar
+
+    bar = RunBar()
+    qtbot.addWidget(bar)
+    bar.resize(400, 60)
+    bar.show()
+    bar.rate_label.setText("12 s/it")
+    bar.eta_label.setText("ETA 43 min 42 s")
+    bar.grad_label.setText("∇ 0.111")
+    figures = (bar.rate_label, bar.eta_label, bar.grad_label)
+
+    def laid_out() -> bool:  # each label as wide as its text, once the layout has taken the new texts
+        return all(label.width() >= label.fontMetrics().horizontalAdvance(label.text()) for label in figures)
+
+    qtbot.waitUntil(laid_out)
+    for left, right in itertools.pairwise(figures):
+        text_end = left.geometry().left() + left.fontMetrics().horizontalAdvance(left.text())
+        assert right.geometry().left() - text_end >= 10, (left.text(), right.text())
