@@ -3,7 +3,6 @@ by its SHA-256; a worker loads them through a temporary file and keeps the last 
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,27 +38,32 @@ def weights_from_bytes(choice: str, data: bytes | None, digest: str) -> NetworkW
     return _shipped[digest]
 
 
+def _file_of(choice: str) -> Path:
+    """The file a weights choice other than untrained names: the ImageNet download, or the user's own."""
+    from ..core import IMAGENET, imagenet_cache_path
+
+    return imagenet_cache_path() if choice == IMAGENET else Path(choice).expanduser()
+
+
 def weights_digest(choice: str) -> str:
     """The SHA-256 of a weights choice's file, as workers key what they loaded ("untrained" for none)."""
-    from ..core import IMAGENET, UNTRAINED, file_digest, imagenet_cache_path
+    from ..core import UNTRAINED, file_digest
 
     if choice == UNTRAINED:
         return UNTRAINED
     try:
-        return file_digest(imagenet_cache_path() if choice == IMAGENET else Path(choice).expanduser())
+        return file_digest(_file_of(choice))
     except OSError as exc:
         raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None
 
 
 def weights_bytes(choice: str) -> bytes | None:
     """The bytes of a weights choice's file (None: untrained, made from a seed on the worker)."""
-    from ..core import IMAGENET, UNTRAINED, imagenet_cache_path
+    from ..core import UNTRAINED
 
     if choice == UNTRAINED:
         return None
-    path = imagenet_cache_path() if choice == IMAGENET else os.path.expanduser(choice)
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return _file_of(choice).read_bytes()
     except OSError as exc:
         raise StyleStudioError(f"the weights file {choice} cannot be read ({exc.strerror or exc})") from None

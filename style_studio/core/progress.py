@@ -30,7 +30,10 @@ class StopReason(StrEnum):
     @classmethod
     def read(cls, value: object) -> StopReason:
         """The reason a kept document names; one it does not know (or none) counts as stopped early."""
-        return cls(str(value)) if value in cls._value2member_map_ else cls.CANCELLED
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.CANCELLED
 
 
 FINISHED: Final = StopReason.FINISHED

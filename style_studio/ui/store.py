@@ -8,6 +8,7 @@ never a crash at start.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from pathlib import Path
 
@@ -30,8 +31,6 @@ _SPEED_COMPUTE = "runs/speedMeasuredOn"
 _QUEUE_FOLDER = "queue/outputFolder"
 _TIMELAPSE_FOLDER = "run/timelapse_folder"
 _VIDEO_OPTIONS = "video/options"
-#: The video options the window shows, and so keeps: how the frames after the first are made.
-SHOWN_VIDEO_OPTIONS = ("frame_iterations", "temporal_weight", "frame_settle", "frame_repair")
 
 
 class Store:
@@ -58,14 +57,12 @@ class Store:
 
     def video_options(self) -> VideoOptions:
         """The video options last shown; each saved value that is still valid on its own, the rest default."""
-        import json
-
         try:
             saved = json.loads(str(self.qs.value(_VIDEO_OPTIONS, "{}")))
         except ValueError:
             saved = {}
         options = VideoOptions()
-        for name in SHOWN_VIDEO_OPTIONS:
+        for name in (f.name for f in dataclasses.fields(VideoOptions)):
             if isinstance(saved, dict) and name in saved:
                 candidate = dataclasses.replace(options, **{name: saved[name]})
                 if not candidate.problems():
@@ -73,9 +70,7 @@ class Store:
         return options
 
     def save_video_options(self, options: VideoOptions) -> None:
-        import json
-
-        self.qs.setValue(_VIDEO_OPTIONS, json.dumps({name: getattr(options, name) for name in SHOWN_VIDEO_OPTIONS}))
+        self.qs.setValue(_VIDEO_OPTIONS, json.dumps(dataclasses.asdict(options)))
 
     def load_settings(self) -> settings_mod.Settings:
         text = self.qs.value(_SETTINGS, None)
@@ -89,8 +84,6 @@ class Store:
 
     def _salvage(self, text: str) -> settings_mod.Settings:
         """Keep every saved field that is still valid on its own; default the rest."""
-        import json
-
         try:
             saved = json.loads(text).get("settings", {})
         except (ValueError, AttributeError):
