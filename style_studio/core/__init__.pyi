@@ -99,6 +99,8 @@ from .network.layers import is_layer as is_layer
 from .network.weights import IMAGENET as IMAGENET
 from .network.weights import UNTRAINED as UNTRAINED
 from .network.weights import LoadedWeights as LoadedWeights
+from .network.weights import NetworkWeights as NetworkWeights
+from .network.weights import WeightsCache as WeightsCache
 from .network.weights import describe as describe
 from .network.weights import download_imagenet as download_imagenet
 from .network.weights import imagenet_cache_path as imagenet_cache_path
@@ -127,7 +129,6 @@ from .run.cancel import CancelToken as CancelToken
 from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore
 from .run.checkpoints import NewerCheckpointError as NewerCheckpointError
-from .run.compute import NetworkWeights as NetworkWeights
 from .run.live import LiveChanges as LiveChanges
 from .run.memory import available_bytes as available_bytes
 from .run.plan import RunPlan as RunPlan

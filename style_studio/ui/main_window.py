@@ -38,6 +38,7 @@ from ..core import (
     RunPlan,
     Settings,
     SettingsError,
+    WeightsCache,
     describe,
     missing_weights,
 )
@@ -61,7 +62,7 @@ from .regions_panel import RegionEditor, RegionsPanel
 from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
-from .runner import USER, RunController, WeightsCache
+from .runner import USER, RunController
 from .state import WindowState, shapes_the_plan
 from .store import Store
 from .unfinished_runs import UnfinishedRuns

@@ -19,7 +19,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
@@ -27,8 +26,6 @@ from PySide6.QtGui import QImage
 
 from ..core import (
     CANCELLED,
-    IMAGENET,
-    UNTRAINED,
     Cancelled,
     CancelToken,
     LiveChanges,
@@ -42,6 +39,7 @@ from ..core import (
     SettingsError,
     StopReason,
     StyleStudioError,
+    WeightsCache,
 )
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
@@ -49,7 +47,7 @@ from .qt_images import array_to_qimage
 from .state import RunStatus
 
 if TYPE_CHECKING:
-    from ..core import Checkpoint, CheckpointStore, NetworkWeights, PreviewFolder
+    from ..core import Checkpoint, CheckpointStore, PreviewFolder
     from .state import SettingsState
 
 log = logging.getLogger(__name__)
@@ -78,43 +76,6 @@ class RunRequest:
     key: str | None = None
     #: Where the run keeps its previews as it makes them (a timelapse); None: nowhere.
     previews: PreviewFolder | None = None
-
-
-LoadWeights = Callable[[str], "NetworkWeights"]
-
-
-def _load_weights(choice: str) -> NetworkWeights:
-    from ..core import load_weights
-
-    return load_weights(choice)
-
-
-class WeightsCache:
-    """Loaded weights kept between runs; loading happens in the run's thread.
-
-    Args:
-        load: turns a weights choice into weights (tests give a tiny encoder).
-    """
-
-    def __init__(self, load: LoadWeights = _load_weights) -> None:
-        self._load = load
-        self._lock = threading.Lock()
-        self._key: tuple[str, float] | None = None
-        self._value: NetworkWeights | None = None
-
-    @staticmethod
-    def _key_of(choice: str) -> tuple[str, float]:
-        path = Path(choice)
-        mtime = path.stat().st_mtime if choice not in (IMAGENET, UNTRAINED) and path.is_file() else 0.0
-        return choice, mtime
-
-    def get(self, choice: str) -> NetworkWeights:
-        key = self._key_of(choice)
-        with self._lock:
-            if self._key != key or self._value is None:
-                self._value = self._load(choice)
-                self._key = key
-            return self._value
 
 
 def _lower_this_threads_priority() -> None:

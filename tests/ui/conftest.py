@@ -55,8 +55,8 @@ def tiny_when_untrained(tiny):
 
 @pytest.fixture
 def make_window(qtbot, store, tiny_when_untrained):
+    from style_studio.core import WeightsCache
     from style_studio.ui.main_window import MainWindow
-    from style_studio.ui.runner import WeightsCache
 
     def make(settings: settings_mod.Settings | None = FAST, **kwargs):
         kwargs.setdefault("weights", WeightsCache(tiny_when_untrained))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from style_studio.core import Pictures
+from style_studio.core import Pictures, WeightsCache
 from style_studio.core import settings as settings_mod
 from style_studio.ui.qt_images import array_to_qimage
-from style_studio.ui.runner import PREVIEW_READY, RenderSession, RunRequest, WeightsCache
+from style_studio.ui.runner import PREVIEW_READY, RenderSession, RunRequest
 
 
 def test_the_latest_preview_wins_and_the_gui_is_signalled_once(qtbot):

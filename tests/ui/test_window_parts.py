@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 from PySide6.QtWidgets import QWidget
 
-from style_studio.core import RenderQueue
+from style_studio.core import RenderQueue, WeightsCache
 from style_studio.core.run.checkpoints import CheckpointStore
 from style_studio.ui.feedback import Feedback
 from style_studio.ui.inputs_panel import InputsPanel
@@ -16,7 +16,7 @@ from style_studio.ui.pictures import InputImage
 from style_studio.ui.queue_intake import QueueIntake
 from style_studio.ui.queue_panel import QueueController
 from style_studio.ui.regions_panel import RegionEditor
-from style_studio.ui.runner import RunController, WeightsCache
+from style_studio.ui.runner import RunController
 from style_studio.ui.state import WindowState
 from tests.ui.conftest import FAST
 

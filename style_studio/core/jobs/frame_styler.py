@@ -22,10 +22,10 @@ from .. import settings as settings_mod
 from .picture import Pictures, Previews, run_picture
 
 if TYPE_CHECKING:
+    from ..network.weights import NetworkWeights
     from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
-    from ..run.compute import NetworkWeights
     from .job import VideoOptions
 
 

@@ -29,11 +29,11 @@ from ..settings import Settings
 from .job import job_key, picture_metadata
 
 if TYPE_CHECKING:
+    from ..network.weights import NetworkWeights
     from ..objective.objective import StyleCache
     from ..objective.temporal import FrameGuide
     from ..run.cancel import CancelToken
     from ..run.checkpoints import Checkpoint, CheckpointStore
-    from ..run.compute import NetworkWeights
     from ..run.engine import StyleTransfer
     from ..run.live import LiveChanges
     from ..run.plan import RunPlan

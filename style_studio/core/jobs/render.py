@@ -26,10 +26,10 @@ from .picture import Pictures, Previews, run_picture
 from .video_job import hand_over, render_video_inputs
 
 if TYPE_CHECKING:
+    from ..network.weights import NetworkWeights
     from ..progress import Progress
     from ..run.cancel import CancelToken
     from ..run.checkpoints import Checkpoint, CheckpointStore
-    from ..run.compute import NetworkWeights
 
 log = logging.getLogger(__name__)
 

@@ -43,8 +43,8 @@ from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, video_key
 from .video_job import FrameRecord, KeptFramesError, RenderedVideo, check_video_job, frame_report, render_size
 
 if TYPE_CHECKING:
+    from ..network.weights import NetworkWeights
     from ..run.cancel import CancelToken
-    from ..run.compute import NetworkWeights
 
 
 @dataclass(frozen=True)

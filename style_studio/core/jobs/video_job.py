@@ -44,9 +44,9 @@ from .frame_styler import FrameStyler
 from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
 
 if TYPE_CHECKING:
+    from ..network.weights import NetworkWeights
     from ..progress import Progress
     from ..run.cancel import CancelToken
-    from ..run.compute import NetworkWeights
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,13 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import Cancelled, WeightsError
 from ..io.files import file_digest
@@ -176,6 +177,15 @@ def missing_weights(choice: str) -> str | None:
     return None if Path(choice).is_file() else "the file is missing"
 
 
+class NetworkWeights(Hashable, Protocol):
+    """What a run needs of its weights: a name for the user, and the network they make."""
+
+    @property
+    def label(self) -> str: ...
+
+    def build_network(self) -> FeatureNetwork: ...
+
+
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity
 class LoadedWeights:
     """Weights ready for ``features.load_state_dict``.
@@ -264,6 +274,37 @@ def load_weights(
         return LoadedWeights(IMAGENET, describe(IMAGENET), read_state_dict(path))
     path = Path(choice).expanduser()
     return LoadedWeights(str(path), describe(str(path)), read_state_dict(path))
+
+
+class WeightsCache:
+    """The weights last loaded, kept between runs (the window's, a notebook's ``stylize`` calls): loaded again only
+    for another choice, or when the file chosen has changed since.
+
+    Args:
+        load: turns a choice into weights (default ``load_weights``, which downloads nothing; tests give a tiny
+            network).
+    """
+
+    def __init__(self, load: Callable[[str], NetworkWeights] | None = None) -> None:
+        self._load = load or load_weights
+        self._lock = threading.Lock()
+        self._key: tuple[str, float, bool] | None = None
+        self._value: NetworkWeights | None = None
+
+    @staticmethod
+    def _key_of(choice: str) -> tuple[str, float, bool]:
+        path = Path(choice)
+        mtime = path.stat().st_mtime if choice not in (IMAGENET, UNTRAINED, NO_NETWORK) and path.is_file() else 0.0
+        return choice, mtime, _test_network()
+
+    def get(self, choice: str) -> NetworkWeights:
+        """The weights ``choice`` names (``load``'s errors: WeightsError)."""
+        key = self._key_of(choice)
+        with self._lock:
+            if self._key != key or self._value is None:
+                self._value = self._load(choice)
+                self._key = key
+            return self._value
 
 
 def read_state_dict(path: Path) -> dict[str, torch.Tensor]:

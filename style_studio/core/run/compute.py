@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Hashable, Iterator
-from typing import Protocol
+from collections.abc import Iterator
 
 import torch
 
 from ..network.device import Compute, free_device_memory
 from ..network.vgg import FeatureNetwork, store_as_fp16
+from ..network.weights import NetworkWeights
 from . import memory
 from .plan import Target
-
-
-class NetworkWeights(Hashable, Protocol):
-    """What a run needs of its weights: a name for the user, and the network they make."""
-
-    @property
-    def label(self) -> str: ...
-
-    def build_network(self) -> FeatureNetwork: ...
 
 
 def target_of(compute: Compute) -> Target:

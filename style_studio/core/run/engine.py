@@ -38,6 +38,7 @@ from ..io.tensors import resized_tensor, tensor_to_pil
 from ..network.device import Compute, free_device_memory, resolve
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
+from ..network.weights import NetworkWeights
 from ..objective.guided import ScaleRegions
 from ..objective.loss_scale import LossScale
 from ..objective.objective import Objective, ScaleInputs, StyleCache, Terms, TileDone, initial_image
@@ -49,7 +50,7 @@ from ..settings import Settings
 from . import memory, previews
 from .cancel import CancelToken
 from .checkpoints import Checkpoint, CheckpointStore, Position
-from .compute import NetworkWeights, device_flags, empty_device_cache, is_out_of_memory, network_for, target_of
+from .compute import device_flags, empty_device_cache, is_out_of_memory, network_for, target_of
 from .image_hooks import GradientNorm, KeepPhoto, record_projected_step, returning
 from .lbfgs import LBFGS, new_optimizer
 from .live import LiveChanges, repainted, reweighted
