@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..core import CHUNK_FRAMES, CHUNK_OVERLAP, About, StyleStudioError, VideoOptions, bound_text, plan_chunks
+from ..core import (
+    CHUNK_FRAMES,
+    CHUNK_OVERLAP,
+    About,
+    SettingsError,
+    StyleStudioError,
+    VideoOptions,
+    bound_text,
+    plan_chunks,
+)
 from ..core import settings as settings_mod
 
 #: Settings the ``batch`` command takes from its jobs (a job may have one style picture only).
@@ -330,16 +339,12 @@ def preset_base(args: argparse.Namespace) -> settings_mod.Settings:
     name (``settings.PRESETS``), or a preset file saved by the window."""
     if not getattr(args, "preset", None):
         return settings_mod.DEFAULTS
-    path = Path(args.preset)
-    if not path.exists():
-        if args.preset in settings_mod.PRESETS:
-            return settings_mod.with_preset(settings_mod.DEFAULTS, args.preset)
-        names = ", ".join(settings_mod.PRESETS)
-        raise UsageError(f"unknown preset {args.preset!r}: choose {names}, or a preset file saved by the window")
     try:
-        return settings_mod.loads(path.read_bytes(), source=path.name)
-    except OSError as exc:
-        raise UsageError(f"{args.preset}: the preset cannot be read ({exc.strerror or exc})") from None
+        return settings_mod.preset(args.preset)
+    except SettingsError as exc:
+        if not Path(args.preset).exists():
+            raise UsageError(str(exc)) from None
+        raise
 
 
 def settings_from_args(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from .about import About, check_fields, is_number, shown
@@ -360,6 +362,27 @@ def with_preset(settings: Settings, name: str) -> Settings:
     touched = {field for preset in PRESETS.values() for field in preset}
     fields = {field: getattr(DEFAULTS, field) for field in touched} | PRESETS[name]
     return dataclasses.replace(settings, **fields)
+
+
+def preset(name_or_file: str | os.PathLike[str]) -> Settings:
+    """The settings a preset gives: a built-in preset's name (``PRESETS``), or a preset file saved by the window.
+
+    Raises:
+        SettingsError: an unknown name, a file that cannot be read, or one that holds no valid settings.
+    """
+    path = Path(name_or_file)
+    if not path.exists():
+        if str(name_or_file) in PRESETS:
+            return with_preset(DEFAULTS, str(name_or_file))
+        choices = ", ".join(PRESETS)
+        raise SettingsError(
+            f"unknown preset {str(name_or_file)!r}: choose {choices}, or a preset file the window saved"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SettingsError(f"the preset cannot be read ({exc.strerror or exc})", str(name_or_file)) from None
+    return loads(data, source=path.name)
 
 
 def about(name: str) -> About:
