@@ -92,6 +92,42 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
         raise ImageLoadError(f"{name}: {detail}") from None
 
 
+def picture_from(picture: Image.Image | np.ndarray, name: str = "picture") -> Image.Image:
+    """A picture already in memory as ``load_image`` reads a file's: 8-bit RGB in sRGB, upright.
+
+    ``picture``: a PIL image (its ICC profile and EXIF orientation applied, as a file's), or an array of (H, W) or
+    (H, W, 3 or 4) values: uint8, uint16 (scaled, not clipped), or floats in [0, 1].
+
+    Raises:
+        ImageLoadError: an array of another shape, type or range, or without pixels; the message starts with ``name``.
+    """
+    if isinstance(picture, np.ndarray):
+        return _from_array(picture, name)
+    if not isinstance(picture, Image.Image):
+        raise ImageLoadError(f"{name}: expected a file name, a PIL image or an array, not {type(picture).__name__}")
+    if picture.width < 1 or picture.height < 1:
+        raise ImageLoadError(f"{name}: the image has no pixels")
+    profile = picture.info.get("icc_profile")
+    upright = _upright(picture)
+    return _in_srgb(upright, profile, name) if profile else _to_rgb(upright)
+
+
+def _from_array(values: np.ndarray, name: str) -> Image.Image:
+    if values.ndim not in (2, 3) or (values.ndim == 3 and values.shape[2] not in (3, 4)) or 0 in values.shape:
+        raise ImageLoadError(f"{name}: an array of shape {values.shape}; expected (H, W), (H, W, 3) or (H, W, 4)")
+    if values.dtype == np.uint8:
+        eight = values
+    elif values.dtype == np.uint16:
+        eight = (values.astype(np.float64) / 257.0 + 0.5).astype(np.uint8)
+    elif np.issubdtype(values.dtype, np.floating):
+        if not np.isfinite(values).all() or values.min() < 0.0 or values.max() > 1.0:
+            raise ImageLoadError(f"{name}: an array of floats must hold values from 0 to 1")
+        eight = (values.astype(np.float64) * 255.0 + 0.5).astype(np.uint8)
+    else:
+        raise ImageLoadError(f"{name}: an array of {values.dtype}; expected uint8, uint16 or floats from 0 to 1")
+    return _to_rgb(Image.fromarray(np.ascontiguousarray(eight)))
+
+
 def open_image(source: str | os.PathLike[str] | BinaryIO, name: str) -> Image.Image:
     """An image opened lazily (its pixels not yet read), refused when it is too large to read safely.
 

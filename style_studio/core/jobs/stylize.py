@@ -1,0 +1,250 @@
+"""The door for Python: ``stylize`` a photo and ``stylize_video`` a clip, with the settings the command line names.
+
+    import style_studio
+
+    picture = style_studio.stylize("photo.jpg", "painting.jpg", size=384, iterations=100)
+    picture.save("photo-painting.png")
+
+Each is the run every other path takes (a picture's ``run_picture``, a video's ``render_video``), so a notebook's
+picture is the command line's and the window's for the same settings. Settings go by the command line's names
+(``style_weight=``, ``style_layers={"relu1_1": 1, ...}``, ``preset="quick"``); a picture saved writes through the
+guarded writer, never over its own photo or styles.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
+from PIL import Image
+
+from ..errors import Cancelled, SettingsError
+from ..io.imageio import load_image, picture_from, save_image
+from ..io.outputs import Output
+from ..network.weights import WeightsCache, load_weights
+from ..progress import Progress, StopReason
+from ..settings import DEFAULTS, Settings, from_dict, preset
+from .job import Job, VideoOptions
+from .picture import PictureResult, Pictures, run_picture
+from .video_job import FrameRecord, RenderedVideo, render_video
+
+if TYPE_CHECKING:
+    from ..network.weights import LoadedWeights
+    from ..objective.regions import Regions
+    from ..run.cancel import CancelToken
+
+#: A photo or a style: a file's name, a PIL image, or an array of pixels (``picture_from``).
+PictureSource: TypeAlias = "str | os.PathLike[str] | Image.Image | np.ndarray"
+
+#: The weights of the last call, kept for the next (the ImageNet file is 548 MB).
+_weights = WeightsCache(lambda choice: _downloading(choice))
+
+
+def _downloading(choice: str) -> LoadedWeights:
+    return load_weights(choice, download=True)
+
+
+@dataclass(frozen=True, eq=False)
+class Stylized:
+    """A picture ``stylize`` made, with what it was made from.
+
+    Attributes:
+        image: the picture (8-bit RGB): the finished one, or the best so far of a run that was stopped.
+        settings: the settings it was made with.
+        finished: the run went to its end (False: ``cancel`` stopped it, and ``image`` is the picture so far).
+    """
+
+    image: Image.Image
+    settings: Settings
+    finished: bool
+    _result: PictureResult = field(repr=False)
+
+    @property
+    def stop_reason(self) -> StopReason | None:
+        return self._result.stop_reason
+
+    @property
+    def seconds(self) -> float:
+        """How long the run took, setting up included."""
+        return self._result.seconds
+
+    @property
+    def compute(self) -> str:
+        """Where it ran ("cpu, bf16", "cuda:0, fp16", ...)."""
+        return self._result.compute
+
+    @property
+    def weights(self) -> str:
+        """The network's weights, as the window names them."""
+        return self._result.weights_label
+
+    @property
+    def metadata(self) -> str:
+        """The document a saved file carries: its settings, weights, inputs and job key (the window reads it back)."""
+        from ... import __version__
+
+        return self._result.document(__version__)
+
+    def save(
+        self, path: str | os.PathLike[str], *, bit_depth: int = 8, dpi: float | None = None, quality: int = 95
+    ) -> Path:
+        """Write the picture with its settings embedded, atomically: a file there already stays as it was until the
+        new one is whole, and the picture's own photo and styles are never written over.
+
+        Args:
+            path: .png, .jpg, .webp or .tif.
+            bit_depth: 16 for print (.png and .tif), from the run's own values rather than the 8-bit picture.
+            dpi: the print resolution to record (default: the photo's own, else 72).
+
+        Raises:
+            OutputError: ``path`` is the photo or a style, or a folder.
+            ImageSaveError: an unknown type, 16 bits in a format without them, a missing or read-only folder, a full
+                disk.
+        """
+        from ... import __version__
+
+        output = Output(Path(path), self._result.pictures.files)
+        output.check()
+        pixels: Image.Image | np.ndarray = self.image
+        if bit_depth == 16 and self._result.deep is not None:
+            pixels = self._result.deep
+        resolution = (dpi, dpi) if dpi else self._result.pictures.content.info.get("dpi")
+        return save_image(pixels, output, self.metadata, quality=quality, software=f"Style Studio {__version__}",
+                          bit_depth=bit_depth, dpi=resolution)  # fmt: skip
+
+
+def stylize(
+    photo: PictureSource,
+    *styles: PictureSource,
+    preset: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+    regions: Regions | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    cancel: CancelToken | None = None,
+    **fields: Any,
+) -> Stylized:
+    """Paint ``photo`` in the style of ``styles`` (blended by ``style_blend``) and return the picture.
+
+    Args:
+        photo, styles: file names, PIL images, or arrays of pixels (uint8, uint16, or floats from 0 to 1).
+        preset: a built-in preset's name ("instant", "quick", "default", "best") or a preset file the window saved,
+            to start from.
+        settings: settings to start from instead (a ``Stylized``'s, say); without either, the defaults.
+        regions: where each style goes (``Regions``), at any size.
+        progress: hears each record of the run (``Progress``): the step, the losses, a preview now and then.
+        cancel: a ``CancelToken``; cancelled, the run stops within an iteration and the picture so far is returned.
+        fields: settings by the command line's names: ``size=384``, ``iterations=100``, ``style_weight=1e4``,
+            ``weights="untrained"``, ``style_layers={"relu1_1": 1.0, ...}``, ``style_blend=(2, 1)``.
+
+    The ImageNet weights are downloaded the first time they are needed (548 MB), as the command line does.
+
+    Raises:
+        SettingsError: an unknown setting, a value out of its range, blend weights that do not match the styles.
+        ImageLoadError: a picture that cannot be read.
+        WeightsError: weights that cannot be had.
+        Cancelled: ``cancel`` was set before the run began.
+        StyleStudioError: anything else the run could not do (out of memory, ...), said for the user.
+    """
+    if not styles:
+        raise SettingsError("give at least one style picture")
+    chosen = settings_for(preset, settings, fields)
+    chosen.blend_weights(len(styles))
+    pictures = _pictures(photo, styles, regions)
+    result = run_picture(pictures, chosen, _weights.get(chosen.network_weights), cancel=cancel, report=progress,
+                         deep=True)  # fmt: skip
+    if result.failure is not None:
+        raise result.failure
+    if result.image is None:
+        raise Cancelled()
+    return Stylized(result.image, result.settings, result.finished, result)
+
+
+def stylize_video(
+    clip: str | os.PathLike[str],
+    *styles: PictureSource,
+    output: str | os.PathLike[str],
+    preset: str | os.PathLike[str] | None = None,
+    settings: Settings | None = None,
+    video: VideoOptions | None = None,
+    progress: Callable[[FrameRecord], None] | None = None,
+    cancel: CancelToken | None = None,
+    resume: bool = True,
+    **fields: Any,
+) -> RenderedVideo:
+    """Paint every frame of ``clip`` in the style of ``styles``, each from the last, and write ``output`` with the
+    clip's sound.
+
+    Each frame is kept as it is made, so a render stopped (``cancel``), killed or crashed goes on from the next
+    frame when called again with the same arguments (``resume=False`` starts again instead). ``output`` appears
+    only when the video is whole.
+
+    Args:
+        fields: the settings by the command line's names, as for ``stylize``, and the video's options
+            (``frame_iterations=``, ``temporal_weight=``, ``start=``, ``duration=``, ...; ``VideoOptions``).
+        video: the video's options to start from (``fields`` change them).
+        progress: hears each frame's run records (``FrameRecord``: the frame's number, the clip's, the run's record).
+
+    Raises:
+        Cancelled: ``cancel`` was set; the frames made so far are kept for the next call.
+        The rest as ``stylize``'s, and VideoError for a clip that cannot be read or a video that cannot be written.
+    """
+    if not styles:
+        raise SettingsError("give at least one style picture")
+    video_names = {f.name for f in dataclasses.fields(VideoOptions)}
+    options = _video_options(video or VideoOptions(), {k: v for k, v in fields.items() if k in video_names})
+    chosen = settings_for(preset, settings, {k: v for k, v in fields.items() if k not in video_names})
+    chosen.blend_weights(len(styles))
+    style_files = tuple(Path(s) if isinstance(s, (str, os.PathLike)) else Path(f"<style {n}>")
+                        for n, s in enumerate(styles, 1))  # fmt: skip
+    pictures = [_picture(style, f"style {n}") for n, style in enumerate(styles, 1)]
+    job = Job("1", Path(clip), style_files, chosen, Path(output), video=options)
+    problems = job.output_problems()
+    if problems:
+        raise SettingsError(problems)
+    return render_video(job, _weights.get(chosen.network_weights), cancel=cancel, progress=progress, resume=resume,
+                        styles=pictures)  # fmt: skip
+
+
+def settings_for(
+    preset_name: str | os.PathLike[str] | None, base: Settings | None, fields: Mapping[str, Any]
+) -> Settings:
+    """The settings a call asks for: the preset's or ``base`` (else the defaults), then ``fields`` by name."""
+    if preset_name is not None and base is not None:
+        raise SettingsError("give a preset or settings to start from, not both")
+    start = preset(preset_name) if preset_name is not None else base or DEFAULTS
+    data = dict(fields)
+    if "style_layers" in data and not isinstance(data["style_layers"], Mapping):
+        data["style_layers"] = dict(data["style_layers"])
+    if isinstance(data.get("content_layers"), str):
+        data["content_layers"] = [data["content_layers"]]
+    return from_dict(data, base=start)
+
+
+def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOptions:
+    options = dataclasses.replace(base, **fields)
+    problems = options.problems()
+    if problems:
+        raise SettingsError(problems)
+    return options
+
+
+def _picture(source: PictureSource, name: str) -> Image.Image:
+    if isinstance(source, (str, os.PathLike)):
+        return load_image(source)
+    return picture_from(source, name)
+
+
+def _pictures(photo: PictureSource, styles: tuple[PictureSource, ...], regions: Regions | None) -> Pictures:
+    sources = (photo, *styles)
+    labels = ("photo", *(f"style {n}" for n in range(1, len(styles) + 1)))
+    names = tuple(
+        Path(s).name if isinstance(s, (str, os.PathLike)) else label for s, label in zip(sources, labels, strict=True)
+    )
+    files = tuple(Path(s) for s in sources if isinstance(s, (str, os.PathLike)))
+    content, *style_pictures = (_picture(source, label) for source, label in zip(sources, labels, strict=True))
+    return Pictures(content, tuple(style_pictures), names, regions, files)
