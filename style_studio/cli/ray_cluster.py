@@ -17,7 +17,8 @@ from ..core import (
 )
 from .ray_join import find, join
 from .ray_weights import weights_bytes, weights_digest, weights_from_bytes
-from .runners import RunnerReport, _taken
+from .reports import JobFailed, RunnerReport, ended
+from .runners import _taken
 
 if TYPE_CHECKING:
     from ..core import CancelToken
@@ -109,7 +110,7 @@ class RayCluster:
             try:
                 carried = inputs.carried()
             except OSError as exc:
-                unread.append((inputs.job.id, StyleStudioError(f"{inputs.job.content}: {exc.strerror or exc}")))
+                unread.append(JobFailed(inputs.job.id, f"{inputs.job.content}: {exc.strerror or exc}"))
                 return
             jobs[task.remote(carried, *self.weights(inputs.job.settings.network_weights), cpus)] = inputs.job.id
 
@@ -123,7 +124,7 @@ class RayCluster:
             unread.clear()
             done = ray.wait(list(jobs), num_returns=1, timeout=0.5)[0] if jobs else []
             for ref in done:
-                yield jobs.pop(ref), self.result_of(ref)
+                yield ended(jobs.pop(ref), self.result_of(ref))
             yield from videos.reports(wait=0 if jobs or not videos.running else 0.5)
             for inputs in _taken(work, room):
                 submit(inputs)

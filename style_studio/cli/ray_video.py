@@ -27,10 +27,10 @@ from ..core import (
     render_video_in_chunks,
 )
 from .ray_weights import weights_from_bytes
+from .reports import JobProgress, RunnerReport, ended
 
 if TYPE_CHECKING:
     from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork
-    from .runners import RunnerReport
 
 
 class JoinedCluster(Protocol):
@@ -162,8 +162,8 @@ class ChunkedVideos:
     """A batch's clips longer than a chunk, on Ray: each rendered in chunks by a thread of this process (its key
     frame, then every chunk at once, as tasks beside the batch's others) and written when it is done.
 
-    Each reports as a batch runner does: (job id, a progress record) as its frames are styled, then (job id,
-    a ``RenderedJob`` already written, or the StyleStudioError that stopped it). Kept chunks of a batch that
+    Each reports as a batch runner does: a ``JobProgress`` as its frames are styled, then a ``JobRendered`` (the
+    video already written) or a ``JobFailed``. Kept chunks of a batch that
     was stopped or killed are gone on from.
     """
 
@@ -203,8 +203,8 @@ class ChunkedVideos:
             except queue.Empty:
                 return
             wait = 0.0
-            if not isinstance(report[1], dict):
-                self._pending.discard(report[0])
+            if not isinstance(report, JobProgress):
+                self._pending.discard(report.job)
             yield report
 
     def cancel(self) -> None:
@@ -218,7 +218,7 @@ class ChunkedVideos:
 
         def progress(done: ChunksDone) -> None:
             step = {"job": job.id, "step": done.frames + done.styling, "steps": done.of_frames}
-            self._reports.put((job.id, step | done.to_json()))
+            self._reports.put(JobProgress(job.id, step | done.to_json()))
 
         result: RenderedJob | StyleStudioError
         try:
@@ -235,4 +235,4 @@ class ChunkedVideos:
             result = exc
         except Exception as exc:  # a bug or Ray failing: this job fails, the batch goes on
             result = StyleStudioError(f"failed unexpectedly: {exc.__class__.__name__}: {exc}")
-        self._reports.put((job.id, result))
+        self._reports.put(ended(job.id, result))

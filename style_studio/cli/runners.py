@@ -29,6 +29,7 @@ from ..core import (
     Job,
     JobInputs,
     JobOutcome,
+    JobStatus,
     RenderedJob,
     StyleStudioError,
     already_done,
@@ -37,14 +38,10 @@ from ..core import (
     summary_rows,
     write_output,
 )
+from .reports import JobFailed, JobProgress, JobRendered, RunnerReport, ended
 
 if TYPE_CHECKING:
     from ..core import NetworkWeights, Progress
-
-
-#: A runner's report: (job id, a Progress record as JSON) while it renders, or
-#: (job id, RenderedJob) / (job id, StyleStudioError) when it is done.
-RunnerReport = tuple[str, Any]
 
 
 class Runner(Protocol):
@@ -74,8 +71,8 @@ def _weights(choice: str) -> NetworkWeights:
     return load_weights(choice, download=True)
 
 
-def _progress_json(job_id: str, record: Progress) -> dict[str, Any]:
-    return {"job": job_id, **record.to_json()}
+def _progress(job_id: str, record: Progress) -> JobProgress:
+    return JobProgress(job_id, {"job": job_id, **record.to_json()})
 
 
 # -- in this process -------------------------------------------------------------------------------
@@ -117,17 +114,17 @@ class InProcess:
                 inputs,
                 _weights(inputs.job.settings.network_weights),
                 cancel=self._cancel,
-                progress=lambda record: reports.put((job, _progress_json(job, record))),
+                progress=lambda record: reports.put(_progress(job, record)),
                 app_version=__version__,
                 checkpoints=CheckpointStore(),
             )
-            reports.put((job, rendered))
+            reports.put(JobRendered(job, rendered))
         except Cancelled:
             pass
         except StyleStudioError as exc:
-            reports.put((job, exc))
+            reports.put(JobFailed(job, str(exc)))
         except Exception as exc:  # a bug or a device failure: this job fails, the batch goes on
-            reports.put((job, StyleStudioError(f"failed unexpectedly: {exc.__class__.__name__}: {exc}")))
+            reports.put(JobFailed(job, f"failed unexpectedly: {exc.__class__.__name__}: {exc}"))
         finally:
             reports.put(None)
 
@@ -164,7 +161,7 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
 
     def report(record: Progress) -> None:
         if _worker_queue is not None:
-            _worker_queue.put((job, _progress_json(job, record)))
+            _worker_queue.put(_progress(job, record))
 
     return render_job(
         inputs,
@@ -210,7 +207,7 @@ class ProcessPool:
                 done, _ = concurrent.futures.wait(futures, timeout=0.2, return_when="FIRST_COMPLETED")
                 yield from _drain(reports)
                 for future in done:
-                    yield futures.pop(future), _result_of(future)
+                    yield ended(futures.pop(future), _result_of(future))
                 for inputs in _taken(work, lambda: len(futures) < 2 * self.workers):
                     futures[executor.submit(_pool_render, inputs)] = inputs.job.id
             yield from _drain(reports)
@@ -246,6 +243,7 @@ def _taken(work: Iterator[JobInputs], room: Callable[[], bool]) -> Iterator[JobI
 
 
 def _drain(reports: Any) -> Iterator[RunnerReport]:
+    """The reports a pool's workers have put in their queue, without waiting."""
     while True:
         try:
             yield reports.get_nowait()
@@ -276,36 +274,37 @@ class BatchRun:
     interrupted: bool = False
 
     def ordered(self) -> list[JobOutcome]:
-        return [self.outcomes.get(j.id, JobOutcome(j, "cancelled", "the batch was stopped")) for j in self.jobs]
+        stopped = "the batch was stopped"
+        return [self.outcomes.get(j.id, JobOutcome(j, JobStatus.CANCELLED, stopped)) for j in self.jobs]
 
     @property
     def failed(self) -> bool:
-        return any(o.status == "failed" for o in self.outcomes.values())
+        return any(o.status == JobStatus.FAILED for o in self.outcomes.values())
 
 
-Event = Callable[[str, Any], None]
+#: What ``run_batch`` tells as it goes: a job's progress, or how a job ended.
+Event = Callable[[JobProgress | JobOutcome], None]
 
 
 def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None) -> BatchRun:
     """Render the jobs that are not done yet with ``runner``; write each result as it comes.
 
-    ``on_event(kind, data)``: "skipped"/"done"/"failed" with a JobOutcome,
-    "progress" with a JSON progress record carrying the job's id.
+    ``on_event``: each job's progress (``JobProgress``) and how each ended (``JobOutcome``: done, skipped, failed).
     Ctrl+C (KeyboardInterrupt) cancels what is left; finished outputs stay.
     """
-    event = on_event or (lambda kind, data: None)
+    event = on_event or (lambda _: None)
     batch = BatchRun(jobs, {})
     remove_partial_files(job.output.parent for job in jobs)
     by_id = {job.id: job for job in jobs}
     try:
-        for job_id, report in runner.run(_work(jobs, batch, event, getattr(runner, "local_files", False))):
-            job = by_id[job_id]
-            if isinstance(report, dict):
-                event("progress", report)
-            elif isinstance(report, StyleStudioError):
-                _finish(batch, JobOutcome(job, "failed", str(report)), event)
-            else:
-                _finish(batch, _written(job, report), event)
+        for report in runner.run(_work(jobs, batch, event, getattr(runner, "local_files", False))):
+            match report:
+                case JobProgress():
+                    event(report)
+                case JobFailed(job_id, reason):
+                    _finish(batch, JobOutcome(by_id[job_id], JobStatus.FAILED, reason), event)
+                case JobRendered(job_id, rendered):
+                    _finish(batch, _written(by_id[job_id], rendered), event)
     except KeyboardInterrupt:
         runner.cancel()
         batch.interrupted = True
@@ -319,13 +318,15 @@ def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool) -> It
         try:
             inputs = JobInputs.read(job, local=local)
         except OSError as exc:
-            _finish(batch, JobOutcome(job, "failed", f"{exc.filename or job.content}: {exc.strerror or exc}"), event)
+            reason = f"{exc.filename or job.content}: {exc.strerror or exc}"
+            _finish(batch, JobOutcome(job, JobStatus.FAILED, reason), event)
             continue
         except StyleStudioError as exc:
-            _finish(batch, JobOutcome(job, "failed", str(exc)), event)
+            _finish(batch, JobOutcome(job, JobStatus.FAILED, str(exc)), event)
             continue
         if already_done(job, inputs.key):
-            _finish(batch, JobOutcome(job, "skipped", "already done, with the same settings and pictures"), event)
+            already = "already done, with the same settings and pictures"
+            _finish(batch, JobOutcome(job, JobStatus.SKIPPED, already), event)
         else:
             yield inputs
 
@@ -335,13 +336,13 @@ def _written(job: Job, rendered: RenderedJob) -> JobOutcome:
     try:
         write_output(job, rendered, f"Style Studio {__version__}")
     except StyleStudioError as exc:
-        return JobOutcome(job, "failed", str(exc), rendered.seconds)
-    return JobOutcome(job, "done", "; ".join([rendered.compute, *rendered.notes]), rendered.seconds)
+        return JobOutcome(job, JobStatus.FAILED, str(exc), rendered.seconds)
+    return JobOutcome(job, JobStatus.DONE, "; ".join([rendered.compute, *rendered.notes]), rendered.seconds)
 
 
 def _finish(batch: BatchRun, outcome: JobOutcome, event: Event) -> None:
     batch.outcomes[outcome.job.id] = outcome
-    event(outcome.status, outcome)
+    event(outcome)
 
 
 def print_summary(batch: BatchRun, out: IO[str]) -> None:
@@ -351,8 +352,8 @@ def print_summary(batch: BatchRun, out: IO[str]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         out.write("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
-    counts = {s: sum(o.status == s for o in batch.ordered()) for s in ("done", "skipped", "failed", "cancelled")}
-    out.write(", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n")
+    counts = {status: sum(o.status == status for o in batch.ordered()) for status in JobStatus}
+    out.write(", ".join(f"{n} {status}" for status, n in counts.items() if n) + "\n")
 
 
 class BatchProgress:
@@ -369,32 +370,33 @@ class BatchProgress:
 
             self._batch = tqdm(total=total, file=stderr, unit="job", desc="batch", position=0, dynamic_ncols=True)
 
-    def __call__(self, kind: str, data: Any) -> None:
+    def __call__(self, event: JobProgress | JobOutcome) -> None:
         with self._lock:
             if self.mode == "json":
-                record = data if kind == "progress" else data.to_json()
+                record = event.record if isinstance(event, JobProgress) else event.to_json()
                 self.stdout.write(json.dumps(record) + "\n")
                 self.stdout.flush()
             elif self.mode == "bar":
-                self._bar(kind, data)
+                self._bar(event)
 
-    def _bar(self, kind: str, data: Any) -> None:
+    def _bar(self, event: JobProgress | JobOutcome) -> None:
         from tqdm import tqdm
 
-        if kind == "progress":
-            if data["job"] != self._job_id or self._job is None:
+        if isinstance(event, JobProgress):
+            record = event.record
+            if event.job != self._job_id or self._job is None:
                 if self._job is not None:
                     self._job.close()
-                self._job_id = data["job"]
+                self._job_id = event.job
                 self._job = tqdm(
-                    total=data["steps"], file=self.stderr, unit="it", desc=f"job {data['job']}", position=1, leave=False
+                    total=record["steps"], file=self.stderr, unit="it", desc=f"job {event.job}", position=1, leave=False
                 )
-            self._job.update(data["step"] - self._job.n)
+            self._job.update(record["step"] - self._job.n)
             return
         self._batch.update(1)
-        if kind == "failed":
+        if event.status == JobStatus.FAILED:
             self._batch.write(
-                f"style-studio: job {data.job.id} ({data.job.describe()}) failed: {data.reason}", file=self.stderr
+                f"style-studio: job {event.job.id} ({event.job.describe()}) failed: {event.reason}", file=self.stderr
             )
 
     def close(self) -> None:

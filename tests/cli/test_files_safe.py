@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from style_studio.cli.reports import JobProgress
 from style_studio.cli.runners import InProcess, run_batch
+from style_studio.core import JobOutcome
 from style_studio.core.jobs.batch import check_jobs, jobs_from_arguments
 from style_studio.core.run.checkpoints import CheckpointStore
 from style_studio.core.settings import DEFAULTS
@@ -59,8 +61,8 @@ def test_a_link_planted_in_the_output_folder_while_a_batch_runs_is_not_followed(
     check_jobs(jobs, outdir)  # the folder is checked before the batch starts ...
     planted = []
 
-    def plant(kind: str, data: object) -> None:
-        if kind == "progress" and not planted and data["job"] == "2":  # ... and a link appears while it runs
+    def plant(event: JobProgress | JobOutcome) -> None:
+        if isinstance(event, JobProgress) and not planted and event.job == "2":  # ... and a link appears while it runs
             jobs[1].output.symlink_to(victim)
             planted.append(True)
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
-
-import tomllib
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
@@ -345,12 +345,21 @@ def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
         raise BatchError(problems)
 
 
+class JobStatus(StrEnum):
+    """How a batch's job ended: its value is the word the summary and ``--progress json`` say."""
+
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 @dataclass(frozen=True)
 class JobOutcome:
-    """How a job ended: ``status`` is "done", "skipped", "failed" or "cancelled"."""
+    """How a job ended, and why (a failure's reason, or what made it and where)."""
 
     job: Job
-    status: str
+    status: JobStatus
     reason: str = ""
     seconds: float = 0.0
 
