@@ -43,6 +43,7 @@ from .io.video import is_video_path as is_video_path
 from .io.video import probe as probe
 from .io.video import read_frames as read_frames
 from .jobs.batch import JobOutcome as JobOutcome
+from .jobs.batch import JobStatus as JobStatus
 from .jobs.batch import OutputOptions as OutputOptions
 from .jobs.batch import check_jobs as check_jobs
 from .jobs.batch import free_generated_names as free_generated_names
@@ -77,6 +78,7 @@ from .jobs.render import write_output as write_output
 from .jobs.render import write_picture as write_picture
 from .jobs.render_queue import BUSY as BUSY
 from .jobs.render_queue import QueueItem as QueueItem
+from .jobs.render_queue import QueueState as QueueState
 from .jobs.render_queue import RenderQueue as RenderQueue
 from .jobs.render_queue import is_queue_run as is_queue_run
 from .jobs.render_queue import item_for as item_for

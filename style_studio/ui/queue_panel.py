@@ -29,6 +29,7 @@ from ..core import (
     Pictures,
     Progress,
     QueueItem,
+    QueueState,
     RenderedVideo,
     RenderQueue,
     StyleStudioError,
@@ -46,13 +47,8 @@ from .runner import QUEUE, RunController, RunRequest
 log = logging.getLogger(__name__)
 
 THUMBNAIL = 56
-_STATE_TEXT = {
-    "waiting": "waiting",
-    "running": "rendering",
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
-}
+#: What the panel says of a job in each state (a running one is "rendering").
+_STATE_TEXT = {state: "rendering" if state == QueueState.RUNNING else state.value for state in QueueState}
 
 
 class QueuePanel(QWidget):
@@ -117,8 +113,8 @@ class QueuePanel(QWidget):
         self.pause.setChecked(queue.paused)
         self.pause.setText("Go on" if queue.paused else "Pause")
         self.pause.blockSignals(False)
-        waiting = sum(j.state == "waiting" for j in queue)
-        done = sum(j.state == "done" for j in queue)
+        waiting = sum(j.state == QueueState.WAITING for j in queue)
+        done = sum(j.state == QueueState.DONE for j in queue)
         self.status.setText(
             f"{len(queue)} job(s): {done} done, {waiting} waiting" + (" — paused" if queue.paused else "")
             if len(queue)
@@ -127,10 +123,10 @@ class QueuePanel(QWidget):
         self._update_buttons()
 
     def _state_text(self, job: QueueItem) -> str:
-        text = _STATE_TEXT.get(job.state, job.state)
-        if job.state == "running" and self.controller.progress_text:
+        text = _STATE_TEXT[job.state]
+        if job.state == QueueState.RUNNING and self.controller.progress_text:
             text += f" {self.controller.progress_text}"
-        if job.state == "failed" and job.reason:
+        if job.state == QueueState.FAILED and job.reason:
             text += f": {job.reason}"
         return text
 
@@ -139,9 +135,9 @@ class QueuePanel(QWidget):
         has = job is not None
         for button in (self.up, self.down):
             button.setEnabled(has)
-        self.remove.setEnabled(has and job is not None and job.state != "running")
-        self.cancel.setEnabled(has and job is not None and job.state in ("waiting", "running"))
-        self.retry.setEnabled(has and job is not None and job.state in ("failed", "cancelled"))
+        self.remove.setEnabled(has and job is not None and job.state != QueueState.RUNNING)
+        self.cancel.setEnabled(has and job is not None and job.state in (QueueState.WAITING, QueueState.RUNNING))
+        self.retry.setEnabled(has and job is not None and job.state in (QueueState.FAILED, QueueState.CANCELLED))
 
 
 class QueueController(QObject):
@@ -183,7 +179,7 @@ class QueueController(QObject):
         self.queue.add(items)
         self.changed.emit()
         self.start_next()  # first, so that the message counts a job that started as rendering, not waiting
-        waiting = sum(i.state == "waiting" for i in self.queue)
+        waiting = sum(i.state == QueueState.WAITING for i in self.queue)
         self.message.emit(
             f"{len(items)} picture(s) queued; {waiting} waiting" if waiting else f"{len(items)} picture(s) queued"
         )
@@ -207,7 +203,7 @@ class QueueController(QObject):
                 self._writing.cancel()
         else:
             self._forget_progress(item_id)
-            self.queue.set_state(item_id, "cancelled")
+            self.queue.set_state(item_id, QueueState.CANCELLED)
             self.changed.emit()
 
     def retry(self, item_id: str) -> None:
@@ -242,18 +238,18 @@ class QueueController(QObject):
             try:
                 job, render = self._run_request(item)
             except StyleStudioError as exc:
-                self.queue.set_state(item.id, "failed", str(exc))
+                self.queue.set_state(item.id, QueueState.FAILED, str(exc))
                 self.changed.emit()
                 continue
             if output_key(job.output) == render.key:
                 self._forget_progress(item.id)
-                self.queue.set_state(item.id, "done", f"{job.output} (already made)")
+                self.queue.set_state(item.id, QueueState.DONE, f"{job.output} (already made)")
                 self.changed.emit()
                 continue
             self.current = item.id
             self._cancel_current = False
             self.progress_text = ""
-            self.queue.set_state(item.id, "running")
+            self.queue.set_state(item.id, QueueState.RUNNING)
             self.changed.emit()
             self.runs.start(render)
             return
@@ -267,11 +263,11 @@ class QueueController(QObject):
             styles = [load_image(p) for p in job.styles]
             key = video_key(job, file_digest(job.content), styles)
         except (StyleStudioError, OSError) as exc:
-            self.queue.set_state(item.id, "failed", str(exc))
+            self.queue.set_state(item.id, QueueState.FAILED, str(exc))
             self.changed.emit()
             return False
         if output_key(job.output) == key:
-            self.queue.set_state(item.id, "done", f"{job.output} (already made)")
+            self.queue.set_state(item.id, QueueState.DONE, f"{job.output} (already made)")
             self.changed.emit()
             return False
         weights = self.runs.weights
@@ -288,7 +284,7 @@ class QueueController(QObject):
         self.current, self._writing, self._video_running = item.id, task, True
         self._cancel_current = False
         self.progress_text = ""
-        self.queue.set_state(item.id, "running")
+        self.queue.set_state(item.id, QueueState.RUNNING)
         self.changed.emit()
         task.start()
         return True
@@ -302,11 +298,11 @@ class QueueController(QObject):
         self.current, self._writing, self._video_running = None, None, False
         if outcome.cancelled:
             # Paused or closed: it goes again later from its kept frames; cancelled: it is not done.
-            self.queue.set_state(item.id, "cancelled" if self._cancel_current else "waiting")
+            self.queue.set_state(item.id, QueueState.CANCELLED if self._cancel_current else QueueState.WAITING)
         elif outcome.error is not None:
-            self.queue.set_state(item.id, "failed", outcome.error)
+            self.queue.set_state(item.id, QueueState.FAILED, outcome.error)
         else:
-            self.queue.set_state(item.id, "done", str(item.job.output))
+            self.queue.set_state(item.id, QueueState.DONE, str(item.job.output))
         self.changed.emit()
         self.start_next()
 
@@ -360,15 +356,15 @@ class QueueController(QObject):
             self.start_next()
             return
         if self.closing or (outcome.stop_reason == CANCELLED and not self._cancel_current):
-            self.queue.set_state(item.id, "waiting")  # paused or closed: it goes again later
+            self.queue.set_state(item.id, QueueState.WAITING)  # paused or closed: it goes again later
         elif outcome.stop_reason == CANCELLED:
             self._forget_progress(item.id)
-            self.queue.set_state(item.id, "cancelled")
+            self.queue.set_state(item.id, QueueState.CANCELLED)
         elif outcome.finished:
             self._write(item, outcome)
             return
         else:
-            self.queue.set_state(item.id, "failed", outcome.error or "the run failed")
+            self.queue.set_state(item.id, QueueState.FAILED, outcome.error or "the run failed")
         self.changed.emit()
         self.start_next()
 
@@ -391,10 +387,10 @@ class QueueController(QObject):
     def _written(self, item: QueueItem, result: Image.Image, written: TaskOutcome) -> None:
         self._writing = None
         if written.error:
-            self.queue.set_state(item.id, "failed", written.error)
+            self.queue.set_state(item.id, QueueState.FAILED, written.error)
             self.error.emit(f"A queued picture could not be written: {written.error}")
         else:
-            self.queue.set_state(item.id, "done", str(item.job.output))
+            self.queue.set_state(item.id, QueueState.DONE, str(item.job.output))
             self._thumbnails[item.id] = _icon(result)
         self.changed.emit()
         self.start_next()
@@ -412,7 +408,7 @@ class QueueController(QObject):
         """The finished picture (read small from its file once), or nothing yet."""
         if item.id in self._thumbnails:
             return self._thumbnails[item.id]
-        if item.state != "done" or not item.job.output.is_file():
+        if item.state != QueueState.DONE or not item.job.output.is_file():
             return QIcon()
         reader = QImageReader(str(item.job.output))
         size = reader.size()

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtGui import QImage
@@ -56,8 +56,16 @@ log = logging.getLogger(__name__)
 USER: Final = "user"
 QUEUE: Final = "queue"
 
-#: What a session reports when a preview waits in its mailbox.
-PREVIEW_READY: Final = "preview-ready"
+
+@dataclass(frozen=True)
+class PreviewReady:
+    """A session's report that a preview waits in its mailbox: the GUI thread takes the newest (``take_preview``)."""
+
+
+PREVIEW_READY: Final = PreviewReady()
+
+#: What a run's session reports to the GUI thread: its plan once set up, each record, a preview waiting.
+RunReport: TypeAlias = RunPlan | Progress | PreviewReady
 
 
 @dataclass(frozen=True)
@@ -313,15 +321,16 @@ class RunController(QObject):
             self._job.wait()
 
     @Slot(object)
-    def _on_report(self, value: object) -> None:
-        if value == PREVIEW_READY:
-            image = self._session.take_preview() if self._session is not None else None
-            if image is not None:
-                self.preview.emit(image)
-        elif isinstance(value, Progress):
-            self.progressed.emit(value)
-        elif isinstance(value, RunPlan):
-            self.planned.emit(value)
+    def _on_report(self, report: RunReport) -> None:
+        match report:
+            case PreviewReady():
+                image = self._session.take_preview() if self._session is not None else None
+                if image is not None:
+                    self.preview.emit(image)
+            case Progress():
+                self.progressed.emit(report)
+            case RunPlan():
+                self.planned.emit(report)
 
     @Slot(object)
     def _on_finished(self, outcome: TaskOutcome) -> None:

@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,9 +34,18 @@ log = logging.getLogger(__name__)
 
 FORMAT: Final = "style-studio-queue"
 VERSION: Final = 1
-STATES: Final = ("waiting", "running", "done", "failed", "cancelled")
 QUEUE_RUN_PREFIX: Final = "queue-"
 BUSY: Final = "the render queue is open in another Style Studio window: queue pictures there, or close it first"
+
+
+class QueueState(StrEnum):
+    """Where a queued job stands; kept in queue.json by its value."""
+
+    WAITING = "waiting"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 def default_folder() -> Path:
@@ -54,7 +64,7 @@ class QueueItem:
     """
 
     job: Job
-    state: str = "waiting"
+    state: QueueState = QueueState.WAITING
     reason: str = ""
 
     @property
@@ -96,7 +106,6 @@ class QueueItem:
         """
         if not isinstance(data, Mapping):
             raise TypeError("a queued job must be a table")
-        state = str(data.get("state", "waiting"))
         regions = data.get("regions")
         video = data.get("video")
         if video is not None and not isinstance(video, Mapping):
@@ -121,9 +130,17 @@ class QueueItem:
         problem = next(iter(job.target().input_problems()), None)  # the rest is checked when it is written
         if problem is not None:
             raise ValueError(problem)
-        # A job that was running when the app stopped goes again.
-        state = "waiting" if state in ("running",) or state not in STATES else state
-        return cls(job, state, str(data.get("reason", "")))
+        return cls(job, _state(data.get("state")), str(data.get("reason", "")))
+
+
+def _state(value: object) -> QueueState:
+    """A state as queue.json keeps it: a job that was running when the app stopped, or of a state this version does
+    not know, waits again."""
+    try:
+        state = QueueState(str(value))
+    except ValueError:
+        return QueueState.WAITING
+    return QueueState.WAITING if state == QueueState.RUNNING else state
 
 
 def _path(value: object) -> Path:
@@ -208,21 +225,23 @@ class RenderQueue:
         self.save()
 
     def next_waiting(self) -> QueueItem | None:
-        return None if self.paused else next((i for i in self.items if i.state == "waiting"), None)
+        return None if self.paused else next((i for i in self.items if i.state == QueueState.WAITING), None)
 
-    def set_state(self, item_id: str, state: str, reason: str = "") -> None:
+    def set_state(self, item_id: str, state: QueueState, reason: str = "") -> None:
         item = self.get(item_id)
         if item is not None:
             item.state, item.reason = state, reason
             self.save()
 
     def retry(self, item_id: str) -> None:
-        self.set_state(item_id, "waiting")
+        self.set_state(item_id, QueueState.WAITING)
 
     def output_taken(self, output: Path) -> bool:
         """Whether a file, or a job waiting in the queue, has the name ``output`` (as the disk compares names)."""
         key = path_key(output)
-        return os.path.lexists(output) or any(path_key(i.job.output) == key for i in self.items if i.state != "done")
+        return os.path.lexists(output) or any(
+            path_key(i.job.output) == key for i in self.items if i.state != QueueState.DONE
+        )
 
     def save(self) -> None:
         """Write the queue (atomically); a failure is logged: the queue in memory still runs."""

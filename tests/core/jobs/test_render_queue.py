@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from style_studio.core.jobs.job import Job
-from style_studio.core.jobs.render_queue import QueueItem, RenderQueue, item_for, new_id
+from style_studio.core.jobs.render_queue import QueueItem, QueueState, RenderQueue, item_for, new_id
 from style_studio.core.settings import Settings
 
 
@@ -21,7 +22,7 @@ def test_the_queue_comes_back_after_a_restart_in_its_order(tmp_path):
         ]
     )
     assert second.job.output.name == "a-s-2.png"  # the first job has a-s.png
-    queue.set_state(first.id, "running")
+    queue.set_state(first.id, QueueState.RUNNING)
     queue.move(second.id, 1)
     again = RenderQueue(tmp_path)
     assert [i.id for i in again] == [first.id, queue.items[1].id, second.id]
@@ -66,3 +67,20 @@ def test_a_newer_versions_queue_is_never_overwritten(tmp_path):
     queue.add([QueueItem(Job(new_id(), Path("a.png"), (Path("s.jpg"),), Settings(size=64), Path("o.png")))])
     (kept,) = tmp_path.glob("queue.json.unreadable-*")
     assert kept.read_text() == text
+
+
+def test_a_job_s_state_is_typed_and_kept_in_queue_json_as_its_word(tmp_path):
+    """States are QueueState members in memory and the same words in the file; one this version does not know
+    waits again rather than being lost."""
+    queue = RenderQueue(tmp_path)
+    items = [item_for(Path("a.png"), [Path("s.jpg")], Settings(size=64), tmp_path / "out", queue) for _ in range(3)]
+    queue.add(items)
+    queue.set_state(items[0].id, QueueState.DONE, "out/a-s.png")
+    queue.set_state(items[1].id, QueueState.FAILED, "the photo is gone")
+    document = json.loads((tmp_path / "queue.json").read_text())
+    assert [job["state"] for job in document["items"]] == ["done", "failed", "waiting"]
+    document["items"][2]["state"] = "paused-by-a-newer-version"
+    (tmp_path / "queue.json").write_text(json.dumps(document))
+    again = RenderQueue(tmp_path)
+    assert [item.state for item in again] == [QueueState.DONE, QueueState.FAILED, QueueState.WAITING]
+    assert all(type(item.state) is QueueState for item in again)
