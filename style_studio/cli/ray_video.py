@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from .. import __version__
 from ..core import (
     Cancelled,
@@ -22,6 +20,7 @@ from ..core import (
     JobInputs,
     RenderedJob,
     StyleStudioError,
+    VideoWritten,
     check_video_job,
     plan_chunks,
     render_video_in_chunks,
@@ -227,8 +226,8 @@ class ChunkedVideos:
                 progress=progress, resume=True, comment=f"Style Studio {__version__}",
             )  # fmt: skip
             chunks = f"{rendered.frames} frames in {len(plan_chunks(rendered.frames, chunk_frames, overlap))} chunks"
-            result = RenderedJob(job.id, np.zeros((0, 0, 3), np.uint8), "", rendered.seconds, rendered.compute,
-                                 notes=(chunks, *rendered.notes), written=True)  # fmt: skip
+            result = RenderedJob(job.id, VideoWritten(), "", rendered.seconds, rendered.compute,
+                                 notes=(chunks, *rendered.notes))  # fmt: skip
         except Cancelled:
             result = StyleStudioError("cancelled")
         except StyleStudioError as exc:

@@ -13,6 +13,7 @@ from ..core import (
     Cancelled,
     CancelToken,
     Job,
+    PicturePixels,
     PreviewFolder,
     Previews,
     Regions,
@@ -181,6 +182,7 @@ def _render_run(
     write_output(job, rendered, software=f"Style Studio {__version__}")
     store.discard(run_id)  # the picture is written: nothing left to resume
     if progress_mode != "json":
-        height, width = rendered.pixels.shape[:2]
-        stderr.write(f"style-studio: wrote {output} ({width}×{height}, {rendered.seconds:.1f} s, {rendered.compute})\n")
+        made = rendered.made
+        size = f"{made.pixels.shape[1]}×{made.pixels.shape[0]}, " if isinstance(made, PicturePixels) else ""
+        stderr.write(f"style-studio: wrote {output} ({size}{rendered.seconds:.1f} s, {rendered.compute})\n")
     return 0

@@ -23,7 +23,7 @@ class JobProgress:
 
 @dataclass(frozen=True)
 class JobRendered:
-    """A job's result, to be written by the batch (a clip in chunks: written already, ``rendered.written``)."""
+    """A job's result, to be written by the batch (a clip in chunks: written already, ``VideoWritten``)."""
 
     job: str
     rendered: RenderedJob

@@ -57,8 +57,13 @@ from .jobs.job import JOB_KEY as JOB_KEY
 from .jobs.job import MAX_DPI as MAX_DPI
 from .jobs.job import Job as Job
 from .jobs.job import JobInputs as JobInputs
+from .jobs.job import Made as Made
+from .jobs.job import PicturePixels as PicturePixels
 from .jobs.job import RenderedJob as RenderedJob
+from .jobs.job import VideoBytes as VideoBytes
+from .jobs.job import VideoFile as VideoFile
 from .jobs.job import VideoOptions as VideoOptions
+from .jobs.job import VideoWritten as VideoWritten
 from .jobs.job import already_done as already_done
 from .jobs.job import input_files as input_files
 from .jobs.job import job_key as job_key

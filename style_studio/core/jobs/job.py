@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 from PIL import Image
@@ -308,33 +308,56 @@ def picture_metadata(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class PicturePixels:
+    """A picture's job made: its pixels, (H, W, 3) uint8, or uint16 for a 16-bit output, and the print resolution
+    to record (the job's, else the photo's; None: the default)."""
+
+    pixels: np.ndarray
+    dpi: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class VideoBytes:
+    """A video's job made elsewhere (a Ray task): the video file's bytes."""
+
+    data: bytes
+
+
+@dataclass(frozen=True)
+class VideoFile:
+    """A video's job made on this machine: where its file is (``hand_over`` removes it once it is written)."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class VideoWritten:
+    """A video's job its render wrote to the job's output itself (in chunks on a cluster): nothing is left to write."""
+
+
+#: What a job made, one of four: a picture's pixels, or a video as bytes, as a file here, or written already.
+Made: TypeAlias = PicturePixels | VideoBytes | VideoFile | VideoWritten
+
+
 @dataclass(frozen=True)
 class RenderedJob:
     """A job's result, as a worker sends it back.
 
     Attributes:
-        pixels: (H, W, 3) uint8, or uint16 for a 16-bit output.
+        made: what it made (``Made``), for the batch's process to write.
         metadata: the document to embed (with the job key).
         seconds: how long the render took.
         compute: where it ran ("cpu, fp32", ...).
-        dpi: the print resolution to record (the job's, else the photo's; None: the default).
-        encoded: a video's job: the video file, as written (``pixels`` is then empty).
-        encoded_file: a video's job rendered on this machine: where the video file is (``hand_over`` removes it).
         notes: what the user should be told (an unreadable checkpoint set aside, where it is kept).
-        written: a video's job that its render wrote to the job's output itself (in chunks on a cluster):
-            nothing is left to write.
     """
 
     job_id: str
-    pixels: np.ndarray
+    made: Made
     metadata: str
     seconds: float
     compute: str
-    dpi: tuple[float, float] | None = None
-    encoded: bytes | None = None
-    encoded_file: Path | None = None
     notes: tuple[str, ...] = ()
-    written: bool = False
 
 
 def job_is_video_output(output: Path) -> bool:

@@ -21,7 +21,7 @@ from ..errors import ImageSaveError, StyleStudioError
 from ..io.imageio import save_image
 from ..io.outputs import Output
 from ..run.checkpoints import NewerCheckpointError
-from .job import Job, JobInputs, RenderedJob, job_key
+from .job import Job, JobInputs, PicturePixels, RenderedJob, VideoBytes, VideoFile, VideoWritten, job_key
 from .picture import Pictures, Previews, run_picture
 from .video_job import hand_over, render_video_inputs
 
@@ -101,8 +101,8 @@ def render_job(
     dpi = (job.dpi, job.dpi) if job.dpi else content.info.get("dpi")
     for note in notes:
         log.warning("%s", note)
-    return RenderedJob(job.id, pixels, result.document(app_version), result.seconds, result.compute, dpi,
-                       notes=tuple(notes))  # fmt: skip
+    return RenderedJob(job.id, PicturePixels(pixels, dpi), result.document(app_version), result.seconds,
+                       result.compute, notes=tuple(notes))  # fmt: skip
 
 
 def write_picture(
@@ -126,19 +126,20 @@ def write_picture(
 
 def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
     """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
-    if rendered.written:
-        return
-    if rendered.encoded is not None or rendered.encoded_file is not None:
-        try:
-            if rendered.encoded is not None:
-                job.target().write_bytes(rendered.encoded)
-            elif rendered.encoded_file is not None:
-                with open(rendered.encoded_file, "rb") as video:
+    made = rendered.made
+    try:
+        match made:
+            case PicturePixels(pixels, dpi):
+                write_picture(pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
+                              dpi=dpi)  # fmt: skip
+            case VideoBytes(data):
+                job.target().write_bytes(data)
+            case VideoFile(path):
+                with open(path, "rb") as video:
                     job.target().write(functools.partial(shutil.copyfileobj, video))
-        except OSError as exc:
-            raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
-        finally:
-            hand_over(rendered)
-        return
-    write_picture(rendered.pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
-                  dpi=rendered.dpi)  # fmt: skip
+            case VideoWritten():
+                pass
+    except OSError as exc:
+        raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
+    finally:
+        hand_over(rendered)

@@ -41,7 +41,7 @@ from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
 from .frame_cache import FrameCache
 from .frame_styler import FrameStyler
-from .job import Job, JobInputs, RenderedJob, VideoOptions, video_key
+from .job import Job, JobInputs, RenderedJob, VideoBytes, VideoFile, VideoOptions, video_key
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
@@ -279,7 +279,7 @@ def render_video_inputs(
 
     On this machine (``inputs.content_file``) the clip is read where it is,
     one frame at a time, and the video is left in the cache for the writer
-    (``RenderedJob.encoded_file``). Elsewhere (a Ray task) the clip's bytes
+    (``VideoFile``). Elsewhere (a Ray task) the clip's bytes
     are put in this machine's cache folder under the job key, so a worker
     killed halfway goes on from its kept frames when the job comes back, and
     the video's bytes are sent back. What a failed job left is removed.
@@ -305,11 +305,10 @@ def render_video_inputs(
         rendered = render_video(here, weights, cancel=cancel, progress=progress, styles=styles)  # type: ignore[arg-type]
         metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
         seconds = time.perf_counter() - began
-        nothing = np.zeros((0, 0, 3), np.uint8)
         if inputs.content_file is not None:
             handed_over = True
-            return RenderedJob(job.id, nothing, metadata, seconds, rendered.compute, encoded_file=output)
-        return RenderedJob(job.id, nothing, metadata, seconds, rendered.compute, encoded=output.read_bytes())
+            return RenderedJob(job.id, VideoFile(output), metadata, seconds, rendered.compute)
+        return RenderedJob(job.id, VideoBytes(output.read_bytes()), metadata, seconds, rendered.compute)
     finally:
         if not handed_over:
             remove_tree(folder, videos)
@@ -331,5 +330,5 @@ def _sweep_old_jobs(videos: Path) -> None:
 
 def hand_over(rendered: RenderedJob) -> None:
     """Remove the working folder a local video job left for the writer (its video is written, or failed)."""
-    if rendered.encoded_file is not None:
-        remove_tree(rendered.encoded_file.parent, cache_folder() / "videos")
+    if isinstance(rendered.made, VideoFile):
+        remove_tree(rendered.made.path.parent, cache_folder() / "videos")
