@@ -81,6 +81,7 @@ class WindowActions(QObject):
         )
         self.timelapse.setCheckable(True)
         self.reset = self._make("Reset settings")
+        self.reset_layout = self._make("Reset layout", tip="The picture first: the panels where they were at first")
         #: Settings → the built-in presets, by name (``settings.PRESETS``).
         self.presets = {
             name: self._make(title, tip=PRESET_TIPS[name]) for name, title in settings_mod.PRESET_NAMES.items()
@@ -113,7 +114,7 @@ class WindowActions(QObject):
             "&Run": [self.start, self.stop, None, self.timelapse, None, self.render_video, None, self.add_to_queue,
                      self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.play, self.style_map,
-                      None, *(dock.toggleViewAction() for dock in docks)],
+                      None, *(dock.toggleViewAction() for dock in docks), None, self.reset_layout],
             "&Settings": [*self.presets.values(), None, self.reset],
             "&Help": [self.about],
         }  # fmt: skip

@@ -52,11 +52,18 @@ def tip(name: str) -> str:
     return settings_mod.about(name).tooltip
 
 
+#: A choice's box is this many characters wide at least, whatever its longest choice (the list shows them whole):
+#: the settings column stays narrow, and the picture wide.
+COMBO_CHARACTERS = 14
+
+
 def _combo(items: list[tuple[str, str]], tip: str) -> QComboBox:
     box = QComboBox()
     for text, data in items:
         box.addItem(text, data)
     box.setToolTip(tip)
+    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    box.setMinimumContentsLength(COMBO_CHARACTERS)
     return box
 
 
@@ -306,7 +313,6 @@ class ControlsPanel(QWidget):
             ],
             tip("weights"),
         )
-        self.weights.setMinimumContentsLength(18)
         self.weights.activated.connect(self._weights_activated)
         weights_row.addWidget(self.weights, 1)
         self.weights_browse = QToolButton()

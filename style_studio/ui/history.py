@@ -13,6 +13,10 @@ from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QWidget
 from .pictures import HistoryEntry
 from .qt_images import pil_to_qimage
 
+#: A thumbnail's longest side, in pixels.
+THUMBNAIL = 96
+#: Qt's largest widget size (QWIDGETSIZE_MAX).
+QWIDGETSIZE_MAX = (1 << 24) - 1
 #: Where an item keeps its entry's number, which stays when entries before it are removed.
 _NUMBER = Qt.ItemDataRole.UserRole + 1
 
@@ -34,8 +38,9 @@ class HistoryStrip(QListWidget):
         self.setWrapping(False)
         self.setIconSize(QSize(96, 96))
         self.setMovement(QListWidget.Movement.Static)
-        self.setFixedHeight(124)
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.setSpacing(4)
+        self.lay_out(vertical=False)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.setToolTip(
             "Results kept until exported or removed: click to view, right-click to compare, restore settings or remove"
@@ -45,6 +50,15 @@ class HistoryStrip(QListWidget):
         # A click on the selected entry shows it again (after a new photo replaced it in the view).
         self.itemClicked.connect(lambda item: self._current_changed(item, None))
         self.entries: list[HistoryEntry] = []
+
+    def lay_out(self, vertical: bool) -> None:
+        """A strip one thumbnail high (below or above the picture), or a grid as wide as a column beside it."""
+        self.setWrapping(vertical)
+        if vertical:
+            self.setMinimumHeight(THUMBNAIL + 28)
+            self.setMaximumHeight(QWIDGETSIZE_MAX)
+        else:
+            self.setFixedHeight(THUMBNAIL + 28)
 
     def add(self, entry: HistoryEntry) -> None:
         self.entries.append(entry)

@@ -131,7 +131,7 @@ class ImageView(QWidget):
         width, height = self._size()
         if width <= 0 or height <= 0:
             return
-        self._set_zoom(min(self.width() / width, self.height() / height, 1.0 if width > 64 else 8.0))
+        self._set_zoom(min(self.width() / width, self.height() / height, _MAX_ZOOM))  # small pictures enlarged too
         self._offset = QPointF(0, 0)
 
     def actual_size(self) -> None:

@@ -72,6 +72,14 @@ from .widgets import MessageBanner
 
 log = logging.getLogger(__name__)
 
+#: The window's size on a screen large enough for it; on a smaller one it takes the whole screen.
+DEFAULT_SIZE = (1600, 1000)
+#: The version of the docks' layout: a saved layout of another is not restored (the picture-first one replaced
+#: the one with the history and the loss plot below the picture).
+LAYOUT_VERSION = 2
+#: The dock areas beside the picture, where the history is a grid rather than a strip.
+_SIDE_AREAS = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
+
 
 class MainWindow(QMainWindow):
     """Style Studio's window.
@@ -154,12 +162,10 @@ class MainWindow(QMainWindow):
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         self._connect()
         geometry, docks = self.store.geometry()
-        if geometry is not None:
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1360, 860)
-        if docks is not None:
-            self.restoreState(docks)
+        if geometry is None or not self.restoreGeometry(geometry):
+            self._fit_to_screen()
+        if docks is None or not self.restoreState(docks, LAYOUT_VERSION):  # another version's: the default
+            self.reset_layout()
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(400)
@@ -201,28 +207,41 @@ class MainWindow(QMainWindow):
         right = QScrollArea()
         right.setWidgetResizable(True)
         right.setWidget(self.controls)
-        right.setMinimumWidth(330)
+        # As wide as its rows need, and never scrolled sideways.
+        right.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        right.setMinimumWidth(
+            self.controls.minimumSizeHint().width() + right.verticalScrollBar().sizeHint().width()
+            + 2 * right.frameWidth()
+        )  # fmt: skip
 
+        # The picture first: the centre is the picture and the settings; the photo, the styles, the history and
+        # the loss curves share the left column; regions and the queue open beside the settings when used.
         splitter = QSplitter()
-        for part in (self.inputs, middle, right):
+        splitter.setChildrenCollapsible(False)
+        for part in (middle, right):
             splitter.addWidget(part)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([250, 760, 350])
+        splitter.setStretchFactor(0, 1)
+        splitter.setSizes([1000, right.minimumWidth()])
         self.setCentralWidget(splitter)
 
+        self.inputs_dock = self._dock(
+            "Photo and styles", "inputsDock", self.inputs, Qt.DockWidgetArea.LeftDockWidgetArea
+        )
+        self.inputs_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)  # always there
         self.loss_plot = LossPlot()
-        self.loss_dock = self._dock("Loss", "lossDock", self.loss_plot)
         self.history = HistoryStrip()
-        self.history_dock = self._dock("History", "historyDock", self.history)
-        self.splitDockWidget(self.history_dock, self.loss_dock, Qt.Orientation.Horizontal)
+        self.history_dock = self._dock("History", "historyDock", self.history, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.history_dock.dockLocationChanged.connect(
+            lambda area: self.history.lay_out(vertical=area in _SIDE_AREAS)
+        )  # fmt: skip
+        self.loss_dock = self._dock("Loss", "lossDock", self.loss_plot, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.history.lay_out(vertical=True)
         self.regions_panel = RegionsPanel(self.regions, lambda: [row.item.name for row in self.inputs.style_rows])
-        self.regions_dock = self._dock("Regions", "regionsDock", self.regions_panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.regions_dock)
+        self.regions_dock = self._dock(
+            "Regions", "regionsDock", self.regions_panel, Qt.DockWidgetArea.RightDockWidgetArea
+        )
         self.queue_panel = QueuePanel(self.queue)
-        self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.queue_dock)
-        self.tabifyDockWidget(self.regions_dock, self.queue_dock)
-        self.regions_dock.raise_()
+        self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel, Qt.DockWidgetArea.RightDockWidgetArea)
 
         self.weights_label = QLabel()
         self.device_label = QLabel()
@@ -232,12 +251,43 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(label)
         self.setAcceptDrops(True)
 
-    def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
         dock.setWidget(widget)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+        self.addDockWidget(area, dock)
         return dock
+
+    def reset_layout(self) -> None:
+        """The panels as they are at first (View → Reset layout): the picture first, the photo and styles over the
+        history and loss curves in a column as narrow as their rows allow, regions and the queue closed."""
+        for dock, area in ((self.inputs_dock, Qt.DockWidgetArea.LeftDockWidgetArea),
+                           (self.history_dock, Qt.DockWidgetArea.LeftDockWidgetArea),
+                           (self.regions_dock, Qt.DockWidgetArea.RightDockWidgetArea)):  # fmt: skip
+            dock.setFloating(False)
+            self.addDockWidget(area, dock)
+        for dock in (self.loss_dock, self.queue_dock):
+            dock.setFloating(False)
+        self.splitDockWidget(self.inputs_dock, self.history_dock, Qt.Orientation.Vertical)
+        self.tabifyDockWidget(self.history_dock, self.loss_dock)
+        self.tabifyDockWidget(self.regions_dock, self.queue_dock)
+        for dock in (self.inputs_dock, self.history_dock, self.loss_dock):
+            dock.show()
+        self.history_dock.raise_()
+        for unopened in (self.regions_dock, self.queue_dock):  # they open when used (painting, queueing)
+            unopened.hide()
+        column = self.inputs.minimumSizeHint().width()
+        self.resizeDocks([self.inputs_dock], [column], Qt.Orientation.Horizontal)
+        height = self.height()
+        self.resizeDocks([self.inputs_dock, self.history_dock], [height * 3 // 5, height * 2 // 5],
+                         Qt.Orientation.Vertical)  # fmt: skip
+
+    def _fit_to_screen(self) -> None:
+        """Open at ``DEFAULT_SIZE``, or the whole of a smaller screen, in its middle."""
+        screen = self.screen().availableGeometry()
+        width, height = min(DEFAULT_SIZE[0], screen.width()), min(DEFAULT_SIZE[1], screen.height())
+        self.resize(width, height)
+        self.move(screen.x() + (screen.width() - width) // 2, screen.y() + (screen.height() - height) // 2)
 
     def _connect(self) -> None:
         a = self.commands
@@ -255,6 +305,7 @@ class MainWindow(QMainWindow):
             (a.stop, self.video.stop),
             (a.render_video, lambda: self.video.start()),
             (a.fit, self.view.fit),
+            (a.reset_layout, self.reset_layout),
             (a.actual_size, self.view.actual_size),
             (a.zoom_in, lambda: self.view.zoom_by(1.25)),
             (a.zoom_out, lambda: self.view.zoom_by(0.8)),
@@ -521,6 +572,6 @@ class MainWindow(QMainWindow):
         self.documents.wait()
         self.kept.wait()
         self._persist()
-        self.store.save_geometry(self.saveGeometry(), self.saveState())
+        self.store.save_geometry(self.saveGeometry(), self.saveState(LAYOUT_VERSION))
         self.store.sync()
         super().closeEvent(event)

@@ -1,0 +1,58 @@
+"""The picture first: on a laptop's screen and on a desktop's, the picture takes at least half of the window."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QScrollArea
+
+
+def area(widget) -> int:
+    return widget.width() * widget.height()
+
+
+@pytest.mark.parametrize("screen", [(1366, 768), (1920, 1080)], ids=["1366x768", "1920x1080"])
+def test_the_picture_takes_at_least_half_of_the_window(make_window, qtbot, screen):
+    window = make_window()
+    width, height = min(screen[0], 1600), min(screen[1], 1000)  # the size it opens at on that screen
+    window.resize(width, height)
+    window.reset_layout()
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.wait(50)
+    assert area(window.view) >= 0.5 * area(window), (window.view.size(), window.size())
+
+
+def test_docks_a_user_has_not_opened_start_closed_and_open_when_used(window, qtbot):
+    window.show()
+    qtbot.waitExposed(window)
+    assert not window.regions_dock.isVisible() and not window.queue_dock.isVisible()
+    assert window.history_dock.isVisible() and window.inputs_dock.isVisible()
+    window.commands.paint.trigger()
+    assert window.regions_dock.isVisible()
+    window.regions_dock.hide()
+    window.reset_layout()
+    assert not window.regions_dock.isVisible() and window.history_dock.isVisible()
+
+
+def test_the_settings_column_fits_its_rows_without_scrolling_sideways(window, qtbot):
+    window.resize(1366, 768)
+    window.reset_layout()
+    window.show()
+    qtbot.waitExposed(window)
+    column = window.controls.parentWidget().parentWidget()
+    assert isinstance(column, QScrollArea)
+    assert not column.horizontalScrollBar().isVisible()
+    assert window.controls.width() >= window.controls.minimumSizeHint().width()
+
+
+def test_fit_enlarges_a_picture_smaller_than_the_view(window, qtbot):
+    from PySide6.QtGui import QImage
+
+    window.resize(1366, 768)
+    window.show()
+    qtbot.waitExposed(window)
+    small = QImage(128, 72, QImage.Format.Format_RGB888)
+    small.fill(0xFF0000)
+    window.view.set_image(small)
+    window.view.fit()
+    assert window.view.zoom() > 2.0
