@@ -194,8 +194,8 @@ class MainWindow(QMainWindow):
         middle = QWidget()
         middle_layout = QVBoxLayout(middle)
         middle_layout.setContentsMargins(0, 0, 0, 0)
-        middle_layout.addWidget(self.banner)
         middle_layout.addWidget(self.view, 1)
+        self.banner.overlay(self.view)
         middle_layout.addWidget(self.run_bar)
 
         self.controls = ControlsPanel(stored, show_all_layers=self.store.show_all_layers(), state=self.state)
@@ -374,7 +374,9 @@ class MainWindow(QMainWindow):
     # -- inputs ----------------------------------------------------------------------
 
     def _content_changed(self, item: InputImage | None) -> None:
-        """A new photo (the state shows it, not the last result: that stays in the history)."""
+        """A new photo (the state shows it, not the last result: that stays in the history); the message about the
+        last one goes."""
+        self.banner.clear()
         if item is not None:
             if self.regions.set_photo(*item.image.size):
                 self.show_info(

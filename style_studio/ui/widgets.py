@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPropertyAnimation, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFrame,
+    QGraphicsOpacityEffect,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -282,7 +283,15 @@ class StyleRow(QWidget):
 
 
 class MessageBanner(QFrame):
-    """A dismissable line at the top of the window for errors and notices (never a modal box)."""
+    """A dismissable line over the top of the picture for errors and notices (never a modal box).
+
+    It lies over the picture (``overlay``) rather than pushing it down. A notice fades after ``NOTICE_SECONDS``;
+    an error, or a message with buttons, stays until it is dismissed, answered or ``clear``ed.
+    """
+
+    #: How long a notice stays before it fades.
+    NOTICE_SECONDS = 6.0
+    _FADE_MS = 600
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -302,7 +311,41 @@ class MessageBanner(QFrame):
         layout.addLayout(self._actions)
         layout.addWidget(close)
         self.buttons: list[QPushButton] = []
+        self._opacity = QGraphicsOpacityEffect(self)
+        self._opacity.setOpacity(1.0)
+        self.setGraphicsEffect(self._opacity)
+        self._fade = QPropertyAnimation(self._opacity, b"opacity", self)
+        self._fade.setDuration(self._FADE_MS)
+        self._fade.setStartValue(1.0)
+        self._fade.setEndValue(0.0)
+        self._fade.finished.connect(self.hide)
+        self._linger = QTimer(self)
+        self._linger.setSingleShot(True)
+        self._linger.timeout.connect(self._fade.start)
         self.hide()
+
+    def overlay(self, widget: QWidget) -> None:
+        """Lie over the top of ``widget``, as wide as it less a margin, following its size."""
+        self.setParent(widget)
+        widget.installEventFilter(self)
+        self._place()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.parentWidget() and event.type() == QEvent.Type.Resize:
+            self._place()
+        return False
+
+    def _place(self) -> None:
+        host = self.parentWidget()
+        if host is None:
+            return
+        width = max(0, host.width() - 2 * _BANNER_MARGIN)
+        self.setGeometry(_BANNER_MARGIN, _BANNER_MARGIN, width, self.heightForWidth(width))
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt override
+        layout = self.layout()
+        height = layout.totalHeightForWidth(width) if layout is not None else -1
+        return max(height, self.sizeHint().height())
 
     def show_message(
         self, text: str, kind: str = "error", actions: Sequence[tuple[str, Callable[[], None]]] = ()
@@ -321,14 +364,35 @@ class MessageBanner(QFrame):
         colors = {"error": ("#fdecea", "#8a1c12"), "info": ("#e8f1fb", "#123f6b")}
         background, foreground = colors.get(kind, colors["info"])
         self.setStyleSheet(
-            f"#banner {{ background: {background}; border-radius: 4px; }} #banner QLabel {{ color: {foreground}; }}"
+            f"#banner {{ background: {background}; border: 1px solid {foreground}; border-radius: 4px; }} "
+            f"#banner QLabel {{ color: {foreground}; }}"
         )
         self.label.setText(text)
         self.kind = kind
+        self._fade.stop()
+        self._linger.stop()
+        self._opacity.setOpacity(1.0)
         self.show()
+        self.raise_()
+        self._place()
+        if kind != "error" and not actions:
+            self._linger.start(round(self.NOTICE_SECONDS * 1000))
+
+    def clear(self) -> None:
+        """Take a notice or an error away (the user went on to something else: a new photo or clip); a question,
+        a message with buttons, stays for its answer."""
+        if self.buttons and not self.isHidden():
+            return
+        self._linger.stop()
+        self._fade.stop()
+        self.hide()
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()
+
+
+#: The space between the banner and the picture's edges.
+_BANNER_MARGIN = 8
 
 
 #: The largest value a QSpinBox holds.

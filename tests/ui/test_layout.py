@@ -56,3 +56,29 @@ def test_fit_enlarges_a_picture_smaller_than_the_view(window, qtbot):
     window.view.set_image(small)
     window.view.fit()
     assert window.view.zoom() > 2.0
+
+
+def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_photo(window, qtbot, monkeypatch, files):
+    from style_studio.ui.pictures import InputImage
+    from style_studio.ui.widgets import MessageBanner
+
+    photo, other, _, _ = files
+
+    monkeypatch.setattr(MessageBanner, "NOTICE_SECONDS", 0.2)
+    window.resize(1366, 768)
+    window.show()
+    qtbot.waitExposed(window)
+    before = window.view.geometry()
+    window.show_info("Exported to out.png")
+    assert window.banner.isVisible() and window.view.geometry() == before  # over the picture, not pushing it
+    assert window.banner.geometry().top() >= 0 and window.banner.parentWidget() is window.view
+    qtbot.waitUntil(lambda: window.banner.isHidden(), timeout=3000)
+    window.show_error("out.png: the folder is read-only")
+    qtbot.wait(1200)
+    assert window.banner.isVisible() and "read-only" in window.banner.text()
+    window.inputs.use_as_content(InputImage.from_file(photo))
+    assert window.banner.isHidden()
+    window.banner.show_message("Resume the unfinished run?", "info", [("Resume", lambda: None)])
+    window.inputs.use_as_content(InputImage.from_file(other))
+    qtbot.wait(400)
+    assert window.banner.isVisible()  # a question waits for its answer
