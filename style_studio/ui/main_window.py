@@ -258,6 +258,14 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
+    def export(self) -> None:
+        """Export (Ctrl+S): the picture shown; during a run, the picture being painted: the run stops, and the
+        dialog opens on its picture so far."""
+        if self.runs.stop_and_then(lambda entry: self.files.export_dialog(entry=entry)):
+            self.show_info("Stopping the run: you export the picture so far")
+            return
+        self.files.export_dialog()
+
     def reset_layout(self) -> None:
         """The panels as they are at first (View → Reset layout): the picture first, the photo and styles over the
         history and loss curves in a column as narrow as their rows allow, regions and the queue closed."""
@@ -296,7 +304,7 @@ class MainWindow(QMainWindow):
             (a.add_style, self.inputs.add_style_dialog),
             (a.paste, self.inputs.paste_content),
             (a.paste_style, self.inputs.paste_style),
-            (a.export, self.files.export_dialog),
+            (a.export, self.export),
             (a.save_preset, self.files.save_preset_dialog),
             (a.load_preset, self.files.load_preset_dialog),
             (a.quit, self.close),

@@ -112,6 +112,7 @@ class UserRuns:
         self._running_plan: RunPlan | None = None  # the plan of the run under way: its work measures its speed
         self._final_size: tuple[int, int] | None = None  # the size previews are shown at
         self._previews: PreviewFolder | None = None  # where the run under way keeps its previews
+        self._then: Callable[[HistoryEntry], None] | None = None  # what to do with its picture once it stopped
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
@@ -229,6 +230,15 @@ class UserRuns:
             self.state.set("weights", dialog.choice)
         return dataclasses.replace(settings, weights=dialog.choice)
 
+    def stop_and_then(self, then: Callable[[HistoryEntry], None]) -> bool:
+        """Stop the user's run under way and hand its picture so far to ``then`` once it is in the history and shown
+        (Export during a run writes what is being painted); False when no run of the user's is under way."""
+        if not self.controller.running or self.controller.owner != USER:
+            return False
+        self._then = then
+        self.stop()
+        return True
+
     def stop(self) -> None:
         if self.controller.owner == QUEUE:
             self.queue.set_paused(True)  # Stop (Esc) during a queued job pauses the queue
@@ -278,6 +288,9 @@ class UserRuns:
             else:
                 entry = self.kept.add(entry)
             self.state.show(entry)
+        then, self._then = self._then, None
+        if then is not None and outcome.image is not None:
+            then(entry)
         previews, self._previews = self._previews, None
         if outcome.error:
             self.feedback.error(outcome.error)

@@ -76,3 +76,34 @@ def test_choosing_the_photo_in_the_export_dialog_is_refused_in_words_before_any_
     monkeypatch.setattr(documents.QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(other), ""))
     window.commands.export.trigger()
     assert asked == ["old-export.png already exists. Replace it?"] and other.read_bytes() == b"mine"
+
+
+def test_export_during_a_run_stops_it_and_writes_the_picture_so_far(qtbot, window, files, monkeypatch, tmp_path):
+    """Ctrl+S while a run paints exports what is being painted, not the last entry of the history."""
+    import dataclasses
+
+    import numpy as np
+    from PIL import Image
+
+    from style_studio.core import StopReason
+    from style_studio.ui import documents
+    from tests.ui.conftest import FAST
+
+    photo, _, style, _ = files
+    open_pictures(window, photo, style)
+    run_to_end(qtbot, window)
+    earlier = window.state.shown  # the history's last entry, which Ctrl+S must not write
+    window.controls.set_settings(dataclasses.replace(FAST, iterations=100_000, seed=7))
+    target = tmp_path / "so-far.png"
+    monkeypatch.setattr(documents.QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    steps = []
+    window.controller.progressed.connect(lambda record: steps.append(record.step))
+    window.start()
+    qtbot.waitUntil(lambda: len(steps) >= 3, timeout=30_000)
+    with qtbot.waitSignal(window.documents.exportFinished, timeout=60_000) as blocker:
+        window.commands.export.trigger()
+    assert blocker.args[1] in ("", None), blocker.args
+    shown = window.state.shown
+    assert shown is not earlier and shown.stop_reason == StopReason.CANCELLED
+    with Image.open(target) as written:
+        assert np.array_equal(np.asarray(written.convert("RGB")), np.asarray(shown.result))
