@@ -138,6 +138,8 @@ class ControlsPanel(QWidget):
         for name in PRIMARY_STYLE_LAYERS:
             box.addWidget(self._layer_slider(name))
         self.more_layers = QCollapsible("All layers")
+        self.more_layers.setCollapsedIcon("▸")  # pointing at what opens, not up
+        self.more_layers.setExpandedIcon("▾")
         self.more_layers.setToolTip("Show a slider for every VGG19 layer")
         for name in LAYER_NAMES:
             if name not in PRIMARY_STYLE_LAYERS:
@@ -267,9 +269,10 @@ class ControlsPanel(QWidget):
     def _size_presets(self) -> QToolButton:
         """Sizes people ask for: the photo's own, screens, and paper at 300 dpi."""
         button = QToolButton()
-        button.setText("Presets")
+        button.setText("Presets ▾")
         button.setToolTip("Common sizes: the photo's own, screens, prints")
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")  # the ▾ says it, not over it
         menu = QMenu(button)
         self.photo_size_action = menu.addAction("Photo's own size")
         self.photo_size_action.setEnabled(False)
