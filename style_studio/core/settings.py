@@ -33,9 +33,27 @@ FORMAT_VERSION: Final = 1
 OPTIMIZERS: Final = ("lbfgs", "adam")
 INITS: Final = ("content", "noise", "style", "palette", "instant")
 POOLINGS: Final = ("max", "avg")
-#: How the style is compared (``objective.STYLE_LOSSES``): Gram matrices (Gatys et al. 2016), or Gaussians'
-#: Wasserstein-2 distance (mean and covariance apart).
-STYLE_LOSSES: Final = ("gram", "gaussian")
+
+
+@dataclass(frozen=True)
+class StyleLossKind:
+    """A way of comparing the style, described once: its name is ``--style-loss``'s choice, ``label`` the window's,
+    ``about`` its part of the help, and ``where`` its ``StyleLoss`` class in ``core/objective`` ("module:Class",
+    loaded when a run uses it, so that naming the settings imports no torch)."""
+
+    label: str
+    about: str
+    where: str
+
+
+#: The style losses by name. A new one is a file in ``core/objective`` and a line here.
+STYLE_LOSS_KINDS: Final = {
+    "gram": StyleLossKind("Gram (classic)", "Gram matrices (Gatys et al.): the photo's colours with the painting's "
+                          "texture laid over", "terms:GramLoss"),
+    "gaussian": StyleLossKind("Gaussian (palette and strokes)", "mean and covariance apart (Wasserstein-2): the "
+                              "painting's palette and strokes; looks more like the painting", "gaussian:GaussianLoss"),
+}  # fmt: skip
+STYLE_LOSSES: Final = tuple(STYLE_LOSS_KINDS)
 #: Optical-flow methods for a video's frames (``VideoOptions.flow``): OpenCV's DIS at two presets, and Farneback.
 FLOW_METHODS: Final = ("dis", "dis-fast", "farneback")
 PRECISIONS: Final = ("auto", "fp32", "bf16", "fp16")
@@ -193,11 +211,11 @@ class Settings:
     )  # fmt: skip
     style_loss: str = field(
         default="gaussian",
-        metadata=_about("how the style is compared: gram (Gatys et al.) or gaussian (mean and covariance, "
-                        "Wasserstein-2)", choices=STYLE_LOSSES,
-                        tip="How the picture's textures are compared with the painting's. Gram: the classic "
-                        "recipe, the photo's colours with the painting's texture laid over. Gaussian: the "
-                        "painting's palette and strokes matched apart; looks more like the painting."),
+        metadata=_about("how the style is compared: "
+                        + "; ".join(f"{name}, {kind.about}" for name, kind in STYLE_LOSS_KINDS.items()),
+                        choices=STYLE_LOSSES,
+                        tip="How the picture's textures are compared with the painting's. "
+                        + " ".join(f"{kind.label}: {kind.about}." for kind in STYLE_LOSS_KINDS.values())),
     )  # fmt: skip
     seed: int = field(
         default=0,

@@ -221,7 +221,7 @@ class ControlsPanel(QWidget):
         self.style_scale.setSingleStep(0.1)
         self.style_scale.setDecimals(2)
         self.pooling = _combo([("Max", "max"), ("Average", "avg")], tip("pooling"))
-        self.style_loss = _combo([("Gram (classic)", "gram"), ("Gaussian (palette and strokes)", "gaussian")],
+        self.style_loss = _combo([(kind.label, name) for name, kind in settings_mod.STYLE_LOSS_KINDS.items()],
                                  tip("style_loss"))  # fmt: skip
         self.print_dpi = QSpinBox()
         self.print_dpi.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts

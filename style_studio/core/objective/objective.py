@@ -11,6 +11,7 @@ same at any size.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -28,16 +29,15 @@ from ..network.device import Compute
 from ..network.instant import instant_look
 from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork
 from ..progress import Losses
-from ..settings import Settings
+from ..settings import STYLE_LOSS_KINDS, Settings
 from . import color
 from .capture import Captured, capture
-from .gaussian import GaussianLoss
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .loss_scale import LossScale
 from .regions import Regions
 from .statistics import Values
 from .temporal import TemporalTarget
-from .terms import ContentTerm, GramLoss, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
+from .terms import ContentTerm, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
 
 #: Each picture term's maker: (the photo at this scale, the settings, a video frame's temporal target) -> the
 #: term, or None where it does not apply. In this order in records.
@@ -46,11 +46,13 @@ PICTURE_TERMS: tuple[Callable[[Tensor, Settings, TemporalTarget | None], Picture
     Temporal.of,
 )
 
-#: The style losses by the names ``Settings.style_loss`` gives them (its choices: ``settings.STYLE_LOSSES``).
-STYLE_LOSSES: dict[str, type[StyleLoss]] = {
-    "gram": GramLoss,
-    "gaussian": GaussianLoss,
-}
+
+def style_loss(name: str) -> StyleLoss:
+    """The style loss ``Settings.style_loss`` names, from the class its ``settings.STYLE_LOSS_KINDS`` line says."""
+    module, _, cls = STYLE_LOSS_KINDS[name].where.partition(":")
+    kind: type[StyleLoss] = getattr(importlib.import_module(f".{module}", __package__), cls)
+    return kind()
+
 
 #: The style images' statistics, by style layer, one mapping per style image.
 StyleStatistics = list[dict[str, Values]]
@@ -215,7 +217,7 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
-        self.loss = STYLE_LOSSES[settings.style_loss]()
+        self.loss = style_loss(settings.style_loss)
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
         self._map_gradient: Tensor | None = None

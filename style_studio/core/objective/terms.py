@@ -14,8 +14,8 @@ Every term's weight is divided by its value for an unrelated picture
 (``losses``), so a weight means the same at any size and with any network.
 A new picture term is a ``PictureTerm`` subclass and a line in
 ``objective.PICTURE_TERMS``; a new style loss is a ``StyleLoss`` subclass
-and a line in ``objective.STYLE_LOSSES``, with its name among the
-setting's choices (``settings.STYLE_LOSSES``).
+in a file of its own and a line in ``settings.STYLE_LOSS_KINDS`` (its name,
+the window's label, its help and where it is).
 """
 
 from __future__ import annotations

@@ -159,10 +159,17 @@ def test_a_run_with_the_gaussian_loss_lowers_it_in_bf16_as_in_fp32(tiny, content
     assert losses["bf16"][1] == pytest.approx(losses["fp32"][1], rel=0.2)
 
 
-def test_every_style_loss_named_by_the_setting_is_listed():
-    from style_studio.core.settings import STYLE_LOSSES
+def test_a_style_loss_is_described_once_and_every_part_follows_that_line():
+    """A new loss is its file and a line in settings.STYLE_LOSS_KINDS: the setting's choices, its help and the run's
+    class all come from that line."""
+    from style_studio.core.objective.terms import StyleLoss
+    from style_studio.core.settings import STYLE_LOSS_KINDS, STYLE_LOSSES, about
 
-    assert tuple(objective_module.STYLE_LOSSES) == STYLE_LOSSES
+    assert STYLE_LOSSES == tuple(STYLE_LOSS_KINDS) == about("style_loss").choices
+    for name, kind in STYLE_LOSS_KINDS.items():
+        loss = objective_module.style_loss(name)
+        assert isinstance(loss, StyleLoss) and type(loss).__name__ == kind.where.partition(":")[2]
+        assert kind.about in about("style_loss").help and kind.label in about("style_loss").tooltip
 
 
 @pytest.mark.parametrize("scale", [1.0, 100.0])
