@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QMenu,
     QPushButton,
     QSpinBox,
@@ -28,7 +27,7 @@ from superqt import QCollapsible
 from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
 from .state import WindowState
-from .widgets import LayerSlider, LogSlider, bounded
+from .widgets import LayerSlider, LogSlider, WrappedLabel, bounded
 
 CHOOSE_FILE = "choose-file"
 
@@ -195,11 +194,9 @@ class ControlsPanel(QWidget):
         self.tile = QSpinBox()
         self.tile.setSingleStep(256)
         self.tile.setSuffix(" px")
-        self.schedule = QLabel()
-        self.schedule.setWordWrap(True)
+        self.schedule = WrappedLabel()
         self.schedule.setToolTip("The scales this run will paint, coarse to fine, and their iterations.")
-        self.needs = QLabel()
-        self.needs.setWordWrap(True)
+        self.needs = WrappedLabel()
         self.needs.setToolTip(
             "The memory the run will need, and how long it will take at the speed the last run measured"
         )

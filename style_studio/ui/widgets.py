@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QEvent, QObject, QPropertyAnimation, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap
+from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap, QResizeEvent
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFrame,
@@ -280,6 +280,28 @@ class StyleRow(QWidget):
     def _blend_changed(self, _: int) -> None:
         self._show_blend()
         self.blendChanged.emit()
+
+
+class WrappedLabel(QLabel):
+    """A label whose words wrap, as tall as its lines are at the width it has (a form's row otherwise keeps the
+    height of one width and cuts the lines off, as the run's needs were)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        height = self.heightForWidth(self.width()) if self.text() else 0
+        if height != self.minimumHeight():
+            self.setMinimumHeight(max(height, 0))
 
 
 class MessageBanner(QFrame):
