@@ -463,6 +463,8 @@ class MainWindow(QMainWindow):
         self.view.set_before(before)
         if entry is not None:
             self.view.set_image(pil_to_qimage(entry.result))
+            if self.kept.holds(entry) and not self.controller.running:  # the run bar says which picture this is
+                self.run_bar.show_text(f"From the history: {entry.summary().splitlines()[0]}")
         elif before is not None:
             self.view.set_image(before)
 

@@ -103,3 +103,14 @@ def test_the_run_s_needs_get_every_line_they_wrap_to(make_window, qtbot):
     needs.setText("Needs about 0.5 GB · about 3 min 15 s on cpu, fp32 and some more words here")
     qtbot.wait(50)
     assert needs.height() >= needs.heightForWidth(needs.width()) > needs.fontMetrics().height() * 1.5
+
+
+def test_the_run_bar_says_a_picture_from_the_history_is_one(window, qtbot):
+    from tests.ui.test_window import run_to_end
+
+    run_to_end(qtbot, window)
+    entry = window.state.shown
+    assert window.run_bar.progress.format().startswith("Done")
+    window.state.show(None)
+    window.history.entrySelected.emit(entry)
+    assert window.run_bar.progress.format().startswith("From the history: ")
