@@ -121,7 +121,13 @@ class HistoryEntry:
                 f"{where}"
             )
         return (
-            f"{stamp} — {self.result.width}×{self.result.height}, {s.iterations} iterations × {s.scales} "
-            f"scale(s), style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
+            f"{stamp} — {self.result.width}×{self.result.height}, {_iterations(s)}, "
+            f"style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
             f"{'' if self.stop_reason == FINISHED else ' (stopped early)'}"
         )
+
+
+def _iterations(settings: Settings) -> str:
+    """The iterations of each scale ("150 + 75 iterations"), as the schedule under the size says them."""
+    counts = [iterations for _, iterations in settings.schedule()]
+    return f"{' + '.join(str(n) for n in counts)} iteration{'s' if sum(counts) != 1 else ''}"
