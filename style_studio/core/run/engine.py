@@ -26,6 +26,7 @@ import logging
 import math
 import uuid
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -63,6 +64,22 @@ log = logging.getLogger(__name__)
 
 #: With ``Settings.average``, a scale's picture is the average of about its last 1/AVERAGED_SHARE iterations.
 AVERAGED_SHARE = 5
+
+
+@dataclass
+class _Scale:
+    """One scale's optimisation as it stands between iterations: what live changes and step verdicts replace."""
+
+    image: Tensor
+    inputs: ScaleInputs
+    network: FeatureNetwork
+    objective: Objective
+    optimizer: torch.optim.Optimizer
+    control: StepControl
+    keep_photo: KeepPhoto
+    loss_scale: LossScale
+    #: The objective and layer the style map was last asked of (asked again when either changes).
+    watching: tuple[Objective, str | None] | None = None
 
 
 class StyleTransfer:
@@ -343,9 +360,9 @@ class StyleTransfer:
     ) -> Generator[Progress, None, Tensor]:
         """Optimise at one scale; returns the lowest-loss image (generator return value).
 
-        The loss an iteration reports is that of the image before its step.
-        ``resumed``: the checkpoint this scale goes on from (its iterations
-        done, its lowest-loss image).
+        Each iteration takes the changes made while it ran, steps, judges the step and records it; the loss it
+        reports is that of the image before its step. ``resumed``: the checkpoint this scale goes on from (its
+        iterations done, its lowest-loss image).
         """
         pending = self.live.take_settings(self.settings)
         if pending is not None:
@@ -367,82 +384,99 @@ class StyleTransfer:
         optimizer = self._optimizer(image, control.step_size, resumed.step_scale if resumed is not None else None)
         keep_photo = KeepPhoto(image, inputs.regions.keep)  # first: the norm sees the kept pixels left out
         gradient_norm = GradientNorm(image)  # sees the scaled gradient
-        scale = LossScale(self.compute.precision == "fp16")
-        objective = self._objective(network, inputs, self.settings)
-        watching: tuple[Objective, str | None] | None = None
+        scale = _Scale(image, inputs, network, self._objective(network, inputs, self.settings), optimizer, control,
+                       keep_photo, LossScale(self.compute.precision == "fp16"))  # fmt: skip
         settle = Settle(self.frame.settle) if self.frame is not None and self.frame.settle > 0 else None
         try:
             for iteration in range(first, self.iterations[index] + 1):
                 self.cancel_token.raise_if_cancelled()
-                changed = self.live.take_settings(self.settings)
-                if changed is not None:
-                    self.settings = changed
-                    rebuilt = functools.partial(self._objective, network, inputs, changed)
-                    objective, restart = reweighted(objective, changed, rebuilt)
-                    control.new_objective()
-                    if restart:
-                        optimizer = self._optimizer(image, control.step_size)
-                painted = self.live.take_regions()
-                if painted is not None:
-                    self.regions = painted or None
-                    regions = ScaleRegions.prepare(self.regions, inputs.size, self.compute.device)
-                    inputs = dataclasses.replace(inputs, regions=regions)
-                    rebuilt = functools.partial(self._objective, network, inputs, self.settings)
-                    objective = repainted(objective, regions, self.settings, rebuilt)
-                    keep_photo.take(regions.keep)
-                    with torch.no_grad():
-                        image.copy_(regions.kept_photo(image, inputs.content))
-                    control.new_objective()
-                    optimizer = self._optimizer(image, control.step_size)
-                control.before_step(image)
-                optimizer.zero_grad(set_to_none=False)
-                wanted = self.live.style_map_layer
-                if watching != (objective, wanted):
-                    objective.watch(wanted)
-                    watching = (objective, wanted)
-                terms = yield from self._evaluate(objective.gradient(image, scale), index, iteration, inputs.size)
-                self._style_map = objective.style_map() if wanted is not None else None
-                if isinstance(optimizer, LBFGS):
-                    # Its one evaluation per step is the one just made.
-                    optimizer.step(functools.partial(returning, terms.total))
-                else:
-                    optimizer.step()
-                with torch.no_grad():
-                    # A projected step: the loss reported is then that of the image the user
-                    # gets. Left free, pixels drift outside [0, 1] and are clipped on export.
-                    image.clamp_(0, 1)
-                    if isinstance(optimizer, LBFGS):
-                        record_projected_step(optimizer, image, control.step_origin)
-                losses = terms.losses(scale.unscaled(gradient_norm.value))
-                finite = math.isfinite(losses.grad_norm)
-                verdict = control.judge(losses.total, image, iteration, gradient_finite=finite)
-                scale.update(finite)
-                if verdict.blew_up or verdict.overflowed:
-                    optimizer = self._optimizer(image, verdict.step_size)
-                elif verdict.step_raised:
-                    optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays
-                if verdict.improved:
-                    self._records.result_losses = losses
-                self._records.iteration_done(index)
-                self._position = (index, iteration, image)
-                if self._saver.due:
-                    self._save_checkpoint()
-                yield self._progress(
-                    index,
-                    iteration,
-                    inputs.size,
-                    losses,
-                    event=verdict.event,
-                    # A new scale's first picture, and each scale's last (the first scale's start has its own).
-                    force_preview=(iteration == 1 and index > 0) or iteration == self.iterations[index],
-                )
+                self._take_live_changes(scale)
+                terms = yield from self._step(scale, index, iteration)
+                losses = terms.losses(scale.loss_scale.unscaled(gradient_norm.value))
+                event = self._judge(scale, losses, iteration)
+                self._iteration_done(index, iteration, image)
+                # A new scale's first picture, and each scale's last, are previewed (the first scale's start has its
+                # own record).
+                last = iteration == self.iterations[index]
+                yield self._progress(index, iteration, scale.inputs.size, losses, event=event,
+                                     force_preview=(iteration == 1 and index > 0) or last)  # fmt: skip
                 if settle is not None and settle.settled(control.best):
                     break  # a frame that started close to its end: its loss no longer falls
             return control.kept
         finally:
             gradient_norm.remove()
             keep_photo.remove()
-            objective.close()
+            scale.objective.close()
+
+    def _take_live_changes(self, scale: _Scale) -> None:
+        """The loss weights and the regions changed since the last iteration: the objective is made again for them,
+        and the optimiser with it where its history no longer describes the loss."""
+        changed = self.live.take_settings(self.settings)
+        if changed is not None:
+            self.settings = changed
+            rebuilt = functools.partial(self._objective, scale.network, scale.inputs, changed)
+            scale.objective, restart = reweighted(scale.objective, changed, rebuilt)
+            scale.control.new_objective()
+            if restart:
+                scale.optimizer = self._optimizer(scale.image, scale.control.step_size)
+        painted = self.live.take_regions()
+        if painted is not None:
+            self.regions = painted or None
+            regions = ScaleRegions.prepare(self.regions, scale.inputs.size, self.compute.device)
+            scale.inputs = dataclasses.replace(scale.inputs, regions=regions)
+            rebuilt = functools.partial(self._objective, scale.network, scale.inputs, self.settings)
+            scale.objective = repainted(scale.objective, regions, self.settings, rebuilt)
+            scale.keep_photo.take(regions.keep)
+            with torch.no_grad():
+                scale.image.copy_(regions.kept_photo(scale.image, scale.inputs.content))
+            scale.control.new_objective()
+            scale.optimizer = self._optimizer(scale.image, scale.control.step_size)
+
+    def _step(self, scale: _Scale, index: int, iteration: int) -> Generator[Progress, None, Terms]:
+        """One step: the loss and its gradient (a record after each tile of a tiled one), the optimiser's step from
+        them, and the picture projected back into [0, 1]; the terms evaluated."""
+        image, optimizer = scale.image, scale.optimizer
+        scale.control.before_step(image)
+        optimizer.zero_grad(set_to_none=False)
+        wanted = self.live.style_map_layer
+        if scale.watching != (scale.objective, wanted):
+            scale.objective.watch(wanted)
+            scale.watching = (scale.objective, wanted)
+        evaluation = scale.objective.gradient(image, scale.loss_scale)
+        terms = yield from self._evaluate(evaluation, index, iteration, scale.inputs.size)
+        self._style_map = scale.objective.style_map() if wanted is not None else None
+        if isinstance(optimizer, LBFGS):
+            optimizer.step(functools.partial(returning, terms.total))  # its one evaluation is the one just made
+        else:
+            optimizer.step()
+        with torch.no_grad():
+            # A projected step: the loss reported is then that of the image the user gets. Left free, pixels drift
+            # outside [0, 1] and are clipped on export.
+            image.clamp_(0, 1)
+            if isinstance(optimizer, LBFGS):
+                record_projected_step(optimizer, image, scale.control.step_origin)
+        return terms
+
+    def _judge(self, scale: _Scale, losses: Losses, iteration: int) -> str | None:
+        """Step control's verdict on the step: the optimiser made again after a blow-up or an overflow, its step
+        raised after good ones, the result's losses kept when the picture improved; the event to tell, if any."""
+        finite = math.isfinite(losses.grad_norm)
+        verdict = scale.control.judge(losses.total, scale.image, iteration, gradient_finite=finite)
+        scale.loss_scale.update(finite)
+        if verdict.blew_up or verdict.overflowed:
+            scale.optimizer = self._optimizer(scale.image, verdict.step_size)
+        elif verdict.step_raised:
+            scale.optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays
+        if verdict.improved:
+            self._records.result_losses = losses
+        return verdict.event
+
+    def _iteration_done(self, index: int, iteration: int, image: Tensor) -> None:
+        """Count the iteration and keep where the run stands, saved when a checkpoint is due."""
+        self._records.iteration_done(index)
+        self._position = (index, iteration, image)
+        if self._saver.due:
+            self._save_checkpoint()
 
     def _evaluate(
         self, evaluation: Generator[TileDone, None, Terms], index: int, iteration: int, size: tuple[int, int]
