@@ -78,15 +78,18 @@ def test_a_run_that_finishes_or_is_stopped_leaves_nothing_to_resume(qtbot, make_
 def stopped_run(tiny, content, styles, settings):
     """A core run stopped after 3 iterations, its checkpoint in the user's store (as the CLI leaves one)."""
     from style_studio.core.run.cancel import CancelToken
-    from style_studio.core.run.engine import StyleTransfer
+    from tests.runs import run
 
     token = CancelToken()
     names = ("chelsea.png", *(f"style-{n}.png" for n in range(1, len(styles) + 1)))
-    transfer = StyleTransfer(content, styles, settings, tiny, cancel=token, checkpoints=CheckpointStore(),
-                             input_names=names)  # fmt: skip
-    for record in transfer.run():
+
+    def stop_after_three(record):
         if record.step >= 3:
             token.cancel()
+
+    run(
+        content, styles, settings, tiny, names=names, hear=stop_after_three, cancel=token, checkpoints=CheckpointStore()
+    )
     (checkpoint,) = CheckpointStore().unfinished()
     return checkpoint
 

@@ -16,8 +16,8 @@ from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.statistics import statistic_tap
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
-from style_studio.core.run.engine import StyleTransfer
 from tests.core.objective.test_tiles import BLEND, FP32, SIZE, gradient_of, relative
+from tests.runs import iterations, run
 
 GAUSSIAN = dataclasses.replace(BLEND, style_loss="gaussian")
 
@@ -152,7 +152,7 @@ def test_a_run_with_the_gaussian_loss_lowers_it_in_bf16_as_in_fp32(tiny, content
     losses = {}
     for precision in ("fp32", "bf16"):
         settings = dataclasses.replace(GAUSSIAN, size=48, iterations=12, style_blend=(), precision=precision)
-        records = [r for r in StyleTransfer(content_image, [style_image], settings, tiny).run() if not r.start]
+        records = iterations(run(content_image, [style_image], settings, tiny)[0])
         assert all(np.isfinite(r.total_loss) for r in records), precision
         losses[precision] = (records[0].total_loss, records[-1].total_loss)
         assert records[-1].total_loss < 0.8 * records[0].total_loss, precision

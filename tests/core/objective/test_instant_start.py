@@ -33,10 +33,10 @@ def test_the_instant_start_is_the_look_in_the_paintings_colours(content_image, s
 
 
 def test_a_run_from_the_instant_look_lowers_its_loss(tiny, content_image, style_image):
-    from style_studio.core.run.engine import StyleTransfer
+    from tests.runs import iterations, run
 
     settings = dataclasses.replace(DEFAULTS, init="instant", size=48, iterations=6, scales=1, weights="untrained")
-    run = StyleTransfer(content_image, [style_image], settings, tiny)
-    records = [r for r in run.run() if not r.within_iteration and not r.start]
+    every, result = run(content_image, [style_image], settings, tiny)
+    records = [r for r in iterations(every) if not r.within_iteration]
     assert records[-1].done and records[-1].total_loss < records[0].total_loss
-    assert np.asarray(run.result).shape == (32, 48, 3)
+    assert np.asarray(result.image).shape == (32, 48, 3)

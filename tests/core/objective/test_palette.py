@@ -8,8 +8,8 @@ import torch
 
 from style_studio.core.objective.color import recoloured
 from style_studio.core.objective.matrices import gaussian_map
-from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import Settings
+from tests.runs import iterations, run
 
 
 def colour_statistics(picture: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,7 +47,6 @@ def test_a_run_from_the_palette_starts_closer_to_the_styles_colours(tiny, conten
                         style_loss="gaussian")  # fmt: skip
     first = {}
     for init in ("content", "palette"):
-        transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(settings, init=init), tiny)
-        records = [r for r in transfer.run() if not r.start]
+        records = iterations(run(content_image, [style_image], dataclasses.replace(settings, init=init), tiny)[0])
         first[init] = records[0].style_losses["relu1_1"]
     assert first["palette"] < 0.7 * first["content"]

@@ -9,6 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
+from style_studio.core import PictureResult, Pictures, Previews, Progress
 from style_studio.core.network.device import resolve
 from style_studio.core.objective.guided import LayerMask, ScaleRegions
 from style_studio.core.objective.masks import RegionSpec, regions_from_mask
@@ -18,11 +19,12 @@ from style_studio.core.objective.statistics import Gram, gram, guided_tap
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.compute import network_for
-from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.run.image_hooks import GradientNorm, KeepPhoto
+from style_studio.core.run.live import LiveChanges
 from style_studio.core.settings import Settings
 from tests.conftest import SAMPLES
 from tests.core.objective.test_tiles import gradient_of, relative
+from tests.runs import run
 
 FP32 = resolve("cpu", "fp32")
 SIZE = (301, 229)
@@ -134,10 +136,9 @@ def test_a_kept_region_stays_the_photo_while_the_rest_is_stylised(tiny, pictures
     width, height = 96, 72
     regions = halves(width, height, Region("face", WHITE, keep=True))
     settings = dataclasses.replace(SETTINGS, size=96, iterations=15, scales=2, init="noise")
-    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions)
-    records = list(transfer.run())
-    result = np.asarray(transfer.result, np.float32) / 255
-    photo = np.asarray(content.resize(transfer.sizes[-1], Image.Resampling.LANCZOS), np.float32) / 255
+    records, made = run(content, styles[:1], settings, tiny, regions=regions)
+    result = np.asarray(made.image, np.float32) / 255
+    photo = np.asarray(content.resize(made.image.size, Image.Resampling.LANCZOS), np.float32) / 255
     edge = round(regions.feather * width * 3) + 2  # a few pixels in from the feathered edge
     kept = np.abs(result[:, : width // 2 - edge] - photo[:, : width // 2 - edge]).mean()
     changed = np.abs(result[:, width // 2 + edge :] - photo[:, width // 2 + edge :]).mean()
@@ -156,15 +157,13 @@ def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
     two = (Image.fromarray(red), Image.fromarray(blue))
     regions = halves(128, 85, Region("left", RED, blend=(1.0, 0.0)), Region("right", GREEN, blend=(0.0, 1.0)))
     settings = dataclasses.replace(SETTINGS, size=128, iterations=30, scales=1)
-    transfer = StyleTransfer(content, two, settings, untrained, regions=regions)
-    for _ in transfer.run():
-        pass
+    _, made = run(content, two, settings, untrained, regions=regions)
     network = network_for(untrained, FP32)
-    inputs = ScaleInputs.prepare(content, two, transfer.sizes[-1], settings, FP32.device, regions)
+    inputs = ScaleInputs.prepare(content, two, made.image.size, settings, FP32.device, regions)
     with Objective(network, inputs, settings, FP32) as objective:
         from style_studio.core.io.tensors import pil_to_tensor
 
-        objective._forward(pil_to_tensor(transfer.result))
+        objective._forward(pil_to_tensor(made.image))
         for layer in objective.style_layers:
             grams = objective.captured.guided[layer]
             for group, (region_gram,), own, other in zip(objective.groups, grams, (0, 1), (1, 0), strict=True):
@@ -173,10 +172,15 @@ def test_each_of_two_regions_ends_nearer_its_own_style(untrained, pictures):
                 assert near < far, (layer, group.name)
 
 
-def run_to_the_end(transfer: StyleTransfer, cancel_after: int | None = None) -> None:
-    for record in transfer.run():
+def run_to_the_end(content, styles, settings, weights, cancel_after: int | None = None, **options) -> PictureResult:
+    """A run to its end, or stopped once it has made ``cancel_after`` steps."""
+    token = CancelToken()
+
+    def hear(record: Progress) -> None:
         if cancel_after is not None and record.step >= cancel_after:
-            transfer.cancel_token.cancel()
+            token.cancel()
+
+    return run(content, styles, settings, weights, hear=hear, cancel=token, **options)[1]
 
 
 @pytest.mark.parametrize("ending", ["finished", "cancelled", "failed"])
@@ -184,7 +188,6 @@ def test_no_hook_is_left_on_the_image_however_the_run_ends(tiny, pictures, monke
     content, styles = pictures
     regions = halves(64, 48, Region("keep", WHITE, keep=True))
     settings = dataclasses.replace(SETTINGS, size=64, iterations=4, scales=1)
-    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, cancel=CancelToken())
     images = []
     real = KeepPhoto.__init__
 
@@ -204,10 +207,11 @@ def test_no_hook_is_left_on_the_image_however_the_run_ends(tiny, pictures, monke
 
         original = Objective.gradient
         monkeypatch.setattr(Objective, "gradient", failing)
-        with pytest.raises(RuntimeError, match="a device error"):
-            run_to_the_end(transfer)
+        failed = run_to_the_end(content, styles[:1], settings, tiny, regions=regions)
+        assert isinstance(failed.failure, RuntimeError) and "a device error" in str(failed.failure)
     else:
-        run_to_the_end(transfer, cancel_after=2 if ending == "cancelled" else None)
+        run_to_the_end(content, styles[:1], settings, tiny, cancel_after=2 if ending == "cancelled" else None,
+                       regions=regions)  # fmt: skip
     assert images
     for image in images:
         assert not image._backward_hooks
@@ -358,11 +362,12 @@ def test_the_style_map_is_the_layers_own_style_gradient_times_its_activations(un
 def test_a_run_sends_a_style_map_with_its_previews_only_when_asked(tiny, pictures):
     content, styles = pictures
     settings = dataclasses.replace(SETTINGS, size=64, iterations=3, scales=1)
-    transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
-    assert all(r.style_map is None for r in transfer.run())
-    transfer = StyleTransfer(content, styles[:1], settings, tiny, preview_interval=0)
-    transfer.live.style_map_layer = "relu2_1"
-    maps = [r.style_map for r in transfer.run() if r.preview is not None and not r.start]
+    records, _ = run(content, styles[:1], settings, tiny, previews=Previews(0))
+    assert all(r.style_map is None for r in records)
+    live = LiveChanges(settings, 1, content.size)
+    live.style_map_layer = "relu2_1"
+    records, _ = run(content, styles[:1], settings, tiny, previews=Previews(0), live=live)
+    maps = [r.style_map for r in records if r.preview is not None and not r.start]
     assert maps and all(m is not None and m.shape == (43, 64) and m.min() >= 0 and m.max() == 1 for m in maps)
 
 
@@ -374,15 +379,14 @@ def test_a_stopped_run_keeps_its_regions_and_resuming_with_others_is_refused(tin
     regions = halves(64, 43, Region("keep", WHITE, keep=True))
     settings = dataclasses.replace(SETTINGS, size=64, iterations=50, scales=1)
     store = CheckpointStore(tmp_path / "checkpoints")
-    transfer = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, checkpoints=store, run_id="r")
-    run_to_the_end(transfer, cancel_after=3)
+    run_to_the_end(content, styles[:1], settings, tiny, cancel_after=3, regions=regions, checkpoints=store, run_id="r")
     checkpoint = store.load("r")
     assert checkpoint is not None and checkpoint.painted() is not None
-    assert checkpoint.painted().digest() == regions.digest()
-    resumed = StyleTransfer(content, styles[:1], settings, tiny, regions=regions, resume=checkpoint)
-    assert [r for r in resumed.run()][-1].stop_reason == "finished"
+    assert checkpoint.painted().digest() == Pictures(content, (), regions=regions).regions.digest()  # fitted to it
+    records, _ = run(content, styles[:1], settings, tiny, regions=regions, resume=checkpoint)
+    assert records[-1].stop_reason == "finished"
     other = halves(64, 43, Region("keep", WHITE, keep=True), feather=0.05)
     with pytest.raises(StyleStudioError, match="painted regions are not the ones"):
-        StyleTransfer(content, styles[:1], settings, tiny, regions=other, resume=checkpoint)
+        run(content, styles[:1], settings, tiny, regions=other, resume=checkpoint)
     with pytest.raises(StyleStudioError, match="painted regions are not the ones"):
-        StyleTransfer(content, styles[:1], settings, tiny, resume=checkpoint)
+        run(content, styles[:1], settings, tiny, resume=checkpoint)

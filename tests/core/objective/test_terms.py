@@ -18,8 +18,8 @@ from style_studio.core.objective.statistics import Statistic, Values
 from style_studio.core.objective.terms import PictureTerm, StyleLoss
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for
-from style_studio.core.run.engine import StyleTransfer
 from tests.core.objective.test_tiles import BLEND, FP32, SIZE, gradient_of, relative
+from tests.runs import iterations, run
 
 
 class Brightness(PictureTerm):
@@ -76,7 +76,7 @@ def test_a_new_picture_term_reaches_the_total_and_every_record_without_other_edi
                                                                                    monkeypatch):  # fmt: skip
     monkeypatch.setattr(objective_module, "PICTURE_TERMS", (*objective_module.PICTURE_TERMS, Brightness.of))
     settings = dataclasses.replace(BLEND, size=48, iterations=3, style_blend=())
-    records = [r for r in StyleTransfer(content_image, [style_image], settings, tiny).run() if not r.start]
+    records = iterations(run(content_image, [style_image], settings, tiny)[0])
     for record in records:
         assert record.terms["brightness"] > 0
         parts = sum(record.terms.values()) + sum(record.style_losses.values())

