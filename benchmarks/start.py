@@ -29,13 +29,11 @@ PAIRS = [
 
 def run(content, style, settings, loaded) -> list[tuple[float, float]]:
     """(seconds, total loss) of each iteration."""
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import Pictures, Progress, run_picture
 
-    return [
-        (r.elapsed, r.total_loss)
-        for r in StyleTransfer(content, [style], settings, loaded).run()
-        if not r.done and not r.within_iteration
-    ]
+    records: list[Progress] = []
+    run_picture(Pictures(content, (style,)), settings, loaded, report=records.append)
+    return [(r.elapsed, r.total_loss) for r in records if not r.done and not r.within_iteration and not r.start]
 
 
 def main() -> None:
