@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 
+class _AlwaysKeyed:
+    def __repr__(self) -> str:
+        return "ALWAYS_KEYED"
+
+
+#: ``About.earlier`` of a setting that has been in every job key.
+ALWAYS_KEYED: Any = _AlwaysKeyed()
+
+
 @dataclass(frozen=True)
 class About:
     """What a setting is, described once: the command line's option, the jobs file's key, the window's tooltip
@@ -30,6 +39,11 @@ class About:
         zero: what 0 means when it is allowed outside ``[low, high]`` ("automatic").
         above: ``low`` itself is not allowed (a step size > 0).
         unit: how a value is counted in messages ("pixels", "seconds").
+        live: a run under way takes a change of it at its next iteration (the window's sliders move the picture).
+        plans: a change of it changes the run's plan (its scales, memory and time), which is then made again.
+        earlier: for a setting added after job keys were first made, the value every picture had before it; a job
+            key leaves the setting out at that value, so that a job keyed before keeps its key (``ALWAYS_KEYED``:
+            keyed whatever its value).
     """
 
     help: str
@@ -43,6 +57,9 @@ class About:
     zero: str | None = None
     above: bool = False
     unit: str = ""
+    live: bool = False
+    plans: bool = True
+    earlier: object = ALWAYS_KEYED
 
     @property
     def tooltip(self) -> str:
@@ -96,6 +113,12 @@ def bound_text(value: float) -> str:
 def described(kind: type) -> dict[str, About]:
     """Each field of a settings-like dataclass (``Settings``, ``VideoOptions``) -> its ``About``."""
     return {f.name: f.metadata["about"] for f in dataclasses.fields(kind)}
+
+
+def keyed_when_set(kind: type) -> dict[str, object]:
+    """The fields of ``kind`` added after job keys were first made, with the value each had before
+    (``About.earlier``): a job key leaves them out at that value."""
+    return {name: about.earlier for name, about in described(kind).items() if about.earlier is not ALWAYS_KEYED}
 
 
 def check_fields(kind: type, values: Mapping[str, Any]) -> list[str]:

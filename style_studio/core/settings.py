@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .about import About, check_fields, is_number, shown
+from .about import About, check_fields, described, is_number, shown
 from .about import about as _about
 from .errors import SettingsError
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
@@ -120,14 +120,14 @@ class Settings:
                         zero="off", unit="pixels",
                         tip="Start every picture this small (most iterations are cheap there), then step up by the "
                         "scale step to the size: the whole picture's look shows within seconds. Used when Scales "
-                        f"is automatic; 0: one scale up to {SCREEN_SIDE} px, then one more per doubling."),
+                        f"is automatic; 0: one scale up to {SCREEN_SIDE} px, then one more per doubling.", earlier=0),
     )  # fmt: skip
     scale_ratio: float = field(
         default=2.0,
         metadata=_about("each finer scale's side as a multiple of the coarser one's (1.41: steps of √2)",
                         low=1.1, high=4, metavar="RATIO",
                         tip="How much larger each finer scale is than the one before: 2 doubles the side, 1.41 "
-                        "takes steps of √2 (more scales, each closer to the last)."),
+                        "takes steps of √2 (more scales, each closer to the last).", earlier=2.0),
     )  # fmt: skip
     # The composition settles at the coarse scales, the finer ones refine it.
     finer_iterations: float = field(
@@ -143,7 +143,7 @@ class Settings:
         metadata=_about("keep the average of each scale's last iterations (about a fifth of them) as the picture, "
                         "not the lowest-loss one",
                         tip="Show and save the average of the last iterations' pictures rather than the lowest-loss "
-                        "one: fewer speckles where the optimisation still jitters."),
+                        "one: fewer speckles where the optimisation still jitters.", earlier=False),
     )  # fmt: skip
     optimizer: str = field(
         default="lbfgs",
@@ -172,25 +172,29 @@ class Settings:
                         "computed)", metavar="L:W,...",
                         tip="How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
                         "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
-                        "0 turns the layer off. Changes apply to a running optimisation at once."),
+                        "0 turns the layer off. Changes apply to a running optimisation at once.", live=True),
     )  # fmt: skip
     content_weight: float = field(
         default=1.0,
         metadata=_about("weight of the content term", low=0,
-                        tip="How much of the content image's layout to keep. Higher: more photo, less painting."),
+                        tip="How much of the content image's layout to keep. Higher: more photo, less painting.",
+                        live=True, plans=False),
     )  # fmt: skip
     style_weight: float = field(
         default=3.0,
         metadata=_about("weight of the style terms", low=0,
-                        tip="How strongly the picture takes on the style. Higher: more painting, less photo."),
+                        tip="How strongly the picture takes on the style. Higher: more painting, less photo.",
+                        live=True, plans=False),
     )  # fmt: skip
     tv_weight: float = field(
         default=0.1,
         metadata=_about("weight of the smoothing (total variation) term", low=0,
-                        tip="Smoothing. Higher removes speckle and noise but blurs fine strokes."),
+                        tip="Smoothing. Higher removes speckle and noise but blurs fine strokes.",
+                        live=True, plans=False),
     )  # fmt: skip
     style_blend: tuple[float, ...] = field(
-        default=(), metadata=_about("blend weight of each style picture (default: equal)", metavar="W1,W2")
+        default=(),
+        metadata=_about("blend weight of each style picture (default: equal)", metavar="W1,W2", live=True, plans=False),
     )
     style_scale: float = field(
         default=1.0,
@@ -215,7 +219,8 @@ class Settings:
                         + "; ".join(f"{name}, {kind.about}" for name, kind in STYLE_LOSS_KINDS.items()),
                         choices=STYLE_LOSSES,
                         tip="How the picture's textures are compared with the painting's. "
-                        + " ".join(f"{kind.label}: {kind.about}." for kind in STYLE_LOSS_KINDS.values())),
+                        + " ".join(f"{kind.label}: {kind.about}." for kind in STYLE_LOSS_KINDS.values()),
+                        earlier="gram"),
     )  # fmt: skip
     seed: int = field(
         default=0,
@@ -409,8 +414,12 @@ def about(name: str) -> About:
     return described
 
 
-#: Loss-weight fields a running optimisation picks up at its next iteration.
-LIVE_FIELDS: Final = ("content_weight", "style_weight", "tv_weight", "style_layers", "style_blend")
+#: The settings a running optimisation picks up at its next iteration (``About.live``).
+LIVE_FIELDS: Final = tuple(name for name, described_as in described(Settings).items() if described_as.live)
+#: Every setting's name.
+NAMES: Final = frozenset(f.name for f in dataclasses.fields(Settings))
+#: The settings that are floats, as JSON may give them as whole numbers.
+_FLOATS: Final = tuple(f.name for f in dataclasses.fields(Settings) if f.type == "float")
 
 
 def to_dict(settings: Settings) -> dict[str, Any]:
@@ -443,7 +452,7 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
         sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()), key=lambda kv: order[kv[0]])
     )
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
-    for key in ("content_weight", "style_weight", "tv_weight", "style_scale", "finer_iterations", "scale_ratio"):
+    for key in _FLOATS:
         merged[key] = float(merged[key])
     if merged["step_size"] is not None:
         merged["step_size"] = float(merged["step_size"])

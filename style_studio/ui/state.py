@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from psygnal import Signal
 
@@ -31,13 +31,11 @@ from ..core import settings as settings_mod
 if TYPE_CHECKING:
     from .pictures import HistoryEntry, InputImage
 
-#: Settings that change only the loss's weights: moving them leaves the run's plan (scales, memory, time) as it is.
-UNPLANNED: Final = ("content_weight", "style_weight", "tv_weight", "style_blend")
-
 
 def shapes_the_plan(name: str) -> bool:
-    """Whether a change of setting ``name`` needs the run's plan made again."""
-    return name not in UNPLANNED
+    """Whether a change of setting ``name`` needs the run's plan made again (``About.plans``: the loss's weights
+    leave the scales, memory and time as they are)."""
+    return name not in settings_mod.NAMES or settings_mod.about(name).plans
 
 
 class SettingsState:

@@ -143,3 +143,21 @@ def test_presets_set_what_they_name_and_keep_the_users_size_weights_and_loss_wei
         with_preset(mine, name).validate()
     with pytest.raises(SettingsError, match="unknown preset"):
         with_preset(mine, "fastest")
+
+
+def test_what_a_run_takes_live_and_what_reshapes_its_plan_are_said_by_each_setting_s_about():
+    """One description per setting: the live fields, the plan's and the job key's exceptions are read from it."""
+    from style_studio.core.about import described, keyed_when_set
+    from style_studio.core.jobs.job import VideoOptions
+    from style_studio.ui.state import shapes_the_plan
+
+    abouts = described(s.Settings)
+    assert tuple(name for name, about in abouts.items() if about.live) == s.LIVE_FIELDS
+    assert set(s.LIVE_FIELDS) == {"content_weight", "style_weight", "tv_weight", "style_layers",
+                                             "style_blend"}  # fmt: skip
+    assert [name for name in abouts if not shapes_the_plan(name)] == ["content_weight", "style_weight", "tv_weight",
+                                                                      "style_blend"]  # fmt: skip
+    # Pinned: a job keyed before these settings existed keeps its key.
+    assert keyed_when_set(s.Settings) == {"first_scale": 0, "scale_ratio": 2.0, "average": False,
+                                                     "style_loss": "gram"}  # fmt: skip
+    assert keyed_when_set(VideoOptions) == {"frame_settle": 0.0, "frame_repair": 0.0}

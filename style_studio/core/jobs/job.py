@@ -26,7 +26,7 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..about import about as _about
-from ..about import check_fields
+from ..about import check_fields, keyed_when_set
 from ..errors import StyleStudioError
 from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata
 from ..io.outputs import Output
@@ -74,7 +74,7 @@ class VideoOptions:
         metadata=_about("a frame after the first stops once its loss falls by no more than this share over 10 "
                         "iterations (a still scene needs few); 0: always --frame-iterations", low=0, high=1,
                         metavar="SHARE", tip="A frame stops early once its loss falls by no more than this share "
-                        "over 10 iterations; 0: every frame runs all its iterations."),
+                        "over 10 iterations; 0: every frame runs all its iterations.", earlier=0.0),
     )  # fmt: skip
     frame_repair: float = field(
         default=0.0,
@@ -83,7 +83,7 @@ class VideoOptions:
                         "still look pale; more flicker, slower frames; 0: none", low=0, high=100, metavar="W",
                         tip="Gives pixels uncovered behind a moving object, and their neighbours, a style term "
                         "of their own, this many times the style weight: for uncovered areas that still look "
-                        "pale, at the cost of more flicker and slower frames; 0: off."),
+                        "pale, at the cost of more flicker and slower frames; 0: off.", earlier=0.0),
     )  # fmt: skip
     flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
     start: float = field(
@@ -259,14 +259,14 @@ def job_key(
     return digest.hexdigest()[:32]
 
 
-#: Settings added after job keys were first made, with the value that gives the pictures made before they existed:
-#: they key only when set to another, so that a job keyed before they were added keeps its key (and its checkpoint
-#: or kept frames are found again), whatever the defaults become.
-_KEYED_WHEN_SET: Final = {"style_loss": "gram", "scale_ratio": 2.0, "first_scale": 0, "average": False}
+#: Settings added after job keys were first made, with the value that gives the pictures made before they existed
+#: (``About.earlier``): they key only when set to another, so that a job keyed before they were added keeps its key
+#: (and its checkpoint or kept frames are found again), whatever the defaults become.
+_KEYED_WHEN_SET: Final = keyed_when_set(Settings)
 
 
 #: Video options added later, with the value every video had before them (as ``_KEYED_WHEN_SET``).
-_VIDEO_KEYED_WHEN_SET: Final[dict[str, object]] = {"frame_settle": 0.0, "frame_repair": 0.0}
+_VIDEO_KEYED_WHEN_SET: Final = keyed_when_set(VideoOptions)
 
 
 def _keyed(described: dict[str, Any], when_set: dict[str, object] = _KEYED_WHEN_SET) -> dict[str, Any]:
