@@ -12,6 +12,8 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 _MIN_ZOOM, _MAX_ZOOM = 0.05, 16.0
+#: The before/after handle's radius, in pixels.
+_HANDLE_RADIUS = 12
 
 
 class ImageView(QWidget):
@@ -186,11 +188,7 @@ class ImageView(QWidget):
             painter.setClipRect(QRectF(target.x(), target.y(), split_x - target.x(), target.height()))
             painter.drawPixmap(target, self._before, QRectF(self._before.rect()))
             painter.restore()
-            painter.setPen(QPen(QColor(255, 255, 255, 220), 2))
-            painter.drawLine(QPointF(split_x, target.top()), QPointF(split_x, target.bottom()))
-            painter.setPen(QColor(255, 255, 255))
-            painter.drawText(QRectF(target.x() + 6, target.y() + 4, 80, 20), "Before")
-            painter.drawText(QRectF(split_x + 6, target.y() + 4, 80, 20), "After")
+            self._draw_split(painter, target, split_x)
         for overlay in self._overlays.values():
             painter.drawImage(target, overlay, QRectF(overlay.rect()))
         if self._painting and self._pointer is not None and self._brush > 0:
@@ -199,6 +197,41 @@ class ImageView(QWidget):
             painter.drawEllipse(self._pointer, radius, radius)
             painter.setPen(QPen(QColor(0, 0, 0, 160), 1))
             painter.drawEllipse(self._pointer, radius + 1.5, radius + 1.5)
+
+    def _draw_split(self, painter: QPainter, target: QRectF, split_x: float) -> None:
+        """The split's line with a handle to drag at its middle, and "Before" and "After" beside it: outside the
+        picture, above or below it, where there is room; over its edge, on a dark plate, where there is none."""
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(QPen(QColor(255, 255, 255, 220), 2))
+        painter.drawLine(QPointF(split_x, target.top()), QPointF(split_x, target.bottom()))
+        middle = QPointF(split_x, target.center().y())
+        painter.setPen(QPen(QColor(0, 0, 0, 140), 1))
+        painter.setBrush(QColor(255, 255, 255, 235))
+        painter.drawEllipse(middle, _HANDLE_RADIUS, _HANDLE_RADIUS)
+        painter.setPen(QColor(40, 40, 40))
+        painter.drawText(QRectF(middle.x() - _HANDLE_RADIUS, middle.y() - _HANDLE_RADIUS, 2 * _HANDLE_RADIUS,
+                                2 * _HANDLE_RADIUS), Qt.AlignmentFlag.AlignCenter, "◂▸")  # fmt: skip
+        metrics = painter.fontMetrics()
+        height = metrics.height() + 4
+        if target.top() >= height + 2:
+            top, plate = target.top() - height - 2, False
+        elif self.height() - target.bottom() >= height + 2:
+            top, plate = target.bottom() + 2, False
+        else:
+            top, plate = max(0.0, target.top()) + 4, True
+        for text, right in (("Before", True), ("After", False)):
+            width = metrics.horizontalAdvance(text) + 10
+            left = split_x - 6 - width if right else split_x + 6
+            box = QRectF(left, top, width, height)
+            if plate:
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(QColor(0, 0, 0, 150))
+                painter.drawRoundedRect(box, 4, 4)
+                painter.setPen(QColor(255, 255, 255))
+            else:
+                painter.setPen(self.palette().text().color())
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, text)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt override
         steps = event.angleDelta().y() / 120
@@ -210,7 +243,9 @@ class ImageView(QWidget):
         if not (self._split_enabled and not self._before.isNull()):
             return False
         target = self._target()
-        return abs(point.x() - (target.x() + target.width() * self._split)) < 8
+        split_x = target.x() + target.width() * self._split
+        on_handle = abs(point.y() - target.center().y()) <= _HANDLE_RADIUS
+        return abs(point.x() - split_x) < (_HANDLE_RADIUS if on_handle else 8)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
         if self._painting and not self._image.isNull():

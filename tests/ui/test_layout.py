@@ -124,3 +124,30 @@ def test_a_history_entry_says_its_iterations_per_scale_not_the_scales_setting():
 
     entry = HistoryEntry(Image.new("RGB", (8, 8)), Settings(size=512, scales=0), "untrained", StopReason.FINISHED)
     assert "150 + 75 iterations" in entry.summary() and "0 scale" not in entry.summary()
+
+
+def test_before_after_has_a_handle_to_drag_wider_than_its_line(qtbot):
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtGui import QImage
+
+    from style_studio.ui.image_view import ImageView
+
+    view = ImageView()
+    qtbot.addWidget(view)
+    view.resize(400, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    for setter, colour in ((view.set_image, 0x3050F0), (view.set_before, 0xF0A040)):
+        picture = QImage(200, 100, QImage.Format.Format_RGB888)
+        picture.fill(colour)
+        setter(picture)
+    view.fit()
+    view.set_split(True)
+    target = view._target()
+    handle = QPoint(round(target.center().x()) + 10, round(target.center().y()))  # on the handle, off the line
+    qtbot.mousePress(view, Qt.MouseButton.LeftButton, pos=handle)
+    qtbot.mouseMove(view, QPoint(round(target.left() + target.width() * 0.25), handle.y()))
+    qtbot.mouseRelease(
+        view, Qt.MouseButton.LeftButton, pos=QPoint(round(target.left() + target.width() * 0.25), handle.y())
+    )
+    assert abs(view._split - 0.25) < 0.05
