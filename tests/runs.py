@@ -6,12 +6,16 @@ the way the command line, the window and ``stylize`` do, and read the records an
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from PIL import Image
 
-from style_studio.core import PictureResult, Pictures, Progress, Regions, Settings, run_picture
+from style_studio.core import PictureResult, Pictures, Progress, Regions, RunHooks, RunSpec, Settings, run_picture
+
+#: The options that say what a run makes; the rest say how it is heard and steered.
+_SPEC = {f.name for f in dataclasses.fields(RunSpec)}
 
 
 def run(
@@ -25,9 +29,12 @@ def run(
     hear: Callable[[Progress], None] | None = None,
     **options: Any,
 ) -> tuple[list[Progress], PictureResult]:
-    """Every record of the run (the start picture's first) and its result; ``names``: the photo's and the styles'
-    (kept in checkpoints); ``hear`` also hears each record as it comes; ``options`` go to ``run_picture`` (cancel,
-    previews, live, checkpoints, run_id, resume, ...)."""
+    """Every record of the run (the start picture's first) and its result.
+
+    ``names``: the photo's and the styles' (kept in checkpoints); ``hear`` also hears each record as it comes;
+    ``options`` are the ``RunSpec``'s (resume, run_id, frame, ...) and the ``RunHooks``' (cancel, previews, live,
+    checkpoints, started).
+    """
     records: list[Progress] = []
 
     def report(record: Progress) -> None:
@@ -35,7 +42,10 @@ def run(
         if hear is not None:
             hear(record)
 
-    result = run_picture(Pictures(content, tuple(styles), names, regions), settings, weights, report=report, **options)
+    spec = RunSpec(Pictures(content, tuple(styles), names, regions), settings,
+                   **{k: v for k, v in options.items() if k in _SPEC})  # fmt: skip
+    hooks = RunHooks(report=report, **{k: v for k, v in options.items() if k not in _SPEC})
+    result = run_picture(spec, weights, hooks)
     return records, result
 
 

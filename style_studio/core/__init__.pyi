@@ -75,6 +75,8 @@ from .jobs.kept import KeptResults as KeptResults
 from .jobs.picture import PictureResult as PictureResult
 from .jobs.picture import Pictures as Pictures
 from .jobs.picture import Previews as Previews
+from .jobs.picture import RunHooks as RunHooks
+from .jobs.picture import RunSpec as RunSpec
 from .jobs.picture import load_engine as load_engine
 from .jobs.picture import run_picture as run_picture
 from .jobs.preview_folder import PreviewFolder as PreviewFolder

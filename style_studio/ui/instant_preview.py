@@ -106,9 +106,11 @@ class InstantPreview(QObject):
         )  # fmt: skip
 
         def work(_report: Report, cancel: CancelToken) -> PictureResult:
-            from ..core import load_weights, run_picture  # here: the window shows before torch is imported
+            from ..core import RunHooks, RunSpec, load_weights, run_picture  # here: the window shows before torch
 
-            return run_picture(pictures, settings, load_weights(settings.network_weights), cancel=cancel)
+            return run_picture(
+                RunSpec(pictures, settings), load_weights(settings.network_weights), RunHooks(cancel=cancel)
+            )
 
         self._painting = self._wanted
         self._task = BackgroundTask(work, "style-studio-instant-look", failure="the instant look failed")

@@ -34,7 +34,9 @@ from ..core import (
     Previews,
     Progress,
     Regions,
+    RunHooks,
     RunPlan,
+    RunSpec,
     Settings,
     SettingsError,
     StopReason,
@@ -161,9 +163,9 @@ class RenderSession:
             weights = self._weights.get(job.settings.network_weights)
             label = weights.label
             result = run_picture(
-                job.pictures, job.settings, weights, cancel=cancel, report=self._forward, started=report,
-                live=self.live, resume=job.resume, checkpoints=self._checkpoints, run_id=self.run_id,
-                previews=Previews(0.15), deep=True, key=job.key,
+                RunSpec(job.pictures, job.settings, job.resume, self.run_id, deep=True, key=job.key), weights,
+                RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
+                         checkpoints=self._checkpoints, previews=Previews(0.15)),
             )  # fmt: skip
         except Cancelled:
             return self.nothing(CANCELLED, None, label, began)

@@ -74,9 +74,9 @@ def frames_styled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     styled: list[int] = []
     real = frame_styler.run_picture
 
-    def run_picture(pictures, settings, *args, **kwargs):
+    def run_picture(*args, **kwargs):
         styled.append(1)
-        return real(pictures, settings, *args, **kwargs)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(frame_styler, "run_picture", run_picture)
     return styled
@@ -124,9 +124,9 @@ def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, s
     runs: list[tuple[list[Image.Image], np.ndarray]] = []  # each frame's style pictures, and what it made
     real = frame_styler.run_picture
 
-    def run_picture(pictures, settings, *args, **kwargs):
-        result = real(pictures, settings, *args, **kwargs)
-        runs.append((list(pictures.styles), np.asarray(result.image)))
+    def run_picture(spec, *args, **kwargs):
+        result = real(spec, *args, **kwargs)
+        runs.append((list(spec.pictures.styles), np.asarray(result.image)))
         return result
 
     monkeypatch.setattr(frame_styler, "run_picture", run_picture)

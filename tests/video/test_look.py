@@ -26,10 +26,10 @@ def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], set
     runs: list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]] = []
     real = frame_styler.run_picture
 
-    def run_picture(pictures, settings, *args, **kwargs):
-        result = real(pictures, settings, *args, **kwargs)
+    def run_picture(spec, *args, **kwargs):
+        result = real(spec, *args, **kwargs)
         if result.image is not None:
-            runs.append((list(pictures.styles), settings, np.asarray(result.image)))
+            runs.append((list(spec.pictures.styles), spec.settings, np.asarray(result.image)))
         return result
 
     monkeypatch.setattr(frame_styler, "run_picture", run_picture)

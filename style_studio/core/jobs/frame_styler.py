@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
-from .picture import Pictures, Previews, run_picture
+from .picture import Pictures, Previews, RunHooks, RunSpec, run_picture
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
@@ -133,10 +133,8 @@ class FrameStyler:
             settings = (frame_settings(self.settings, self.options, paintings) if guide is not None
                         else under_look(self.settings, paintings))  # fmt: skip
             styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
-        result = run_picture(
-            Pictures(Image.fromarray(content), tuple(styles)), settings, self.weights, cancel=cancel, report=report,
-            previews=Previews(0.5, 256), frame=guide, known_styles=known,
-        )  # fmt: skip
+        spec = RunSpec(Pictures(Image.fromarray(content), tuple(styles)), settings, frame=guide, known_styles=known)
+        result = run_picture(spec, self.weights, RunHooks(report=report, cancel=cancel, previews=Previews(0.5, 256)))
         picture = np.asarray(result.finished_or_raise(), dtype=np.uint8)
         self.kept(content, picture, fresh=sets_look)
         return picture, result.compute

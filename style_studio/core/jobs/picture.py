@@ -1,7 +1,8 @@
 """A picture's run: the one place the engine is built, for a job's picture, the window's, the queue's and a frame.
 
-``run_picture`` takes pictures already read (``Pictures``), runs the engine to
-its end and returns a ``PictureResult``: the best picture so far with the
+``run_picture`` takes what to make (``RunSpec``: pictures already read, the
+settings, what it goes on from) and how to hear and steer it (``RunHooks``),
+runs the engine to its end and returns a ``PictureResult``: the best picture so far with the
 settings and regions it was made with (after any live change), its job key
 and the document to embed. A run that is stopped or fails part-way still
 returns what it made (``stop_reason``, ``failure``); callers that need all or
@@ -158,35 +159,50 @@ def load_engine() -> None:
     from ..run.engine import StyleTransfer  # noqa: F401 - imported for its side effect
 
 
-def run_picture(
-    pictures: Pictures,
-    settings: Settings,
-    weights: NetworkWeights,
-    *,
-    cancel: CancelToken | None = None,
-    report: Callable[[Progress], None] | None = None,
-    started: Callable[[RunPlan], None] | None = None,
-    live: LiveChanges | None = None,
-    resume: Checkpoint | None = None,
-    checkpoints: CheckpointStore | None = None,
-    run_id: str | None = None,
-    previews: Previews = Previews(),
-    deep: bool = False,
-    frame: FrameGuide | None = None,
-    known_styles: StyleCache | None = None,
-    key: str | None = None,
-) -> PictureResult:
-    """Run the engine on ``pictures`` and return what it made.
+@dataclass(frozen=True, eq=False)
+class RunSpec:
+    """What a picture's run makes: its pictures with its settings, and what it goes on from or follows.
 
-    Args:
-        report: hears every record (with a preview as ``previews`` says).
-        started: hears the run's plan once it is set up (a resume accepted), before its first iteration.
-        live: the run's inbox for changes made while it goes on (the window's sliders, painting, the style map).
+    Attributes:
         resume: a checkpoint to go on from (refused, with what changed, when it is not this run's).
         run_id: the checkpoint's name (the resumed one's when resuming; a new one when None).
+        frame: a video frame's guide from the previous one; ``known_styles``: the clip's style statistics.
         deep: keep the result at 16 bits per channel too (``PictureResult.deep``).
-        frame: a video frame's guide from the previous one; known_styles: the clip's style statistics.
-        key: the job key of ``pictures`` with ``settings``, when the caller has worked it out already.
+        key: the job key of the pictures with the settings, when the caller has worked it out already.
+    """
+
+    pictures: Pictures
+    settings: Settings
+    resume: Checkpoint | None = None
+    run_id: str | None = None
+    frame: FrameGuide | None = None
+    known_styles: StyleCache | None = None
+    deep: bool = False
+    key: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RunHooks:
+    """How a picture's run is heard and steered.
+
+    Attributes:
+        report: hears every record (with a preview as ``previews`` says).
+        started: hears the run's plan once it is set up (a resume accepted), before its first iteration.
+        cancel: stops the run within an iteration; ``live``: its inbox for changes made while it goes on (the
+            window's sliders, painting, the style map).
+        checkpoints: where it keeps its checkpoints as it goes (None: nowhere).
+    """
+
+    report: Callable[[Progress], None] | None = None
+    started: Callable[[RunPlan], None] | None = None
+    cancel: CancelToken | None = None
+    live: LiveChanges | None = None
+    checkpoints: CheckpointStore | None = None
+    previews: Previews = Previews()
+
+
+def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks()) -> PictureResult:
+    """Run the engine on ``spec`` with ``weights`` and return what it made; ``hooks`` hear and steer it.
 
     Raises:
         StyleStudioError: settings that do not fit the pictures, a refused resume, out of memory while setting up.
@@ -196,25 +212,27 @@ def run_picture(
     from ..run.engine import StyleTransfer
 
     began = time.perf_counter()
-    if cancel is not None:
-        cancel.raise_if_cancelled()
-    run_id = resume.run_id if resume is not None else run_id or uuid.uuid4().hex
+    if hooks.cancel is not None:
+        hooks.cancel.raise_if_cancelled()
+    pictures, settings, resume = spec.pictures, spec.settings, spec.resume
+    run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
     transfer = StyleTransfer(
-        pictures.content, pictures.styles, settings, weights, cancel=cancel, preview_interval=previews.interval,
-        preview_max_side=previews.max_side, checkpoints=checkpoints, run_id=run_id, resume=resume,
+        pictures.content, pictures.styles, settings, weights, cancel=hooks.cancel,
+        preview_interval=hooks.previews.interval, preview_max_side=hooks.previews.max_side,
+        checkpoints=hooks.checkpoints, run_id=run_id, resume=resume,
         input_names=(pictures.content_name, *pictures.style_names), regions=pictures.regions, compute=None,
-        frame=frame, known_styles=known_styles, live=live,
+        frame=spec.frame, known_styles=spec.known_styles, live=hooks.live,
     )  # fmt: skip
-    if started is not None:
-        started(transfer.plan)
+    if hooks.started is not None:
+        hooks.started(transfer.plan)
     last: Progress | None = None
     failure: BaseException | None = None
     stop_reason: StopReason | None = CANCELLED
     try:
         for record in transfer.run():
             last = record
-            if report is not None:
-                report(record)
+            if hooks.report is not None:
+                hooks.report(record)
         stop_reason = last.stop_reason if last is not None else CANCELLED
     except Cancelled:
         pass
@@ -222,8 +240,9 @@ def run_picture(
         failure, stop_reason = exc, None
     unchanged = transfer.settings == settings and transfer.regions is pictures.regions
     return PictureResult(
-        pictures, transfer.result, _deep(transfer) if deep else None, transfer.settings, transfer.regions,
-        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began, key if unchanged else None,
+        pictures, transfer.result, _deep(transfer) if spec.deep else None, transfer.settings, transfer.regions,
+        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began,
+        spec.key if unchanged else None,
     )  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from ..io.imageio import save_image
 from ..io.outputs import Output
 from ..run.checkpoints import NewerCheckpointError
 from .job import Job, JobInputs, PicturePixels, RenderedJob, VideoBytes, VideoFile, VideoWritten, job_key
-from .picture import Pictures, Previews, run_picture
+from .picture import PictureResult, Pictures, Previews, RunHooks, RunSpec, run_picture
 from .video_job import hand_over, render_video_inputs
 
 if TYPE_CHECKING:
@@ -75,11 +75,13 @@ def render_job(
     automatic = resume == "auto"
     if resume == "auto":
         resume = None
-    run = functools.partial(
-        run_picture, pictures, job.settings, weights, cancel=cancel, report=progress,
-        started=(lambda _plan: started()) if started is not None else None, checkpoints=checkpoints,
-        run_id=run_id, deep=job.bit_depth == 16, key=key, previews=previews or Previews(),
-    )  # fmt: skip
+    hooks = RunHooks(report=progress, started=(lambda _plan: started()) if started is not None else None,
+                     cancel=cancel, checkpoints=checkpoints, previews=previews or Previews())  # fmt: skip
+
+    def run(resume: Checkpoint | None) -> PictureResult:
+        spec = RunSpec(pictures, job.settings, resume, run_id, deep=job.bit_depth == 16, key=key)
+        return run_picture(spec, weights, hooks)
+
     notes: list[str] = []
     if automatic and checkpoints is not None:
         try:  # one that cannot be read is set aside (notes say where), and the job starts again

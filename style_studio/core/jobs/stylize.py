@@ -30,7 +30,7 @@ from ..network.weights import WeightsCache, load_weights
 from ..progress import Progress, StopReason
 from ..settings import DEFAULTS, Settings, from_dict, preset
 from .job import Job, VideoOptions
-from .picture import PictureResult, Pictures, run_picture
+from .picture import PictureResult, Pictures, RunHooks, RunSpec, run_picture
 from .video_job import FrameRecord, RenderedVideo, render_video
 
 if TYPE_CHECKING:
@@ -155,8 +155,8 @@ def stylize(
     chosen = settings_for(preset, settings, fields)
     chosen.blend_weights(len(styles))
     pictures = _pictures(photo, styles, regions)
-    result = run_picture(pictures, chosen, _weights.get(chosen.network_weights), cancel=cancel, report=progress,
-                         deep=True)  # fmt: skip
+    result = run_picture(RunSpec(pictures, chosen, deep=True), _weights.get(chosen.network_weights),
+                         RunHooks(report=progress, cancel=cancel))  # fmt: skip
     if result.failure is not None:
         raise result.failure
     if result.image is None:

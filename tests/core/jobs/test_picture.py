@@ -10,7 +10,7 @@ import pytest
 
 from style_studio.core.errors import Cancelled, StyleStudioError
 from style_studio.core.jobs.job import JOB_KEY, job_key
-from style_studio.core.jobs.picture import Pictures, Previews, run_picture
+from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec, run_picture
 from style_studio.core.progress import CANCELLED, FINISHED
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.live import LiveChanges
@@ -26,7 +26,7 @@ def pictures(content_image, style_image):
 
 def test_a_finished_run_returns_its_picture_its_key_and_the_document_that_names_them(tiny, pictures):
     plans = []
-    result = run_picture(pictures, SETTINGS, tiny, started=plans.append, deep=True)
+    result = run_picture(RunSpec(pictures, SETTINGS, deep=True), tiny, RunHooks(started=plans.append))
     assert result.stop_reason == FINISHED and result.finished and result.failure is None
     assert result.image is not None and result.image.size == (48, 32)
     assert result.deep is not None and result.deep.dtype == np.uint16 and result.deep.shape == (32, 48, 3)
@@ -47,7 +47,9 @@ def test_a_stopped_run_keeps_the_picture_so_far_and_all_or_nothing_callers_hear_
         if len(seen) == 3:
             cancel.cancel()
 
-    result = run_picture(pictures, dataclasses.replace(SETTINGS, iterations=200), tiny, cancel=cancel, report=report)
+    result = run_picture(
+        RunSpec(pictures, dataclasses.replace(SETTINGS, iterations=200)), tiny, RunHooks(report=report, cancel=cancel)
+    )
     assert result.stop_reason == CANCELLED and not result.finished
     assert result.image is not None  # what it made is the user's
     with pytest.raises(Cancelled):
@@ -61,7 +63,7 @@ def test_a_failure_part_way_is_returned_with_the_picture_so_far_and_raised_for_a
         if record.step >= 3:
             raise trouble
 
-    result = run_picture(pictures, SETTINGS, tiny, report=report)
+    result = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report))
     assert result.failure is trouble and result.error == "the device went away" and result.stop_reason is None
     assert result.image is not None
     with pytest.raises(StyleStudioError, match="the device went away"):
@@ -75,7 +77,7 @@ def test_a_live_change_is_in_the_result_and_its_key(tiny, pictures):
         if record.step == 2:
             live.change({"style_weight": 123.0})
 
-    result = run_picture(pictures, SETTINGS, tiny, report=report, live=live)
+    result = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report, live=live))
     assert result.finished and result.settings.style_weight == 123.0
     changed = dataclasses.replace(SETTINGS, style_weight=123.0)
     assert (
@@ -96,6 +98,10 @@ def test_regions_at_another_size_are_fitted_to_the_photo(pictures):
 
 def test_previews_come_at_the_size_asked_for(tiny, pictures):
     shown = []
-    run_picture(pictures, SETTINGS, tiny, previews=Previews(0.0, 16), report=lambda r: shown.append(r.preview))
+    run_picture(
+        RunSpec(pictures, SETTINGS),
+        tiny,
+        RunHooks(report=lambda r: shown.append(r.preview), previews=Previews(0.0, 16)),
+    )
     previews = [p for p in shown if p is not None]
     assert previews and max(previews[-1].shape[:2]) == 16
