@@ -50,7 +50,7 @@ class StyleLossKind:
 STYLE_LOSS_KINDS: Final = {
     "gram": StyleLossKind("Gram (classic)", "Gram matrices (Gatys et al.): the photo's colours with the painting's "
                           "texture laid over", "terms:GramLoss"),
-    "gaussian": StyleLossKind("Gaussian (palette and strokes)", "mean and covariance apart (Wasserstein-2): the "
+    "gaussian": StyleLossKind("Gaussian (painterly)", "mean and covariance apart (Wasserstein-2): the "
                               "painting's palette and strokes; looks more like the painting", "gaussian:GaussianLoss"),
 }  # fmt: skip
 STYLE_LOSSES: Final = tuple(STYLE_LOSS_KINDS)

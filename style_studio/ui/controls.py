@@ -206,7 +206,7 @@ class ControlsPanel(QWidget):
                 ("Content image", "content"),
                 ("Noise", "noise"),
                 ("First style image", "style"),
-                ("Content in the style's colours", "palette"),
+                ("Content, recoloured", "palette"),
                 ("Instant look", "instant"),
             ],
             tip("init"),
