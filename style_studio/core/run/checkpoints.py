@@ -191,7 +191,9 @@ class Checkpoint:
         if changed:
             raise StyleStudioError("the unfinished run cannot be resumed: " + "; ".join(changed))
         position = self.position
-        if position.scale >= len(schedule) or position.iteration > schedule[position.scale][1]:
+        # A scale may have gone on past its planned end for a live change (the engine's ``LIVE_ITERATIONS``): it is
+        # then done, and the run goes on from the next.
+        if position.scale >= len(schedule):
             raise StyleStudioError("the unfinished run cannot be resumed: it stopped past the end of its schedule")
         width, height = schedule[position.scale][0]
         if self.image.shape[-2:] != (height, width):

@@ -64,6 +64,10 @@ log = logging.getLogger(__name__)
 
 #: With ``Settings.average``, a scale's picture is the average of about its last 1/AVERAGED_SHARE iterations.
 AVERAGED_SHARE = 5
+#: A live change (a slider moved, regions painted) has at least this many iterations at its scale to show in the
+#: picture: one made near a scale's end moves the end on. Fewer left, and a late change barely shows (0.1 % of the
+#: pixels changed with 10 iterations left at 256 px, against 21 % with 30; docs/performance.md).
+LIVE_ITERATIONS = 30
 
 
 @dataclass
@@ -388,9 +392,13 @@ class StyleTransfer:
                        keep_photo, LossScale(self.compute.precision == "fp16"))  # fmt: skip
         settle = Settle(self.frame.settle) if self.frame is not None and self.frame.settle > 0 else None
         try:
-            for iteration in range(first, self.iterations[index] + 1):
+            iteration, last_scale = first - 1, index == len(self.sizes) - 1
+            # The end can move on: a live change is given time, one made as the last scale ends too.
+            while iteration < self.iterations[index] or (last_scale and self.live.waiting):
+                iteration += 1
                 self.cancel_token.raise_if_cancelled()
-                self._take_live_changes(scale)
+                if self._take_live_changes(scale):
+                    self._give_time(index, iteration)
                 terms = yield from self._step(scale, index, iteration)
                 losses = terms.losses(scale.loss_scale.unscaled(gradient_norm.value))
                 event = self._judge(scale, losses, iteration)
@@ -408,9 +416,9 @@ class StyleTransfer:
             keep_photo.remove()
             scale.objective.close()
 
-    def _take_live_changes(self, scale: _Scale) -> None:
+    def _take_live_changes(self, scale: _Scale) -> bool:
         """The loss weights and the regions changed since the last iteration: the objective is made again for them,
-        and the optimiser with it where its history no longer describes the loss."""
+        and the optimiser with it where its history no longer describes the loss. Whether anything changed."""
         changed = self.live.take_settings(self.settings)
         if changed is not None:
             self.settings = changed
@@ -431,6 +439,16 @@ class StyleTransfer:
                 scale.image.copy_(regions.kept_photo(scale.image, scale.inputs.content))
             scale.control.new_objective()
             scale.optimizer = self._optimizer(scale.image, scale.control.step_size)
+        return changed is not None or painted is not None
+
+    def _give_time(self, index: int, iteration: int) -> None:
+        """A change made near a scale's end gets ``LIVE_ITERATIONS`` to show: the scale's end moves on, and the
+        records count and foresee the iterations added."""
+        wanting = iteration - 1 + LIVE_ITERATIONS - self.iterations[index]
+        if wanting > 0:
+            self.plan = self.plan.extended(index, wanting)
+            self.iterations = self.plan.iterations
+            self._records.replan(self.plan)
 
     def _step(self, scale: _Scale, index: int, iteration: int) -> Generator[Progress, None, Terms]:
         """One step: the loss and its gradient (a record after each tile of a tiled one), the optimiser's step from

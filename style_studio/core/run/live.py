@@ -79,6 +79,12 @@ class LiveChanges:
         with self._lock:
             self._regions = regions or Regions.empty(*self._size)
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a change waits to be taken."""
+        with self._lock:
+            return bool(self._fields) or self._regions is not None
+
     def take_settings(self, current: Settings) -> Settings | None:
         """``current`` with the fields changed since the last take; None when none changed."""
         with self._lock:

@@ -8,6 +8,7 @@ before the network is loaded.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,6 +100,12 @@ class RunPlan:
     def work(self) -> float:
         """Megapixel-iterations over the whole run, tiles' extra cost included (times seconds per unit: its time)."""
         return sum(scale.work for scale in self.scales)
+
+    def extended(self, index: int, iterations: int) -> RunPlan:
+        """This plan with ``iterations`` more at scale ``index`` (a live change's, to be seen)."""
+        scales = list(self.scales)
+        scales[index] = dataclasses.replace(scales[index], iterations=scales[index].iterations + iterations)
+        return dataclasses.replace(self, scales=tuple(scales))
 
     def check(self) -> RunPlan:
         """This plan, or ResourceError saying why the run cannot start."""

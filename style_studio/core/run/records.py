@@ -44,6 +44,11 @@ class RunRecords:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
+    def replan(self, plan: RunPlan) -> None:
+        """The run's plan grew (more iterations at a scale): records count and foresee it."""
+        self.plan = plan
+        self._time_left.total_work = plan.work
+
     def iteration_done(self, index: int) -> None:
         self.step += 1
         self.work_done += self.plan.scales[index].iteration_work
