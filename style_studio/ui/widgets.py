@@ -190,7 +190,7 @@ class ImageDropZone(QFrame):
                 self._thumb, self._thumb, Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation
             )
         )
-        self.caption.setText(f"{item.name} — {item.size_text}")
+        self.caption.setText(f"{item.name}\n{item.size_text}")  # two lines: the name, then its size (and frame)
         self.setToolTip(str(item.path) if item.path else item.name)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt override
@@ -238,12 +238,15 @@ class StyleRow(QWidget):
         )
         thumb.setFixedSize(58, 58)
         thumb.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        name = QElidingLabel(f"{item.name} — {item.size_text}")
+        name = self.name_label = QElidingLabel(item.name)  # alone on its line: the size goes below
         name.setToolTip(str(item.path) if item.path else item.name)
+        size = QLabel(item.size_text)
+        size.setEnabled(False)  # drawn quieter than the name
         self.blend = QSlider(Qt.Orientation.Horizontal)
         self.blend.setRange(0, 100)
         self.blend.setValue(round(blend * 100))
-        self.blend.setToolTip("How much of this style goes into the blend, relative to the other styles")
+        self.blend.setToolTip("Blend: how much of this style goes into the picture, relative to the other styles")
+        self.blend.setAccessibleName(f"Blend weight of {item.name}")
         self.blend_label = QLabel()
         self.blend_label.setMinimumWidth(34)
         remove = QToolButton()
@@ -253,10 +256,11 @@ class StyleRow(QWidget):
         remove.clicked.connect(lambda: self.removeRequested.emit(self))
         self.remove_button = remove
         text = QVBoxLayout()
+        text.setSpacing(2)
         text.addWidget(name)
+        text.addWidget(size)
         blend_row = QHBoxLayout()
-        blend_row.addWidget(QLabel("Blend"))
-        blend_row.addWidget(self.blend, 1)
+        blend_row.addWidget(self.blend, 1)  # its tooltip says what it is: the slider gets the row's width
         blend_row.addWidget(self.blend_label)
         text.addLayout(blend_row)
         layout = QHBoxLayout(self)

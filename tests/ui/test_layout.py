@@ -151,3 +151,14 @@ def test_before_after_has_a_handle_to_drag_wider_than_its_line(qtbot):
         view, Qt.MouseButton.LeftButton, pos=QPoint(round(target.left() + target.width() * 0.25), handle.y())
     )
     assert abs(view._split - 0.25) < 0.05
+
+
+def test_a_style_s_name_and_the_photo_s_are_read_whole_with_their_size_below(window, qtbot):
+    window.resize(1366, 768)
+    window.reset_layout()
+    window.show()
+    qtbot.waitExposed(window)
+    (row,) = window.inputs.style_rows
+    label = row.name_label
+    assert label.fontMetrics().horizontalAdvance("starry_night.jpg") <= label.width()  # not cut to "starry_n…"
+    assert window.inputs.content_zone.caption.text() == "chelsea.png\n451 × 300 px"
