@@ -189,3 +189,27 @@ def test_stylize_video_writes_the_clip_styled_and_goes_on_after_a_stop(tmp_path)
     assert min(record.frame for record in heard) == 2  # the first frame was kept, not made again
     with pytest.raises(SettingsError, match="frame_iterations"):
         style_studio.stylize_video(clip, PAINTING, output=tmp_path / "x.mp4", frame_iterations=-1, **FAST)
+
+
+def test_a_notebook_shows_the_picture_a_cell_returns():
+    picture = style_studio.stylize(PHOTO, PAINTING, **FAST)
+    with Image.open(io.BytesIO(picture._repr_png_())) as shown:
+        assert np.array_equal(np.asarray(shown.convert("RGB")), np.asarray(picture.image))
+
+
+def test_the_imagenet_download_a_first_call_makes_is_told_in_the_log(tmp_path, monkeypatch, caplog):
+    import hashlib
+    import logging
+
+    from style_studio.core import StyleStudioError
+    from style_studio.core.network import weights
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "home"))
+    payload = b"v" * (3 << 20)  # not weights: the download is what is heard, then loading them fails
+    source = tmp_path / f"vgg19-{hashlib.sha256(payload).hexdigest()[:8]}.pth"
+    source.write_bytes(payload)
+    monkeypatch.setattr(weights, "IMAGENET_URL", source.as_uri())
+    with caplog.at_level(logging.INFO, logger="style_studio.core.jobs.stylize"), pytest.raises(StyleStudioError):
+        style_studio.stylize(PHOTO, PAINTING, size=48, iterations=2, weights="imagenet")
+    told = [r.getMessage() for r in caplog.records if "downloading the ImageNet VGG19 weights" in r.getMessage()]
+    assert told and told[-1].endswith("3 of 3 MB") and len(told) <= 11

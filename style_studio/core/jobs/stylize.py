@@ -14,6 +14,7 @@ guarded writer, never over its own photo or styles.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from ..objective.regions import Regions
     from ..run.cancel import CancelToken
 
+log = logging.getLogger(__name__)
+
 #: A photo or a style: a file's name, a PIL image, or an array of pixels (``picture_from``).
 PictureSource: TypeAlias = "str | os.PathLike[str] | Image.Image | np.ndarray"
 
@@ -46,7 +49,22 @@ _weights = WeightsCache(lambda choice: _downloading(choice))
 
 
 def _downloading(choice: str) -> LoadedWeights:
-    return load_weights(choice, download=True)
+    """The weights ``choice`` names, ImageNet's downloaded the first time (548 MB), its progress logged."""
+    return load_weights(choice, download=True, progress=_DownloadLog())
+
+
+class _DownloadLog:
+    """A download's progress in the log, at every tenth of it (a notebook shows the log; nothing is printed)."""
+
+    def __init__(self) -> None:
+        self._told = -1
+
+    def __call__(self, received: int, total: int | None) -> None:
+        tenth = received * 10 // total if total else received // (50 * 2**20)
+        if tenth > self._told:
+            self._told = tenth
+            of = f" of {total / 2**20:.0f}" if total else ""
+            log.info("downloading the ImageNet VGG19 weights: %.0f%s MB", received / 2**20, of)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +81,11 @@ class Stylized:
     settings: Settings
     finished: bool
     _result: PictureResult = field(repr=False)
+
+    def _repr_png_(self) -> bytes | None:
+        """The picture, as a notebook shows it."""
+        shown: bytes | None = self.image._repr_png_()
+        return shown
 
     @property
     def stop_reason(self) -> StopReason | None:
