@@ -30,7 +30,7 @@ def child(size: int, iterations: int) -> None:
 
     from _common import images, weights
 
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights()
@@ -38,13 +38,17 @@ def child(size: int, iterations: int) -> None:
     settings = dataclasses.replace(
         DEFAULTS, size=size, iterations=iterations + 2, weights=loaded.choice, device="cpu", precision="fp32", scales=1
     )
-    run = StyleTransfer(content, [style], settings, loaded, preview_interval=float("inf")).run()
-    next(run), next(run)  # targets and the first steps: not timed
-    before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    for _ in range(iterations):
-        next(run)
-    after, seconds = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - start
-    run.close()
+    marks = {}
+
+    def mark(record) -> None:  # the targets and the first two steps are not timed
+        if record.start or record.done or record.within_iteration:
+            return
+        if record.step in (2, iterations + 2):
+            marks[record.step] = (resource.getrusage(resource.RUSAGE_SELF), time.perf_counter())
+
+    run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=mark, previews=Previews()))
+    (before, start), (after, end) = marks[2], marks[iterations + 2]
+    seconds = end - start
     print(
         json.dumps(
             {

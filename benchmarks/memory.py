@@ -25,7 +25,7 @@ CHILD = r"""
 import dataclasses, json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
-from style_studio.core.run.engine import StyleTransfer
+from style_studio.core import Pictures, RunHooks, RunSpec, run_picture
 from style_studio.core.io.imageio import fit_size
 from style_studio.core.run.memory import estimate_bytes
 from style_studio.core.settings import DEFAULTS
@@ -34,20 +34,20 @@ loaded = weights()
 content, style = images(size)
 settings = dataclasses.replace(DEFAULTS, size=size, iterations=5, weights=loaded.choice, precision=precision,
                                device="cpu")
-transfer = StyleTransfer(content, [style], settings, loaded)
+plans = []
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize()
 before = rss()  # torch, the weights and the images are loaded; the run itself has not begun
 peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-for _ in transfer.run():
-    pass
+run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(started=plans.append))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-width, height = transfer.sizes[-1]
+width, height = plans[0].sizes[-1]
+precision = plans[0].target.precision
 longest = round(max(width, height) * settings.style_scale)
-estimate = estimate_bytes(width, height, [fit_size(*style.size, longest)], transfer.compute.precision)
+estimate = estimate_bytes(width, height, [fit_size(*style.size, longest)], precision)
 print(json.dumps({"peak": peak, "added": peak - min(before, peak_before), "estimate": estimate,
-                  "precision": transfer.compute.precision, "pixels": f"{width}x{height}"}))
+                  "precision": precision, "pixels": f"{width}x{height}"}))
 """
 
 

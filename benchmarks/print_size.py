@@ -33,7 +33,7 @@ import dataclasses, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
 from style_studio.core.run import memory
-from style_studio.core.run.engine import StyleTransfer
+from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
 from style_studio.core.settings import DEFAULTS
 case = json.loads(sys.argv[2])
 if case.get("history"):
@@ -48,25 +48,27 @@ settings = dataclasses.replace(
     DEFAULTS, size=case["size"], iterations=case["iterations"], scales=1, tile=case["tile"],
     weights=loaded.choice, precision=case["precision"], device="cpu",
 )
-transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=1e9)
-times, last = [], None
-started = time.perf_counter()
-for record in transfer.run():
-    if record.within_iteration or record.done:
-        continue
+times, kept, plans = [], [], []
+started = [time.perf_counter()]
+def timed(record):
+    if record.within_iteration or record.done or record.start:
+        return
     now = time.perf_counter()
-    times.append(now - started)
-    started = now
-    last = record
+    times.append(now - started[0])
+    started[0] = now
+    kept.append(record)
+run_picture(RunSpec(Pictures(content, (style,)), settings), loaded,
+            RunHooks(report=timed, started=plans.append, previews=Previews(1e9)))
+last = kept[-1]
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-width, height = transfer.sizes[-1]
-tile = transfer.tiles_at((width, height))
+width, height = plans[0].sizes[-1]
+tile, precision = plans[0].tile, plans[0].target.precision
 later = sorted(times[1:]) or times
 print(json.dumps({
-    "pixels": f"{width}x{height}", "tile": tile, "precision": transfer.compute.precision,
+    "pixels": f"{width}x{height}", "tile": tile, "precision": precision,
     "per_iteration": later[len(later) // 2], "peak": peak, "loss": last.total_loss,
-    "estimate": memory.tiled_bytes(width, height, tile, transfer.compute.precision) if tile
-    else memory.estimate_bytes(width, height, [(width, height)], transfer.compute.precision),
+    "estimate": memory.tiled_bytes(width, height, tile, precision) if tile
+    else memory.estimate_bytes(width, height, [(width, height)], precision),
 }))
 """
 

@@ -118,11 +118,12 @@ def style_losses(pictures: list[np.ndarray], inputs: list[np.ndarray], style: Im
 
 
 def single_picture_seconds(content: np.ndarray, style: Image.Image, settings, loaded) -> float:
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
 
     began = time.perf_counter()
-    for _ in StyleTransfer(Image.fromarray(content), [style], settings, loaded, preview_interval=0.5).run():
-        pass
+    run_picture(
+        RunSpec(Pictures(Image.fromarray(content), (style,)), settings), loaded, RunHooks(previews=Previews(0.5))
+    )
     return time.perf_counter() - began
 
 
