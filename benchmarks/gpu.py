@@ -31,6 +31,8 @@ from collections.abc import Callable
 
 from _common import images, machine, weights
 
+from style_studio.core import PictureRun, Pictures, Previews, RunHooks, RunSpec
+
 AIM_SECONDS = 5.0
 DEVICE = "cuda"  # --dry-run: "cpu"
 
@@ -80,12 +82,10 @@ def iterations_of(run):
 
 def cold_start(size: int, loaded) -> str:
 
-    from style_studio.core.run.engine import StyleTransfer
-
     content, style = images(size)
     start = time.perf_counter()
-    transfer = StyleTransfer(content, [style], settings_for(size, "auto", "lbfgs", 1, loaded), loaded)
-    first = next(transfer.run())
+    transfer = PictureRun(RunSpec(Pictures(content, (style,)), settings_for(size, "auto", "lbfgs", 1, loaded)), loaded)
+    first = next(transfer)
     sync()
     return f"first iteration after {time.perf_counter() - start:.2f} s ({first.compute})"
 
@@ -94,7 +94,6 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, til
     import torch
 
     from style_studio.core.io.imageio import fit_size
-    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.run.memory import estimate_bytes, tiled_bytes
 
     content, style = images(size)
@@ -104,8 +103,8 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, til
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated() if cuda else 0
-    transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15)
-    run = iterations_of(transfer.run())
+    transfer = PictureRun(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(previews=Previews(0.15)))
+    run = iterations_of(transfer)
     for _ in range(10):  # warm-up: cuDNN autotuning, the allocator, L-BFGS's history filling
         next(run)
     sync()
@@ -114,11 +113,11 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, til
         next(run)
     sync()
     rate = iterations / (time.perf_counter() - start)
-    run.close()
-    width, height = transfer.sizes[-1]
+    transfer.close()
+    width, height = transfer.plan.sizes[-1]
     style_size = fit_size(*style.size, settings.style_side(max(width, height)))
-    if transfer.tile is not None:
-        estimate = tiled_bytes(width, height, transfer.tile, transfer.compute.precision, optimizer) / 2**30
+    if transfer.plan.tile is not None:
+        estimate = tiled_bytes(width, height, transfer.plan.tile, transfer.compute.precision, optimizer) / 2**30
     else:
         estimate = estimate_bytes(width, height, [style_size], transfer.compute.precision, optimizer) / 2**30
     if not cuda:
@@ -129,29 +128,26 @@ def warm(size: int, precision: str, optimizer: str, iterations: int, loaded, til
 
 
 def final_loss(size: int, precision: str, iterations: int, loaded, tile: int = 0) -> str:
-    from style_studio.core.run.engine import StyleTransfer
-
     content, style = images(size)
     results = {}
     for p in ("fp32", precision):
-        transfer = StyleTransfer(content, [style], settings_for(size, p, "lbfgs", iterations, loaded, tile), loaded)
-        for _ in transfer.run():
+        transfer = PictureRun(RunSpec(Pictures(content, (style,)), settings_for(size, p, "lbfgs", iterations, loaded,
+                                                                              tile)), loaded)  # fmt: skip
+        for _ in transfer:
             pass
         results[p] = transfer
     judge = results["fp32"]
-    fp32, other = (judge.evaluate(results[p].result)["total"] for p in ("fp32", precision))
+    fp32, other = (judge.evaluate(results[p].image)["total"] for p in ("fp32", precision))
     return f"fp32 {fp32:.4f}, {precision} {other:.4f}: {abs(other - fp32) / fp32 * 100:.2f} % apart"
 
 
 def classic(loaded) -> str:
     """Wall time of a whole default run: 500 L-BFGS iterations at 512 px, set-up included."""
 
-    from style_studio.core.run.engine import StyleTransfer
-
     content, style = images(512)
     start = time.perf_counter()
-    transfer = StyleTransfer(content, [style], settings_for(512, "auto", "lbfgs", 500, loaded), loaded)
-    records = list(transfer.run())
+    records = list(PictureRun(RunSpec(Pictures(content, (style,)), settings_for(512, "auto", "lbfgs", 500, loaded)),
+                              loaded))  # fmt: skip
     sync()
     seconds = time.perf_counter() - start
     verdict = "met" if seconds < AIM_SECONDS else "NOT met"

@@ -28,19 +28,19 @@ TARGET = 1.10
 def measure(size: int, optimizer: str, pairs: int, loaded, precision: str = "auto") -> tuple[float, float]:
     import torch
 
+    from style_studio.core import PictureRun, Pictures, Previews, RunHooks, RunSpec
     from style_studio.core.network.vgg import TruncatedNetwork
     from style_studio.core.run.compute import network_for
-    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)
     settings = dataclasses.replace(
         DEFAULTS, size=size, iterations=pairs + 3, optimizer=optimizer, weights=loaded.choice, precision=precision
     )
-    transfer = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15)
-    compute = transfer.compute
+    run = PictureRun(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(previews=Previews(0.15)))
+    compute = run.compute
     net = TruncatedNetwork(network_for(loaded, compute), ["relu5_1"], settings.pooling)
-    width, height = transfer.sizes[-1]
+    width, height = run.plan.sizes[-1]
     x = torch.rand(1, 3, height, width, device=compute.device, requires_grad=True)
     dtype = compute.autocast_dtype
 
@@ -52,7 +52,6 @@ def measure(size: int, optimizer: str, pairs: int, loaded, precision: str = "aut
         if compute.device.type == "cuda":
             torch.cuda.synchronize()
 
-    run = transfer.run()
     for _ in range(3):  # warm-up: first iterations allocate and tune
         bare()
         next(run)
@@ -73,8 +72,8 @@ def measure_regions(size: int, pairs: int, loaded) -> tuple[float, float]:
     """Median seconds per iteration without and with two painted regions, interleaved one for one."""
     import numpy as np
 
+    from style_studio.core import PictureRun, Pictures, Previews, RunHooks, RunSpec
     from style_studio.core.objective.regions import Region, Regions
-    from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)
@@ -84,8 +83,9 @@ def measure_regions(size: int, pairs: int, loaded) -> tuple[float, float]:
     masks[0, :, : width * 2 // 5] = 255  # a region on the left, one on the right, the middle unpainted
     masks[1, :, width * 3 // 5 :] = 255
     regions = Regions((Region("left", (255, 0, 0)), Region("right", (0, 255, 0), strength=2.0)), masks)
-    plain = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15).run()
-    painted = StyleTransfer(content, [style], settings, loaded, preview_interval=0.15, regions=regions).run()
+    hooks = RunHooks(previews=Previews(0.15))
+    plain = PictureRun(RunSpec(Pictures(content, (style,)), settings), loaded, hooks)
+    painted = PictureRun(RunSpec(Pictures(content, (style,), regions=regions), settings), loaded, hooks)
     for _ in range(3):
         next(plain)
         next(painted)

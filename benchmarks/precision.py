@@ -60,7 +60,7 @@ def compare(
 ) -> list[object]:
     from PIL import Image
 
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import PictureRun, Pictures, Previews, RunHooks, RunSpec
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(choice)
@@ -70,17 +70,15 @@ def compare(
     )
     emulated = emulated_fp16() if emulate_fp16 else None
     runs = {
-        p: StyleTransfer(
-            content,
-            [style],
-            dataclasses.replace(base, precision=p),
+        p: PictureRun(
+            RunSpec(Pictures(content, (style,)), dataclasses.replace(base, precision=p)),
             loaded,
-            preview_interval=float("inf"),
+            RunHooks(previews=Previews()),
             compute=emulated if p != "fp32" else None,
         )
         for p in ("fp32", against)
     }
-    generators = {p: t.run() for p, t in runs.items()}
+    generators = runs
     times: dict[str, list[float]] = {p: [] for p in runs}
     for step in range(iterations + 1):  # + the final record
         for precision, generator in generators.items():
@@ -94,9 +92,9 @@ def compare(
             seconds = time.perf_counter() - start
             print(f"  {precision} iteration {step}: {seconds:.1f} s{loss}", file=sys.stderr, flush=True)
     judge = runs["fp32"]
-    losses = {p: judge.evaluate(t.result)["total"] for p, t in runs.items()}
+    losses = {p: judge.evaluate(t.image)["total"] for p, t in runs.items()}
     OUT.mkdir(exist_ok=True)
-    a, b = runs["fp32"].result, runs[against].result
+    a, b = runs["fp32"].image, runs[against].image
     sheet = Image.new("RGB", (a.width * 2 + 8, a.height), "white")
     sheet.paste(a, (0, 0))
     sheet.paste(b, (a.width + 8, 0))

@@ -23,14 +23,14 @@ from _common import images, machine, median, table, weights
 
 
 def measure(size: int, pairs: int, loaded, optimizer: str) -> tuple[float, float]:
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import PictureRun, Pictures, RunSpec
     from style_studio.core.settings import DEFAULTS
 
     content, style = images(size)
     settings = dataclasses.replace(DEFAULTS, size=size, iterations=pairs + 3, weights=loaded.choice,
                                    optimizer=optimizer)  # fmt: skip
     runs = [
-        StyleTransfer(content, [style], dataclasses.replace(settings, style_loss=name), loaded).run()
+        PictureRun(RunSpec(Pictures(content, (style,)), dataclasses.replace(settings, style_loss=name)), loaded)
         for name in ("gram", "gaussian")
     ]
     for _ in range(3):  # warm-up: first iterations allocate and tune

@@ -107,12 +107,13 @@ def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, tem
 
 def style_losses(pictures: list[np.ndarray], inputs: list[np.ndarray], style: Image.Image, settings, loaded) -> float:
     """Mean over frames of the style terms of each output frame, as a still run of its input frame defines them."""
-    from style_studio.core.run.engine import StyleTransfer
+    from style_studio.core import PictureRun, Pictures, RunSpec
 
     total = []
     for output, content in zip(pictures, inputs, strict=True):
-        transfer = StyleTransfer(Image.fromarray(content), [style], settings, loaded)
-        terms = transfer.evaluate(Image.fromarray(output))
+        judge = PictureRun(RunSpec(Pictures(Image.fromarray(content), (style,)), settings), loaded)
+        terms = judge.evaluate(Image.fromarray(output))
+        judge.close()
         total.append(sum(v for k, v in terms.items() if k not in ("total", "content", "tv")))
     return float(np.mean(total))
 

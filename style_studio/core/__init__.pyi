@@ -73,6 +73,7 @@ from .jobs.job import video_key as video_key
 from .jobs.kept import KeptResult as KeptResult
 from .jobs.kept import KeptResults as KeptResults
 from .jobs.picture import PictureResult as PictureResult
+from .jobs.picture import PictureRun as PictureRun
 from .jobs.picture import Pictures as Pictures
 from .jobs.picture import Previews as Previews
 from .jobs.picture import RunHooks as RunHooks

@@ -1,4 +1,5 @@
-"""A picture's run: the one place the engine is built, for a job's picture, the window's, the queue's and a frame.
+"""A picture's run: the one place the engine is built (``PictureRun``), for a job's picture, the window's, the queue's,
+a frame, and the benchmarks that step runs side by side.
 
 ``run_picture`` takes what to make (``RunSpec``: pictures already read, the
 settings, what it goes on from) and how to hear and steer it (``RunHooks``),
@@ -15,7 +16,7 @@ import functools
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from ..settings import Settings
 from .job import job_key, picture_metadata
 
 if TYPE_CHECKING:
+    from ..network.device import Compute
     from ..network.weights import NetworkWeights
     from ..objective.objective import StyleCache
     from ..objective.temporal import FrameGuide
@@ -201,6 +203,83 @@ class RunHooks:
     previews: Previews = Previews()
 
 
+class PictureRun:
+    """A picture's run taken one record at a time, the one place the engine is built: ``run_picture`` runs one to its
+    end; a benchmark steps two side by side. Each ``next`` is a record, heard by ``hooks.report`` too.
+
+    Raises (on construction):
+        StyleStudioError: settings that do not fit the pictures, a refused resume, out of memory while setting up.
+        Cancelled: ``hooks.cancel`` was set before the run was set up.
+    """
+
+    def __init__(
+        self, spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks(), *, compute: Compute | None = None
+    ) -> None:
+        """``compute``: where to run instead of the settings' device and precision (a benchmark's emulation)."""
+        from ..run.engine import StyleTransfer
+
+        self.began = time.perf_counter()
+        if hooks.cancel is not None:
+            hooks.cancel.raise_if_cancelled()
+        self.spec, self.weights, self.hooks = spec, weights, hooks
+        pictures, resume = spec.pictures, spec.resume
+        self.run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
+        self._transfer = StyleTransfer(
+            pictures.content, pictures.styles, spec.settings, weights, cancel=hooks.cancel,
+            preview_interval=hooks.previews.interval, preview_max_side=hooks.previews.max_side,
+            checkpoints=hooks.checkpoints, run_id=self.run_id, resume=resume,
+            input_names=(pictures.content_name, *pictures.style_names), regions=pictures.regions, compute=compute,
+            frame=spec.frame, known_styles=spec.known_styles, live=hooks.live,
+        )  # fmt: skip
+        self.last: Progress | None = None
+        self._records = self._transfer.run()
+        if hooks.started is not None:
+            hooks.started(self._transfer.plan)
+
+    @property
+    def plan(self) -> RunPlan:
+        """Its scales, tiles, memory and work (it grows when a live change is given time)."""
+        return self._transfer.plan
+
+    @property
+    def compute(self) -> Compute:
+        """Where it runs: the device, the precision and the memory format."""
+        return self._transfer.compute
+
+    @property
+    def image(self) -> Image.Image | None:
+        """The lowest-loss picture so far, at the requested size."""
+        return self._transfer.result
+
+    def evaluate(self, picture: Image.Image) -> dict[str, float]:
+        """The loss terms of ``picture`` as this run defines them (a result judged by another run's objective)."""
+        return self._transfer.evaluate(picture)
+
+    def __iter__(self) -> Iterator[Progress]:
+        return self
+
+    def __next__(self) -> Progress:
+        record = next(self._records)
+        self.last = record
+        if self.hooks.report is not None:
+            self.hooks.report(record)
+        return record
+
+    def close(self) -> None:
+        """Stop it where it stands (its hooks are taken off the network)."""
+        self._records.close()
+
+    def result(self, stop_reason: StopReason | None, failure: BaseException | None = None) -> PictureResult:
+        """What it made, ended by ``stop_reason`` (None: it failed with ``failure``)."""
+        transfer, spec = self._transfer, self.spec
+        unchanged = transfer.settings == spec.settings and transfer.regions is spec.pictures.regions
+        return PictureResult(
+            spec.pictures, transfer.result, _deep(transfer) if spec.deep else None, transfer.settings,
+            transfer.regions, stop_reason, failure, self.last, self.run_id, self.weights.label,
+            time.perf_counter() - self.began, spec.key if unchanged else None,
+        )  # fmt: skip
+
+
 def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks()) -> PictureResult:
     """Run the engine on ``spec`` with ``weights`` and return what it made; ``hooks`` hear and steer it.
 
@@ -209,41 +288,15 @@ def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHoo
         Cancelled: stopped before the run was set up.
     A failure once the run is under way is returned (``PictureResult.failure``) with the picture made so far.
     """
-    from ..run.engine import StyleTransfer
-
-    began = time.perf_counter()
-    if hooks.cancel is not None:
-        hooks.cancel.raise_if_cancelled()
-    pictures, settings, resume = spec.pictures, spec.settings, spec.resume
-    run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
-    transfer = StyleTransfer(
-        pictures.content, pictures.styles, settings, weights, cancel=hooks.cancel,
-        preview_interval=hooks.previews.interval, preview_max_side=hooks.previews.max_side,
-        checkpoints=hooks.checkpoints, run_id=run_id, resume=resume,
-        input_names=(pictures.content_name, *pictures.style_names), regions=pictures.regions, compute=None,
-        frame=spec.frame, known_styles=spec.known_styles, live=hooks.live,
-    )  # fmt: skip
-    if hooks.started is not None:
-        hooks.started(transfer.plan)
-    last: Progress | None = None
-    failure: BaseException | None = None
-    stop_reason: StopReason | None = CANCELLED
+    run = PictureRun(spec, weights, hooks)
     try:
-        for record in transfer.run():
-            last = record
-            if hooks.report is not None:
-                hooks.report(record)
-        stop_reason = last.stop_reason if last is not None else CANCELLED
+        for _ in run:
+            pass
     except Cancelled:
-        pass
+        return run.result(CANCELLED)
     except Exception as exc:  # kept with the picture so far: the caller says it, or raises it
-        failure, stop_reason = exc, None
-    unchanged = transfer.settings == settings and transfer.regions is pictures.regions
-    return PictureResult(
-        pictures, transfer.result, _deep(transfer) if spec.deep else None, transfer.settings, transfer.regions,
-        stop_reason, failure, last, run_id, weights.label, time.perf_counter() - began,
-        spec.key if unchanged else None,
-    )  # fmt: skip
+        return run.result(None, exc)
+    return run.result(run.last.stop_reason if run.last is not None else CANCELLED)
 
 
 def _deep(transfer: StyleTransfer) -> np.ndarray | None:

@@ -241,7 +241,7 @@ class StyleTransfer:
 
     # -- the run ----------------------------------------------------------------
 
-    def run(self) -> Iterator[Progress]:
+    def run(self) -> Generator[Progress, None, None]:
         """Optimise, yielding a Progress per iteration and a last one with ``done``.
 
         While it runs, the run's checkpoint is this process's (``CheckpointStore.claim``).

@@ -105,3 +105,22 @@ def test_previews_come_at_the_size_asked_for(tiny, pictures):
     )
     previews = [p for p in shown if p is not None]
     assert previews and max(previews[-1].shape[:2]) == 16
+
+
+def test_a_run_taken_a_record_at_a_time_is_the_run_run_picture_makes(tiny, pictures):
+    """Benchmarks step two runs side by side: each ``next`` is the record run_picture's report hears."""
+    from style_studio.core.jobs.picture import PictureRun
+
+    heard = []
+    whole = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=heard.append))
+    first, second = PictureRun(RunSpec(pictures, SETTINGS), tiny), PictureRun(RunSpec(pictures, SETTINGS), tiny)
+    stepped = [(next(first), next(second)) for _ in heard]
+    assert [a.total_loss for a, _ in stepped if not a.start] == [b.total_loss for _, b in stepped if not b.start]
+    assert [r.step for r, _ in stepped] == [r.step for r in heard]
+    assert np.array_equal(np.asarray(first.image), np.asarray(whole.image))
+    assert first.plan.sizes[-1] == (48, 32) and first.compute.precision in ("fp32", "bf16")
+    judged = first.evaluate(first.image)
+    assert judged["total"] > 0 and set(judged) >= {"total", "content", "tv"}
+    with pytest.raises(StopIteration):
+        next(first)
+    second.close()
