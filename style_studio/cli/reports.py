@@ -7,10 +7,9 @@ else; each crosses processes (pickled by a pool's queue) as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
-if TYPE_CHECKING:
-    from ..core import RenderedJob, StyleStudioError
+from ..core import RenderedJob, StyleStudioError
 
 
 @dataclass(frozen=True)
@@ -42,8 +41,6 @@ RunnerReport: TypeAlias = JobProgress | JobRendered | JobFailed
 
 def ended(job: str, result: RenderedJob | StyleStudioError) -> JobRendered | JobFailed:
     """The report of a job that ended with ``result``: its picture, or the error that stopped it."""
-    from ..core import StyleStudioError
-
     if isinstance(result, StyleStudioError):
         return JobFailed(job, str(result))
     return JobRendered(job, result)

@@ -129,18 +129,19 @@ def write_picture(
 def write_output(job: Job, rendered: RenderedJob, software: str) -> None:
     """Write a rendered job to its output through the guarded writer (ImageSaveError, OutputError or Busy)."""
     made = rendered.made
-    try:
+    if isinstance(made, PicturePixels):
+        write_picture(made.pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
+                      dpi=made.dpi)  # fmt: skip
+        return
+    try:  # a video: its bytes from a task, or its file here (removed once written, or not)
         match made:
-            case PicturePixels(pixels, dpi):
-                write_picture(pixels, job.target(), rendered.metadata, software=software, bit_depth=job.bit_depth,
-                              dpi=dpi)  # fmt: skip
             case VideoBytes(data):
                 job.target().write_bytes(data)
             case VideoFile(path):
                 with open(path, "rb") as video:
                     job.target().write(functools.partial(shutil.copyfileobj, video))
             case VideoWritten():
-                pass
+                pass  # written by its render, in chunks
     except OSError as exc:
         raise ImageSaveError(f"{job.output}: cannot write the video ({exc.strerror or exc})") from None
     finally:

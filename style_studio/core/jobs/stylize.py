@@ -131,8 +131,7 @@ class Stylized:
         """
         from ... import __version__
 
-        output = Output(Path(path), self._result.pictures.files)
-        output.check()
+        output = Output(Path(path), self._result.pictures.files)  # checked by the writer, again as it replaces
         pixels: Image.Image | np.ndarray = self.image
         if bit_depth == 16 and self._result.deep is not None:
             pixels = self._result.deep
