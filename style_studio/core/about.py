@@ -1,5 +1,5 @@
 """What a setting is, described once: ``About`` makes its command-line option, its jobs-file key, the window's
-tooltip and range, and the check of its value.
+control (its label, kind, range and step, its place in the form) and tooltip, and the check of its value.
 
 ``Settings`` (``settings.py``) and ``VideoOptions`` (``jobs/job.py``) carry one ``About`` per field, in the
 field's metadata; ``check_fields`` checks a dict of values against them.
@@ -44,6 +44,22 @@ class About:
         earlier: for a setting added after job keys were first made, the value every picture had before it; a job
             key leaves the setting out at that value, so that a job keyed before keeps its key (``ALWAYS_KEYED``:
             keyed whatever its value).
+
+    The window's form is made from the rest (``ui/settings_form``):
+
+        label: the control's label ("": the settings form has no control for it; another part of the window, or
+            none, edits it).
+        group: the form's group it is in (``settings.FORM_GROUPS``).
+        everyday: shown at first; the others wait under *More settings*.
+        choice_labels: the window's words for ``choices`` (or ``offers``), in their order.
+        offers: the values the window offers for a setting whose values are not a closed list (a device); it shows
+            any other value it is given too.
+        step, decimals: a number's step and decimals, as shown.
+        percent: a share shown as a percentage (0.5: 50 %).
+        slider: a weight's slider range (a logarithmic slider over it, with the number beside it), where the check's
+            range is open.
+        control: a control of its own kind, made by the form's owner ("layers", "layer", "weights"), where the
+            field's type and the above do not say it.
     """
 
     help: str
@@ -60,6 +76,16 @@ class About:
     live: bool = False
     plans: bool = True
     earlier: object = ALWAYS_KEYED
+    label: str = ""
+    group: str = ""
+    everyday: bool = False
+    choice_labels: tuple[str, ...] = ()
+    offers: tuple[str, ...] = ()
+    step: float = 1.0
+    decimals: int = 2
+    percent: bool = False
+    slider: tuple[float, float] | None = None
+    control: str = ""
 
     @property
     def tooltip(self) -> str:
@@ -93,7 +119,7 @@ class About:
         else:
             span = ""
         text = f"{what} {span}".strip()
-        if self.zero is not None:
+        if self.zero is not None and (self.low is None or self.low > 0):  # 0 outside the range, allowed apart
             text = f"0 ({self.zero}) or {text}"
         if optional:
             text += " or null"

@@ -72,6 +72,9 @@ MAX_STEPPED_SCALES: Final = 16
 #: The smallest tile core ``tile`` may ask for, in pixels.
 MIN_TILE: Final = 128
 
+#: The settings form's groups, in the window's order (each setting's ``About.group`` is one).
+FORM_GROUPS: Final = ("Style layers", "Balance", "Picture", "Computation")
+
 #: Step size each optimiser starts from when ``step_size`` is None. The image
 #: lives in [0, 1]; L-BFGS scales its own steps.
 DEFAULT_STEP: Final = {"lbfgs": 1.0, "adam": 0.02}
@@ -94,7 +97,8 @@ class Settings:
     size: int = field(
         default=512,
         metadata=_about("longest side in pixels", low=MIN_SIZE, high=MAX_SIZE, unit="pixels",
-                        tip="Longest side of the result in pixels. Larger takes longer and needs more memory."),
+                        tip="Longest side of the result in pixels. Larger takes longer and needs more memory.",
+                        label="Size", group="Picture", everyday=True, step=64),
     )  # fmt: skip
     iterations: int = field(
         default=150,
@@ -102,7 +106,8 @@ class Settings:
                         "start picture alone at full size, no optimisation (with --init instant: the instant look)",
                         low=1, high=100_000, zero="the start picture alone",
                         tip="Optimisation steps at the first scale. More steps: a more finished picture. 0: the "
-                        "start picture alone (with the instant start: the network's look, in a second)."),
+                        "start picture alone (with the instant start: the network's look, in a second).",
+                        label="Iterations", group="Picture", everyday=True, step=50),
     )  # fmt: skip
     scales: int = field(
         default=0,
@@ -111,7 +116,7 @@ class Settings:
                         high=MAX_SCALES, zero="automatic",
                         tip="Coarse-to-fine: paint smaller first (by the scale step for each further scale), then "
                         "refine at full size. 2-3 scales give larger, more coherent strokes. Auto: from the first "
-                        "scale up to the size. 1 = full size only."),
+                        "scale up to the size. 1 = full size only.", label="Scales", group="Picture"),
     )  # fmt: skip
     first_scale: int = field(
         default=256,
@@ -120,14 +125,16 @@ class Settings:
                         zero="off", unit="pixels",
                         tip="Start every picture this small (most iterations are cheap there), then step up by the "
                         "scale step to the size: the whole picture's look shows within seconds. Used when Scales "
-                        f"is automatic; 0: one scale up to {SCREEN_SIDE} px, then one more per doubling.", earlier=0),
+                        f"is automatic; 0: one scale up to {SCREEN_SIDE} px, then one more per doubling.", earlier=0,
+                        label="First scale", group="Picture", step=32),
     )  # fmt: skip
     scale_ratio: float = field(
         default=2.0,
         metadata=_about("each finer scale's side as a multiple of the coarser one's (1.41: steps of √2)",
                         low=1.1, high=4, metavar="RATIO",
                         tip="How much larger each finer scale is than the one before: 2 doubles the side, 1.41 "
-                        "takes steps of √2 (more scales, each closer to the last).", earlier=2.0),
+                        "takes steps of √2 (more scales, each closer to the last).", earlier=2.0,
+                        label="Scale step", group="Picture", step=0.1),
     )  # fmt: skip
     # The composition settles at the coarse scales, the finer ones refine it.
     finer_iterations: float = field(
@@ -136,19 +143,21 @@ class Settings:
                         metavar="SHARE",
                         tip="Iterations at each finer scale, as a share of the previous scale's. The composition "
                         "settles at the coarse scales; the finer ones only refine it, and each costs four times as "
-                        "much per iteration."),
+                        "much per iteration.", label="Finer scales", group="Picture", percent=True, step=5),
     )  # fmt: skip
     average: bool = field(
         default=False,
         metadata=_about("keep the average of each scale's last iterations (about a fifth of them) as the picture, "
                         "not the lowest-loss one",
                         tip="Show and save the average of the last iterations' pictures rather than the lowest-loss "
-                        "one: fewer speckles where the optimisation still jitters.", earlier=False),
+                        "one: fewer speckles where the optimisation still jitters.", earlier=False,
+                        label="Average the last iterations", group="Picture"),
     )  # fmt: skip
     optimizer: str = field(
         default="lbfgs",
         metadata=_about("the optimiser", choices=OPTIMIZERS,
-                        tip="L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings."),
+                        tip="L-BFGS converges fastest for style transfer; Adam is steadier with unusual settings.",
+                        label="Optimiser", group="Picture", choice_labels=("L-BFGS", "Adam")),
     )  # fmt: skip
     init: str = field(
         default="palette",
@@ -158,13 +167,17 @@ class Settings:
                         tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
                         "painterly, less faithful), the first style image, the photo already in the "
                         "painting's colours (its palette from the first iteration), or the instant look: a "
-                        "network's painting of the photo, in a second, that the optimisation goes on from."),
+                        "network's painting of the photo, in a second, that the optimisation goes on from.",
+                        label="Start from", group="Picture", everyday=True,
+                        choice_labels=("Content image", "Noise", "First style image", "Content, recoloured",
+                                       "Instant look")),
     )  # fmt: skip
     content_layers: tuple[str, ...] = field(
         default=("relu4_2",),
         metadata=_about("the layers whose activations keep the photo's content", metavar="L1,L2",
                         tip="The layer whose activations must match the content image. Deeper layers keep the "
-                        "layout but let details change; shallower ones keep the photo almost as it is."),
+                        "layout but let details change; shallower ones keep the photo almost as it is.",
+                        label="Content layer", group="Style layers", control="layer", offers=LAYER_NAMES),
     )  # fmt: skip
     style_layers: tuple[tuple[str, float], ...] = field(
         default_factory=_default_style_layers,
@@ -172,25 +185,26 @@ class Settings:
                         "computed)", metavar="L:W,...",
                         tip="How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
                         "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
-                        "0 turns the layer off. Changes apply to a running optimisation at once.", live=True),
+                        "0 turns the layer off. Changes apply to a running optimisation at once.", live=True,
+                        label="Style layers", group="Style layers", everyday=True, control="layers"),
     )  # fmt: skip
     content_weight: float = field(
         default=1.0,
         metadata=_about("weight of the content term", low=0,
                         tip="How much of the content image's layout to keep. Higher: more photo, less painting.",
-                        live=True, plans=False),
+                        live=True, plans=False, label="Content", group="Balance", everyday=True, slider=(0.01, 100)),
     )  # fmt: skip
     style_weight: float = field(
         default=3.0,
         metadata=_about("weight of the style terms", low=0,
                         tip="How strongly the picture takes on the style. Higher: more painting, less photo.",
-                        live=True, plans=False),
+                        live=True, plans=False, label="Style", group="Balance", everyday=True, slider=(0.01, 1000)),
     )  # fmt: skip
     tv_weight: float = field(
         default=0.1,
         metadata=_about("weight of the smoothing (total variation) term", low=0,
                         tip="Smoothing. Higher removes speckle and noise but blurs fine strokes.",
-                        live=True, plans=False),
+                        live=True, plans=False, label="Smoothing", group="Balance", everyday=True, slider=(0.001, 10)),
     )  # fmt: skip
     style_blend: tuple[float, ...] = field(
         default=(),
@@ -200,18 +214,20 @@ class Settings:
         default=1.0,
         metadata=_about("style picture size relative to the output", low=0.1, high=4,
                         tip="Size of the style image relative to the result. Smaller: finer, more repeated "
-                        "strokes; larger: bigger strokes."),
+                        "strokes; larger: bigger strokes.", label="Style scale", group="Picture", step=0.1),
     )  # fmt: skip
     preserve_colors: bool = field(
         default=False,
         metadata=_about("keep the photo's colours",
-                        tip="Keep the photo's own colours and take only the style's brushwork and texture."),
+                        tip="Keep the photo's own colours and take only the style's brushwork and texture.",
+                        label="Preserve content colours", group="Picture", everyday=True),
     )  # fmt: skip
     # Max is VGG's own; average pooling (Gatys et al.) smooths the gradients.
     pooling: str = field(
         default="max",
         metadata=_about("the network's pooling", choices=POOLINGS,
-                        tip="Max is VGG's own pooling; average pooling gives smoother, softer textures."),
+                        tip="Max is VGG's own pooling; average pooling gives smoother, softer textures.",
+                        label="Pooling", group="Picture", choice_labels=("Max", "Average")),
     )  # fmt: skip
     style_loss: str = field(
         default="gaussian",
@@ -220,30 +236,40 @@ class Settings:
                         choices=STYLE_LOSSES,
                         tip="How the picture's textures are compared with the painting's. "
                         + " ".join(f"{kind.label}: {kind.about}." for kind in STYLE_LOSS_KINDS.values()),
-                        earlier="gram"),
+                        earlier="gram",
+                        label="Style measure", group="Picture", everyday=True,
+                        choice_labels=tuple(kind.label for kind in STYLE_LOSS_KINDS.values())),
     )  # fmt: skip
     seed: int = field(
         default=0,
         metadata=_about("the random seed: the same seed, the same picture", low=0, high=2**63 - 1,
-                        tip="The random seed: the same seed and settings give the same picture on the same device."),
+                        tip="The random seed: the same seed and settings give the same picture on the same device.",
+                        label="Seed", group="Picture"),
     )  # fmt: skip
     device: str = field(
         default="auto",
         metadata=_about("auto, cpu, cuda, cuda:N or mps", metavar="DEVICE",
-                        tip="Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU."),
+                        tip="Where to compute: automatic picks a CUDA or Apple GPU when there is one, else the CPU.",
+                        label="Device", group="Computation", offers=("auto", "cpu", "cuda", "mps"),
+                        choice_labels=("Automatic", "CPU", "CUDA GPU", "Apple GPU (MPS)")),
     )  # fmt: skip
     precision: str = field(
         default="auto",
         metadata=_about("the arithmetic's precision (auto: bf16 or fp16 where fast)", choices=PRECISIONS,
                         tip="Automatic uses fast mixed precision (bf16/fp16) where the device does it well and "
-                        "32-bit floats elsewhere. The picture looks the same."),
+                        "32-bit floats elsewhere. The picture looks the same.",
+                        label="Precision", group="Computation",
+                        choice_labels=("Automatic", "32-bit (fp32)", "bfloat16", "float16")),
     )  # fmt: skip
     weights: str = field(
         default="imagenet",
         metadata=_about("VGG19 weights: imagenet (downloaded once), untrained, or a .pth file",
                         metavar="imagenet|untrained|PATH",
                         tip="The trained network that judges content and style. ImageNet VGG19 gives real results; "
-                        "untrained features only transfer colour and texture."),
+                        "untrained features only transfer colour and texture.",
+                        label="Weights", group="Computation", everyday=True, control="weights",
+                        offers=("imagenet", "untrained"),
+                        choice_labels=("ImageNet VGG19", "Untrained (colour and texture only)")),
     )  # fmt: skip
     step_size: float | None = field(
         default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0, above=True)
@@ -254,14 +280,16 @@ class Settings:
                         "(0: only when the picture would not fit)", low=MIN_TILE, high=MAX_SIZE, metavar="N",
                         zero="automatic", unit="pixels",
                         tip="Work on a large picture in tiles of this size: the same result, in less memory, a "
-                        "little slower. Auto: only when the picture would not fit in memory otherwise."),
+                        "little slower. Auto: only when the picture would not fit in memory otherwise.",
+                        label="Tiles", group="Computation", step=256),
     )  # fmt: skip
     deterministic: bool = field(
         default=True,
         metadata=_about("let a GPU pick faster kernels whose results vary slightly from run to run",
                         flag="--nondeterministic", inverted=True,
                         tip="The same seed and settings give the same picture, on a GPU too. Off, a GPU may pick "
-                        "faster kernels whose results differ slightly from run to run."),
+                        "faster kernels whose results differ slightly from run to run.",
+                        label="Same seed, same picture", group="Computation"),
     )  # fmt: skip
 
     @property
@@ -332,7 +360,7 @@ class Settings:
 
     def validate(self) -> Settings:
         """Raise SettingsError listing every problem; return self when valid."""
-        problems = _check(to_dict(self))
+        problems = _check(to_dict(self), type(self))
         if problems:
             raise SettingsError(problems)
         return self
@@ -418,8 +446,6 @@ def about(name: str) -> About:
 LIVE_FIELDS: Final = tuple(name for name, described_as in described(Settings).items() if described_as.live)
 #: Every setting's name.
 NAMES: Final = frozenset(f.name for f in dataclasses.fields(Settings))
-#: The settings that are floats, as JSON may give them as whole numbers.
-_FLOATS: Final = tuple(f.name for f in dataclasses.fields(Settings) if f.type == "float")
 
 
 def to_dict(settings: Settings) -> dict[str, Any]:
@@ -443,7 +469,7 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
     unknown = sorted(set(data) - set(merged))
     problems = [f"unknown setting {k!r}" for k in unknown]
     merged.update({k: v for k, v in data.items() if k not in unknown})
-    problems += _check(merged)
+    problems += _check(merged, type(base))
     if problems:
         raise SettingsError(problems, source)
     merged["content_layers"] = tuple(merged["content_layers"])
@@ -452,11 +478,15 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
         sorted(((str(k), float(v)) for k, v in merged["style_layers"].items()), key=lambda kv: order[kv[0]])
     )
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
-    for key in _FLOATS:
+    for key in _floats(type(base)):  # JSON may give a float as a whole number
         merged[key] = float(merged[key])
     if merged["step_size"] is not None:
         merged["step_size"] = float(merged["step_size"])
-    return Settings(**merged)
+    return type(base)(**merged)
+
+
+def _floats(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind) if f.type == "float")
 
 
 def dumps(settings: Settings, **extra: Any) -> str:
@@ -495,15 +525,15 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
     return from_dict(doc.get("settings", {}), source=source)
 
 
-def _check(d: Mapping[str, Any]) -> list[str]:
-    """Every problem with a settings dict (as ``to_dict`` makes it)."""
+def _check(d: Mapping[str, Any], kind: type) -> list[str]:
+    """Every problem with a settings dict (as ``to_dict`` makes it) of settings ``kind`` (``Settings``)."""
     problems: list[str] = []
 
     def need(ok: bool, message: str) -> None:
         if not ok:
             problems.append(message)
 
-    problems += check_fields(Settings, d)  # every bounded number and every choice, from its About
+    problems += check_fields(kind, d)  # every bounded number and every choice, from its About
     need(
         isinstance(d["device"], str) and bool(DEVICE_PATTERN.match(d["device"])),
         f"device must be auto, cpu, cuda, cuda:N or mps, got {shown(d['device'])}",

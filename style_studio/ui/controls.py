@@ -1,17 +1,15 @@
-"""The settings panel: one widget per setting, each bound both ways to its field of the window's state."""
+"""The settings panel: a form made from the settings' descriptions (``settings_form``), each control bound both
+ways to its field of the window's state; the everyday few first, the rest under *More settings*."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -26,8 +24,10 @@ from superqt import QCollapsible
 
 from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
 from ..core import settings as settings_mod
-from .state import WindowState
-from .widgets import LayerSlider, LogSlider, WrappedLabel, bounded
+from ..core.about import About
+from .settings_form import FieldControl, FormBinding, choice_box, controls_for, grouped, select
+from .state import WindowState, shapes_the_plan
+from .widgets import LayerSlider, WrappedLabel
 
 CHOOSE_FILE = "choose-file"
 
@@ -46,42 +46,20 @@ PRINT_DPI_TIP = (
 )
 
 
-def tip(name: str) -> str:
-    """The window's tooltip for setting ``name``: its description's, the one the command line's help comes from."""
-    return settings_mod.about(name).tooltip
-
-
-#: A choice's box is this many characters wide at least, whatever its longest choice (the list shows them whole):
-#: the settings column stays narrow, and the picture wide.
-COMBO_CHARACTERS = 14
-
-
-def _combo(items: list[tuple[str, str]], tip: str) -> QComboBox:
-    box = QComboBox()
-    for text, data in items:
-        box.addItem(text, data)
-    box.setToolTip(tip)
-    box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-    box.setMinimumContentsLength(COMBO_CHARACTERS)
-    return box
-
-
-def _select(box: QComboBox, data: str) -> None:
-    index = box.findData(data)
-    if index >= 0:
-        box.setCurrentIndex(index)
-
-
 class ControlsPanel(QWidget):
     """Shows and edits the settings in ``state`` (``style_blend`` belongs to the style list, not here).
 
-    Each widget writes its one setting into the state when the user moves it,
-    and shows the state's value when the state changes (``_bindings``).
+    The form is made from the descriptions of ``type(settings)``' fields: each control writes its one setting
+    into the state when the user moves it, and shows the state's value when the state changes.
+
+    Attributes:
+        fields: each setting's control, by name.
 
     Signals:
         chooseWeightsFile(): the user picked "Choose file…" for the weights.
         resetRequested(), savePresetRequested(), loadPresetRequested(): its buttons.
         showAllLayersToggled(bool): "All layers" was opened or closed.
+        showMoreToggled(bool): "More settings" was opened or closed.
     """
 
     chooseWeightsFile = Signal()
@@ -89,6 +67,7 @@ class ControlsPanel(QWidget):
     savePresetRequested = Signal()
     loadPresetRequested = Signal()
     showAllLayersToggled = Signal(bool)
+    showMoreToggled = Signal(bool)
 
     def __init__(
         self,
@@ -96,17 +75,44 @@ class ControlsPanel(QWidget):
         parent: QWidget | None = None,
         *,
         show_all_layers: bool = False,
+        show_more: bool = False,
         state: WindowState | None = None,
     ) -> None:
         super().__init__(parent)
         self.state = state if state is not None else WindowState(settings)
-        self._loading = False
+        self.fields = controls_for(
+            type(settings), {"layers": self._layers_control, "layer": self._layer_control,
+                             "weights": self._weights_control}
+        )  # fmt: skip
+        self._size_row(self.fields["size"])
+        self.schedule = WrappedLabel()
+        self.schedule.setToolTip("The scales this run will paint, coarse to fine, and their iterations.")
+        self.needs = WrappedLabel()
+        self.needs.setToolTip(
+            "The memory the run will need, and how long it will take at the speed the last run measured"
+        )
+        self.print_dpi = _print_dpi_box()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self._layers_group(show_all_layers))
-        layout.addWidget(self._weights_group())
-        layout.addWidget(self._output_group())
-        layout.addWidget(self._compute_group())
+        self.more = QCollapsible("More settings")
+        self.more.setCollapsedIcon("▸")
+        self.more.setExpandedIcon("▾")
+        self.more.setToolTip("Scales, the optimiser, the seed, the device and the other settings")
+        for part in (self.more.layout(), self.more.content().layout()):  # its groups as wide as those above
+            if part is not None:
+                part.setContentsMargins(0, 0, 0, 0)
+        for group, everyday, more in grouped(type(settings), settings_mod.FORM_GROUPS):
+            after = {"Picture": [("", self.schedule), ("", self.needs)]}.get(group, [])
+            if everyday:
+                layout.addWidget(self._group(group, everyday, after))
+            extra = [("Print resolution", self.print_dpi)] if group == "Picture" else []
+            if more or extra:
+                self.more.addWidget(self._group(group, more, extra))
+        if show_more:
+            self.more.expand(animate=False)
+        if show_all_layers:
+            self.more_layers.expand(animate=False)
+        layout.addWidget(self.more)
         buttons = QHBoxLayout()
         self.reset_button = QPushButton("Reset")
         self.reset_button.setToolTip("Restore every setting to its default")
@@ -118,9 +124,10 @@ class ControlsPanel(QWidget):
         self.save_preset_button.clicked.connect(self.savePresetRequested)
         self.load_preset_button.clicked.connect(self.loadPresetRequested)
         self.more_layers.toggled.connect(lambda: self.showAllLayersToggled.emit(self.more_layers.isExpanded()))
+        self.more.toggled.connect(lambda: self.showMoreToggled.emit(self.more.isExpanded()))
         layout.addLayout(buttons)
         layout.addStretch(1)
-        self._bindings = self._bind()
+        self._binding = FormBinding(self.fields, self.state.set)
         self.state.setting_changed.connect(self._show_field)
         self.state.load(settings)
         self._show_all(self.state.settings)
@@ -128,140 +135,76 @@ class ControlsPanel(QWidget):
         self.print_dpi.valueChanged.connect(self.state.set_print_dpi)
         self.state.print_dpi_changed.connect(lambda dpi: self.print_dpi.setValue(dpi))
 
+    def widget(self, name: str) -> QWidget:
+        """Setting ``name``'s control."""
+        return self.fields[name].widget
+
     # -- building ----------------------------------------------------------
 
-    def _layers_group(self, show_all: bool) -> QGroupBox:
-        group = QGroupBox("Style layers")
-        box = QVBoxLayout(group)
+    def _group(self, title: str, names: list[str], after: Sequence[tuple[str, QWidget]]) -> QGroupBox:
+        group = QGroupBox(title)
+        form = QFormLayout(group)
+        for name in names:
+            self.fields[name].add_to(form)
+        for label, widget in after:
+            form.addRow(label, widget)
+        return group
+
+    def _layers_control(self, name: str, about: About) -> FieldControl:
+        """A slider per layer: the primary ones, and every VGG19 layer under "All layers"."""
+        box = QWidget()
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 0, 0, 0)
         self.layer_sliders: dict[str, LayerSlider] = {}
-        for name in PRIMARY_STYLE_LAYERS:
-            box.addWidget(self._layer_slider(name))
         self.more_layers = QCollapsible("All layers")
         self.more_layers.setCollapsedIcon("▸")  # pointing at what opens, not up
         self.more_layers.setExpandedIcon("▾")
         self.more_layers.setToolTip("Show a slider for every VGG19 layer")
-        for name in LAYER_NAMES:
-            if name not in PRIMARY_STYLE_LAYERS:
-                self.more_layers.addWidget(self._layer_slider(name))
-        if show_all:
-            self.more_layers.expand(animate=False)
-        box.addWidget(self.more_layers)
-        form = QFormLayout()
-        self.content_layer = _combo([(n, n) for n in LAYER_NAMES], tip("content_layers"))
-        form.addRow("Content layer", self.content_layer)
-        box.addLayout(form)
-        return group
+        for layer in LAYER_NAMES:
+            slider = LayerSlider(layer, 0.0)
+            slider.setToolTip(about.tooltip)
+            self.layer_sliders[layer] = slider
+            if layer in PRIMARY_STYLE_LAYERS:
+                column.addWidget(slider)
+            else:
+                self.more_layers.addWidget(slider)
+        column.addWidget(self.more_layers)
+        changes = tuple(s.valueChanged for s in self.layer_sliders.values())
+        return _own(name, about, box, self._style_layers, self._show_style_layers, changes)
 
-    def _layer_slider(self, name: str) -> LayerSlider:
-        slider = LayerSlider(name, 0.0)
-        slider.setToolTip(tip("style_layers"))
-        self.layer_sliders[name] = slider
-        return slider
+    def _layer_control(self, name: str, about: About) -> FieldControl:
+        """One layer's choice (the content layer)."""
+        box = choice_box(about)
+        box.setToolTip(about.tooltip)
+        return _own(name, about, box, lambda: (box.currentData(),),
+                    lambda layers: select(box, layers[0]) if layers else None, (box.currentIndexChanged,))  # fmt: skip
 
-    def _weights_group(self) -> QGroupBox:
-        group = QGroupBox("Balance")
-        form = QFormLayout(group)
-        self.content_weight = LogSlider(0.01, 100, 1.0)
-        self.style_weight = LogSlider(0.01, 1000, 1.0)
-        self.tv_weight = LogSlider(0.001, 10, 0.1)
-        for key, widget, label in (
-            ("content_weight", self.content_weight, "Content"),
-            ("style_weight", self.style_weight, "Style"),
-            ("tv_weight", self.tv_weight, "Smoothing"),
-        ):
-            widget.setToolTip(tip(key))
-            form.addRow(label, widget)
-        return group
+    def _weights_control(self, name: str, about: About) -> FieldControl:
+        """The weights offered, any file chosen before, "Choose file…", and a button that chooses one."""
+        self.weights = choice_box(about)
+        self.weights.addItem("Choose file…", CHOOSE_FILE)
+        self.weights.setToolTip(about.tooltip)
+        self.weights.activated.connect(self._weights_activated)
+        self.weights_browse = QToolButton()
+        self.weights_browse.setText("…")
+        self.weights_browse.setToolTip("Use a VGG19 weights file (.pth)")
+        self.weights_browse.clicked.connect(self.chooseWeightsFile)
+        row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(self.weights, 1)
+        line.addWidget(self.weights_browse)
+        control = _own(name, about, self.weights, self._weights_choice, self.set_weights,
+                       (self.weights.currentIndexChanged,))  # fmt: skip
+        return dataclasses.replace(control, row=row)
 
-    def _output_group(self) -> QGroupBox:
-        group = QGroupBox("Picture")
-        form = QFormLayout(group)
-        self.output_size = QSpinBox()
-        self.output_size.setSingleStep(64)
-        self.output_size.setSuffix(" px")
-        self.iterations = QSpinBox()
-        self.iterations.setSingleStep(50)
-        self.scales = QSpinBox()
-        self.first_scale = QSpinBox()
-        self.first_scale.setSingleStep(32)
-        self.first_scale.setSuffix(" px")
-        self.scale_ratio = QDoubleSpinBox()
-        self.scale_ratio.setSingleStep(0.1)
-        self.scale_ratio.setDecimals(2)
-        self.finer_iterations = QSpinBox()
-        self.finer_iterations.setSingleStep(5)
-        self.finer_iterations.setSuffix(" %")
-        self.tile = QSpinBox()
-        self.tile.setSingleStep(256)
-        self.tile.setSuffix(" px")
-        self.schedule = WrappedLabel()
-        self.schedule.setToolTip("The scales this run will paint, coarse to fine, and their iterations.")
-        self.needs = WrappedLabel()
-        self.needs.setToolTip(
-            "The memory the run will need, and how long it will take at the speed the last run measured"
-        )
-        self.optimizer = _combo([("L-BFGS", "lbfgs"), ("Adam", "adam")], tip("optimizer"))
-        self.init = _combo(
-            [
-                ("Content image", "content"),
-                ("Noise", "noise"),
-                ("First style image", "style"),
-                ("Content, recoloured", "palette"),
-                ("Instant look", "instant"),
-            ],
-            tip("init"),
-        )
-        self.seed = QSpinBox()
-        self.preserve_colors = QCheckBox("Preserve content colours")
-        self.average = QCheckBox("Average the last iterations")
-        self.style_scale = QDoubleSpinBox()
-        self.style_scale.setSingleStep(0.1)
-        self.style_scale.setDecimals(2)
-        self.pooling = _combo([("Max", "max"), ("Average", "avg")], tip("pooling"))
-        self.style_loss = _combo([(kind.label, name) for name, kind in settings_mod.STYLE_LOSS_KINDS.items()],
-                                 tip("style_loss"))  # fmt: skip
-        self.print_dpi = QSpinBox()
-        self.print_dpi.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts
-        self.print_dpi.setSingleStep(50)
-        self.print_dpi.setSpecialValueText("Photo's own")
-        self.print_dpi.setSuffix(" dpi")
-        self.print_dpi.setToolTip(PRINT_DPI_TIP)
-        #: The spin boxes of bounded settings, by setting: their ranges and tooltips are their descriptions'.
-        self.bounded: dict[str, QSpinBox | QDoubleSpinBox] = {
-            "size": self.output_size, "iterations": self.iterations, "scales": self.scales,
-            "finer_iterations": self.finer_iterations, "tile": self.tile, "seed": self.seed,
-            "style_scale": self.style_scale, "scale_ratio": self.scale_ratio, "first_scale": self.first_scale,
-        }  # fmt: skip
-        for name, spin in self.bounded.items():
-            bounded(spin, settings_mod.about(name), scale=100.0 if name == "finer_iterations" else 1.0)
-        size_row = QWidget()
-        size_layout = QHBoxLayout(size_row)
-        size_layout.setContentsMargins(0, 0, 0, 0)
-        size_layout.addWidget(self.output_size, 1)
-        size_layout.addWidget(self._size_presets())
-        form.addRow("Size", size_row)
-        for widget, label in (
-            (self.iterations, "Iterations"),
-            (self.scales, "Scales"),
-            (self.first_scale, "First scale"),
-            (self.scale_ratio, "Scale step"),
-            (self.finer_iterations, "Finer scales"),
-            (self.optimizer, "Optimiser"),
-            (self.init, "Start from"),
-            (self.seed, "Seed"),
-            (self.style_scale, "Style scale"),
-            (self.pooling, "Pooling"),
-            (self.style_loss, "Style measure"),
-            (self.tile, "Tiles"),
-            (self.print_dpi, "Print resolution"),
-        ):
-            form.addRow(label, widget)
-        form.insertRow(6, "", self.schedule)
-        form.insertRow(7, "", self.needs)
-        for name, check in (("preserve_colors", self.preserve_colors), ("average", self.average)):
-            check.setToolTip(tip(name))
-            form.addRow(check)
-        return group
+    def _size_row(self, size: FieldControl) -> None:
+        row = QWidget()
+        line = QHBoxLayout(row)
+        line.setContentsMargins(0, 0, 0, 0)
+        line.addWidget(size.widget, 1)
+        line.addWidget(self._size_presets())
+        self.fields["size"] = dataclasses.replace(size, row=row)
 
     def _size_presets(self) -> QToolButton:
         """Sizes people ask for: the photo's own, screens, and paper at 300 dpi."""
@@ -290,43 +233,8 @@ class ControlsPanel(QWidget):
 
     def _use_size(self, side: int, dpi: int) -> None:
         if side >= settings_mod.MIN_SIZE:
-            self.output_size.setValue(side)
-            self.print_dpi.setValue(dpi)
-
-    def _compute_group(self) -> QGroupBox:
-        group = QGroupBox("Computation")
-        form = QFormLayout(group)
-        self.device = _combo(
-            [("Automatic", "auto"), ("CPU", "cpu"), ("CUDA GPU", "cuda"), ("Apple GPU (MPS)", "mps")], tip("device")
-        )
-        self.device.setEditable(False)
-        self.precision = _combo(
-            [("Automatic", "auto"), ("32-bit (fp32)", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16")],
-            tip("precision"),
-        )
-        weights_row = QHBoxLayout()
-        self.weights = _combo(
-            [
-                ("ImageNet VGG19", IMAGENET),
-                ("Untrained (colour and texture only)", UNTRAINED),
-                ("Choose file…", CHOOSE_FILE),
-            ],
-            tip("weights"),
-        )
-        self.weights.activated.connect(self._weights_activated)
-        weights_row.addWidget(self.weights, 1)
-        self.weights_browse = QToolButton()
-        self.weights_browse.setText("…")
-        self.weights_browse.setToolTip("Use a VGG19 weights file (.pth)")
-        self.weights_browse.clicked.connect(self.chooseWeightsFile)
-        weights_row.addWidget(self.weights_browse)
-        self.deterministic = QCheckBox("Same seed, same picture")
-        self.deterministic.setToolTip(tip("deterministic"))
-        form.addRow("Device", self.device)
-        form.addRow("Precision", self.precision)
-        form.addRow(self.deterministic)
-        form.addRow("Weights", weights_row)
-        return group
+            self.state.set("size", side)
+            self.state.set_print_dpi(dpi)
 
     # -- weights choice ---------------------------------------------------------
 
@@ -342,75 +250,28 @@ class ControlsPanel(QWidget):
 
     def set_weights(self, choice: str) -> None:
         if choice in (IMAGENET, UNTRAINED):
-            _select(self.weights, choice)
+            select(self.weights, choice)
         else:
             self.set_weights_file(choice)
 
     def _weights_activated(self, index: int) -> None:
         if self.weights.itemData(index) == CHOOSE_FILE:
             current = self.state.settings.weights
-            _select(self.weights, current if self.weights.findData(current) >= 0 else IMAGENET)
+            select(self.weights, current if self.weights.findData(current) >= 0 else IMAGENET)
             self.chooseWeightsFile.emit()
 
     # -- bound to the state ----------------------------------------------------------
 
-    def _bind(self) -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
-        """Each setting's (read the widget, show a value in it), with the widget's change signals bound to it."""
-        spins = {"size": self.output_size, "iterations": self.iterations, "scales": self.scales,
-                 "first_scale": self.first_scale}  # fmt: skip
-        combos = {"optimizer": self.optimizer, "init": self.init, "pooling": self.pooling,
-                  "style_loss": self.style_loss, "device": self.device, "precision": self.precision}  # fmt: skip
-        checks = {"preserve_colors": self.preserve_colors, "average": self.average,
-                  "deterministic": self.deterministic}  # fmt: skip
-        sliders = {"content_weight": self.content_weight, "style_weight": self.style_weight,
-                   "tv_weight": self.tv_weight}  # fmt: skip
-        # Each setting: (read the widget, show a value in it, the widget's change signals).
-        table: dict[str, tuple[Callable[[], Any], Callable[[Any], None], list[Any]]] = {
-            "style_layers": (self._style_layers, self._show_style_layers,
-                             [s.valueChanged for s in self.layer_sliders.values()]),
-            "content_layers": (lambda: (self.content_layer.currentData(),), self._show_content_layers,
-                               [self.content_layer.currentIndexChanged]),
-            "finer_iterations": (lambda: self.finer_iterations.value() / 100,
-                                 lambda v: self.finer_iterations.setValue(round(v * 100)),
-                                 [self.finer_iterations.valueChanged]),
-            "tile": (lambda: max(self.tile.value(), settings_mod.MIN_TILE) if self.tile.value() else 0,
-                     self.tile.setValue, [self.tile.valueChanged]),
-            "seed": (self.seed.value, lambda v: self.seed.setValue(min(v, 2**31 - 1)), [self.seed.valueChanged]),
-            **{name: (_rounded(spin), spin.setValue, [spin.valueChanged])
-               for name, spin in (("style_scale", self.style_scale), ("scale_ratio", self.scale_ratio))},
-            "weights": (self._weights_choice, self.set_weights, [self.weights.currentIndexChanged]),
-            **{name: (spin.value, spin.setValue, [spin.valueChanged]) for name, spin in spins.items()},
-            **{name: (box.currentData, functools.partial(self._select_choice, box), [box.currentIndexChanged])
-               for name, box in combos.items()},
-            **{name: (check.isChecked, check.setChecked, [check.toggled]) for name, check in checks.items()},
-            **{name: (slider.value, slider.setValue, [slider.valueChanged]) for name, slider in sliders.items()},
-        }  # fmt: skip
-        for name, (_, _, changes) in table.items():
-            for signal in changes:
-                signal.connect(lambda *_, name=name: self._write(name))
-        return {name: (read, show) for name, (read, show, _) in table.items()}
-
-    def _write(self, name: str) -> None:
-        """The user moved a widget: its one setting goes into the state."""
-        if not self._loading:
-            self.state.set(name, self._bindings[name][0]())
-
     def _show_field(self, name: str, value: object) -> None:
-        """The state changed one setting: show it (unless the widget already says so: no echo while typing)."""
-        binding = self._bindings.get(name)
-        if binding is not None and binding[0]() != value:
-            self._loading = True
-            try:
-                binding[1](value)
-            finally:
-                self._loading = False
-        if name == "scales":  # a number of scales makes the schedule; automatic: it steps up from the first scale
-            self.first_scale.setEnabled(not value)
-        if name in ("size", "iterations", "scales", "first_scale", "scale_ratio", "finer_iterations"):
+        """The state changed one setting: its control shows it; the schedule follows what shapes the plan."""
+        self._binding.show(name, value)
+        if name == "scales" and "first_scale" in self.fields:  # automatic scales step up from the first scale
+            self.fields["first_scale"].widget.setEnabled(not value)
+        if shapes_the_plan(name):
             self._show_schedule()
 
     def _show_all(self, settings: Settings) -> None:
-        for name in self._bindings:
+        for name in self.fields:
             self._show_field(name, getattr(settings, name))
         self._show_schedule()
 
@@ -425,18 +286,9 @@ class ControlsPanel(QWidget):
         if any(weights.get(n, 0) > 0 for n in LAYER_NAMES if n not in PRIMARY_STYLE_LAYERS):
             self.more_layers.expand(animate=False)
 
-    def _show_content_layers(self, layers: tuple[str, ...]) -> None:
-        if layers:
-            _select(self.content_layer, layers[0])
-
     def _weights_choice(self) -> str:
         choice = self.weights.currentData()
         return str(choice) if choice != CHOOSE_FILE else self.state.settings.weights
-
-    def _select_choice(self, box: QComboBox, value: str) -> None:
-        if box is self.device and box.findData(value) < 0:
-            box.addItem(value, value)
-        _select(box, value)
 
     # -- Settings in and out -------------------------------------------------------
 
@@ -456,6 +308,17 @@ class ControlsPanel(QWidget):
         self.schedule.setText(f"{sides} px · {iterations} {noun}")
 
 
-def _rounded(spin: QDoubleSpinBox) -> Callable[[], float]:
-    """Read a spin box's value as it shows it (two decimals)."""
-    return lambda: round(spin.value(), 2)
+def _own(name: str, about: About, widget: QWidget, read: Any, show: Any, changes: tuple[Any, ...]) -> FieldControl:
+    widget.setToolTip(about.tooltip)
+    return FieldControl(name, about, widget, read, show, changes, widget)
+
+
+def _print_dpi_box() -> QSpinBox:
+    """The print resolution exports carry (the window's, not a setting of the picture)."""
+    spin = QSpinBox()
+    spin.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts
+    spin.setSingleStep(50)
+    spin.setSpecialValueText("Photo's own")
+    spin.setSuffix(" dpi")
+    spin.setToolTip(PRINT_DPI_TIP)
+    return spin

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -10,23 +9,22 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QLabel,
     QScrollArea,
     QSlider,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from ..core import ImageLoadError, StyleStudioError, VideoOptions, check_image_fits, described
+from ..core import ImageLoadError, StyleStudioError, VideoOptions, check_image_fits
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .pictures import ClipFrameRef, InputImage
 from .qt_images import images_from_mime
+from .settings_form import FormBinding, controls_for
 from .state import WindowState
-from .widgets import ImageDropZone, StyleRow, bounded
+from .widgets import ImageDropZone, StyleRow
 
 log = logging.getLogger(__name__)
 
@@ -37,61 +35,24 @@ IMAGE_FILTER = (
 
 
 class VideoOptionsBox(QWidget):
-    """How Render video makes the frames after the first: their iterations, how closely each follows the last.
+    """How Render video makes the frames after the first (their iterations, how closely each follows the last):
+    a form made from ``VideoOptions``' descriptions, bound both ways to ``state.video``.
 
-    Signals:
-        changed(): the user changed one of them.
+    Attributes:
+        fields: each option's control, by name.
     """
 
-    changed = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        defaults, about = VideoOptions(), described(VideoOptions)
-        self.frame_iterations = QSpinBox()
-        bounded(self.frame_iterations, about["frame_iterations"])
-        self.frame_iterations.setValue(defaults.frame_iterations)
-        self.temporal_weight = QDoubleSpinBox()
-        self.temporal_weight.setDecimals(2)
-        self.temporal_weight.setSingleStep(0.25)
-        bounded(self.temporal_weight, about["temporal_weight"])
-        self.temporal_weight.setValue(defaults.temporal_weight)
-        self.frame_settle = QDoubleSpinBox()
-        self.frame_settle.setDecimals(4)
-        self.frame_settle.setSingleStep(0.001)
-        self.frame_settle.setSpecialValueText("Off")
-        bounded(self.frame_settle, about["frame_settle"])
-        self.frame_settle.setValue(defaults.frame_settle)
-        self.frame_repair = QDoubleSpinBox()
-        self.frame_repair.setDecimals(1)
-        self.frame_repair.setSingleStep(1.0)
-        self.frame_repair.setSpecialValueText("Off")
-        bounded(self.frame_repair, about["frame_repair"])
-        self.frame_repair.setValue(defaults.frame_repair)
+        self.fields = controls_for(VideoOptions, {})
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("Frame iterations", self.frame_iterations)
-        form.addRow("Coherence", self.temporal_weight)
-        form.addRow("Stop a frame at", self.frame_settle)
-        form.addRow("Repair uncovered", self.frame_repair)
-        for box in (self.frame_iterations, self.temporal_weight, self.frame_settle, self.frame_repair):
-            box.valueChanged.connect(self.changed)
-
-    def show_options(self, options: VideoOptions) -> None:
-        """Show ``options`` (those kept from the last session)."""
-        self.frame_iterations.setValue(options.frame_iterations)
-        self.temporal_weight.setValue(options.temporal_weight)
-        self.frame_settle.setValue(options.frame_settle)
-        self.frame_repair.setValue(options.frame_repair)
-
-    def options(self) -> VideoOptions:
-        return dataclasses.replace(
-            VideoOptions(),
-            frame_iterations=self.frame_iterations.value(),
-            temporal_weight=self.temporal_weight.value(),
-            frame_settle=self.frame_settle.value(),
-            frame_repair=self.frame_repair.value(),
-        )
+        for control in self.fields.values():
+            control.add_to(form)
+        binding = FormBinding(self.fields, state.set_video)
+        state.video_changed.connect(binding.show)
+        for name in self.fields:
+            binding.show(name, getattr(state.video, name))
 
 
 class InputsPanel(QScrollArea):
@@ -120,7 +81,7 @@ class InputsPanel(QScrollArea):
             "The video's frame the preview and the sliders work on (Render video styles them all)"
         )
         self.frame_label = QLabel()
-        self.video_options = VideoOptionsBox()
+        self.video_options = VideoOptionsBox(state)
         for part in (self.frame_slider, self.frame_label, self.video_options):
             part.hide()
         self._frame_timer = QTimer(self)

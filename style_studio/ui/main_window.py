@@ -152,7 +152,7 @@ class MainWindow(QMainWindow):
             restore_regions=self.painting.restore, store=self.store, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.video = VideoRuns(
-            state=self.state, video_options=self.inputs.video_options.options,
+            state=self.state,
             ensure_weights=self.runs.ensure_weights, controller=self.controller, queue=self.queue, view=self.view,
             loss_plot=self.loss_plot, run_bar=self.run_bar, feedback=self.feedback,
             follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, keep=self.kept.add,
@@ -170,7 +170,7 @@ class MainWindow(QMainWindow):
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(400)
         self._save_timer.timeout.connect(self._persist)
-        self.inputs.video_options.changed.connect(self._save_timer.start)
+        self.state.video_changed.connect(lambda *_: self._save_timer.start())
         if load_defaults:
             given = content is not None or bool(styles)
             self.inputs.load_initial(
@@ -186,7 +186,7 @@ class MainWindow(QMainWindow):
         stored = dataclasses.replace(self.store.load_settings(), style_blend=())
         self.state = WindowState(stored)
         self.inputs = InputsPanel(self.state)
-        self.inputs.video_options.show_options(self.store.video_options())
+        self.state.load_video(self.store.video_options())
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -198,7 +198,12 @@ class MainWindow(QMainWindow):
         self.banner.overlay(self.view)
         middle_layout.addWidget(self.run_bar)
 
-        self.controls = ControlsPanel(stored, show_all_layers=self.store.show_all_layers(), state=self.state)
+        self.controls = ControlsPanel(
+            stored,
+            show_all_layers=self.store.show_all_layers(),
+            show_more=self.store.show_more_settings(),
+            state=self.state,
+        )
         weights_file = self.store.weights_file()
         if weights_file is not None:
             current = self.controls.settings().weights
@@ -351,6 +356,7 @@ class MainWindow(QMainWindow):
         self.controls.savePresetRequested.connect(self.files.save_preset_dialog)
         self.controls.loadPresetRequested.connect(self.files.load_preset_dialog)
         self.controls.showAllLayersToggled.connect(self.store.save_show_all_layers)
+        self.controls.showMoreToggled.connect(self.store.save_show_more_settings)
         self.controller.planned.connect(self.runs.on_planned)
         self.controller.progressed.connect(self.runs.on_progress)
         self.controller.preview.connect(self.runs.on_preview)
@@ -558,7 +564,7 @@ class MainWindow(QMainWindow):
 
     def _persist(self) -> None:
         self.store.save_settings(self.state.settings)
-        self.store.save_video_options(self.inputs.video_options.options())
+        self.store.save_video_options(self.state.video)
         content = self.inputs.content
         self.store.save_inputs(
             content.path if content else None,

@@ -93,7 +93,7 @@ class QueueIntake:
         regions = self.regions.current()
         folder = output_folder or self.output_folder()
         photo, styles = inputs
-        video = self.inputs.video_options.options()
+        video = self.state.video
         mask = self.state.mask if regions is not None else None
         item = item_for(photo, styles, settings, folder, self.queue.queue, regions=regions, video=video, mask=mask)
         self.show_queue()

@@ -21,15 +21,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from psygnal import Signal
+from psygnal import Signal, SignalInstance
 
-from ..core import Settings, input_files
+from ..core import Settings, VideoOptions, input_files
 from ..core import settings as settings_mod
 
 if TYPE_CHECKING:
     from .pictures import HistoryEntry, InputImage
+
+_Fields = TypeVar("_Fields")
 
 
 def shapes_the_plan(name: str) -> bool:
@@ -56,18 +58,32 @@ class SettingsState:
 
     def set(self, name: str, value: Any) -> None:
         """Take a new value of one setting (checked when a run starts, as the whole); emits only when it changed."""
-        if getattr(self._settings, name) == value:
-            return
-        self._settings = dataclasses.replace(self._settings, **{name: value})
-        self.setting_changed.emit(name, value)
+        before, self._settings = self._settings, _with_field(self._settings, name, value)
+        if self._settings is not before:
+            self.setting_changed.emit(name, value)
 
     def load(self, settings: Settings) -> None:
         """Take a whole settings document; emits each setting that changed, in the fields' order."""
         before, self._settings = self._settings, settings
-        for field in dataclasses.fields(Settings):
-            value = getattr(settings, field.name)
-            if getattr(before, field.name) != value:
-                self.setting_changed.emit(field.name, value)
+        _emit_changes(before, settings, self.setting_changed)
+
+
+def _with_field(values: _Fields, name: str, value: Any) -> _Fields:
+    """``values`` (a frozen dataclass) with field ``name`` at ``value`` (itself when the field has that value)."""
+    if getattr(values, name) == value:
+        return values
+    return dataclasses.replace(values, **{name: value})  # type: ignore[type-var]
+
+
+def _emit_changes(before: object, after: object, changed: SignalInstance) -> None:
+    """Emit (name, value) on ``changed`` for each field of ``after`` that differs from ``before``'s, in order (once
+    the new values are in place: a listener reads them)."""
+    if after is before:
+        return
+    for field in dataclasses.fields(after):  # type: ignore[arg-type]
+        value = getattr(after, field.name)
+        if getattr(before, field.name) != value:
+            changed.emit(field.name, value)
 
 
 class RunStatus(enum.Enum):
@@ -86,6 +102,7 @@ class WindowState(SettingsState):
         styles_changed(tuple): the style pictures, in the list's order.
         shown_changed(object): the result in the picture area (a ``HistoryEntry``), or None for the photo.
         print_dpi_changed(int): the print resolution exports carry (0: the photo's own).
+        video_changed(str, object): one of the video's options took a new value (its name, the value).
         commands_changed(): what can be started, stopped, exported or rendered may differ now.
     """
 
@@ -93,6 +110,7 @@ class WindowState(SettingsState):
     styles_changed = Signal(tuple)
     shown_changed = Signal(object)
     print_dpi_changed = Signal(int)
+    video_changed = Signal(str, object)
     commands_changed = Signal()
 
     def __init__(self, settings: Settings = settings_mod.DEFAULTS) -> None:
@@ -102,6 +120,7 @@ class WindowState(SettingsState):
         self._mask: Path | None = None
         self._shown: HistoryEntry | None = None
         self._print_dpi = 0
+        self._video = VideoOptions()
         self._picture_run = RunStatus.IDLE
         self._video_run = RunStatus.IDLE
         self._exporting = False
@@ -134,6 +153,11 @@ class WindowState(SettingsState):
     @property
     def print_dpi(self) -> int:
         return self._print_dpi
+
+    @property
+    def video(self) -> VideoOptions:
+        """How Render video makes a clip's frames after the first."""
+        return self._video
 
     @property
     def picture_run(self) -> RunStatus:
@@ -212,6 +236,17 @@ class WindowState(SettingsState):
         if dpi != self._print_dpi:
             self._print_dpi = dpi
             self.print_dpi_changed.emit(dpi)
+
+    def set_video(self, name: str, value: Any) -> None:
+        """Take a new value of one of the video's options; emits only when it changed."""
+        before, self._video = self._video, _with_field(self._video, name, value)
+        if self._video is not before:
+            self.video_changed.emit(name, value)
+
+    def load_video(self, options: VideoOptions) -> None:
+        """Take all the video's options (those kept from the last session); emits each that changed."""
+        before, self._video = self._video, options
+        _emit_changes(before, options, self.video_changed)
 
     def set_picture_run(self, status: RunStatus) -> None:
         self._put("_picture_run", status)

@@ -26,6 +26,7 @@ _WEIGHTS_FILE = "weights/file"
 _GEOMETRY = "window/geometry"
 _STATE = "window/state"
 _ALL_LAYERS = "window/allLayers"
+_MORE_SETTINGS = "window/moreSettings"
 _SPEED = "runs/secondsPerMegapixelIteration"
 _SPEED_COMPUTE = "runs/speedMeasuredOn"
 _QUEUE_FOLDER = "queue/outputFolder"
@@ -145,10 +146,19 @@ class Store:
         self.qs.setValue(_STATE, state)
 
     def show_all_layers(self) -> bool:
-        return str(self.qs.value(_ALL_LAYERS, "false")).lower() == "true"
+        return self._flag(_ALL_LAYERS)
 
     def save_show_all_layers(self, value: bool) -> None:
         self.qs.setValue(_ALL_LAYERS, "true" if value else "false")
+
+    def show_more_settings(self) -> bool:
+        return self._flag(_MORE_SETTINGS)
+
+    def save_show_more_settings(self, value: bool) -> None:
+        self.qs.setValue(_MORE_SETTINGS, "true" if value else "false")
+
+    def _flag(self, key: str) -> bool:
+        return str(self.qs.value(key, "false")).lower() == "true"
 
     def speed(self) -> tuple[float, str] | None:
         """(seconds per megapixel-iteration, the device and precision it was measured on) of the last run."""

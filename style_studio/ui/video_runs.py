@@ -39,7 +39,7 @@ from .run_bar import duration
 from .state import RunStatus
 
 if TYPE_CHECKING:
-    from ..core import CancelToken, Settings, VideoOptions
+    from ..core import CancelToken, Settings
     from .background import Report
     from .feedback import Feedback
     from .image_view import ImageView
@@ -56,8 +56,8 @@ class VideoRuns:
     """The window's video render: at most one at a time, next to (never during) a still run or the queue.
 
     Args:
-        state: the clip, its styles and the settings; it hears when a video starts, stops and ends.
-        video_options: the options the inputs panel shows for the clip.
+        state: the clip, its styles, the settings and the video's options; it hears when a video starts, stops and
+            ends.
         ensure_weights: the settings with weights at hand, or None when the user gave up getting them.
         controller, queue: the still runs and the queue (a video waits for both).
         view, loss_plot, run_bar, feedback: where it shows its frames and progress; ``parent``: its dialogs' parent.
@@ -69,7 +69,6 @@ class VideoRuns:
         self,
         *,
         state: WindowState,
-        video_options: Callable[[], VideoOptions],
         ensure_weights: Callable[[Settings], Settings | None],
         controller: RunController,
         queue: QueueController,
@@ -82,7 +81,7 @@ class VideoRuns:
         keep: Callable[[HistoryEntry], object],
         parent: QWidget,
     ) -> None:
-        self.state, self.video_options, self.ensure_weights = state, video_options, ensure_weights
+        self.state, self.ensure_weights = state, ensure_weights
         self.controller, self.queue = controller, queue
         self.view, self.loss_plot, self.run_bar, self.feedback = view, loss_plot, run_bar, feedback
         self.parent = parent
@@ -163,7 +162,7 @@ class VideoRuns:
         if output is None:
             return
         job = Job("video", content.path, tuple(p for p in styles if p is not None), ready, output,
-                  video=self.video_options())  # fmt: skip
+                  video=self.state.video)  # fmt: skip
         problems = job.output_problems()
         if problems:
             self.feedback.error("; ".join(problems))

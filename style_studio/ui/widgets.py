@@ -422,16 +422,16 @@ _BANNER_MARGIN = 8
 
 
 #: The largest value a QSpinBox holds.
-_SPIN_MAX = 2**31 - 1
+SPIN_MAX = 2**31 - 1
 
 
 def bounded(spin: QSpinBox | QDoubleSpinBox, about: About, scale: float = 1.0) -> None:
     """Give ``spin`` the range and tooltip ``about`` describes (shown ``scale`` times larger, e.g. 100 for %);
     a setting where 0 means something (``about.zero``) shows it at 0 ("Auto")."""
     low = 0.0 if about.zero is not None else (about.low or 0.0) * scale
-    high = (about.high if about.high is not None else _SPIN_MAX) * scale
+    high = (about.high if about.high is not None else SPIN_MAX) * scale
     if isinstance(spin, QSpinBox):
-        spin.setRange(round(low), min(round(high), _SPIN_MAX))
+        spin.setRange(round(low), min(round(high), SPIN_MAX))
     else:
         spin.setRange(low, high)
     if about.zero is not None:

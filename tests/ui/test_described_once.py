@@ -1,20 +1,28 @@
 """A setting is described once: its ``About`` makes the command line's option, the jobs file's key, the window's
-tooltip and range, and the check of its value. A field that lacks one of them fails here."""
+control (its kind, label, range, step and place) and tooltip, and the check of its value. A field that lacks one of
+them fails here."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 
 import pytest
+from PIL import Image
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QSpinBox
 
 from style_studio.cli.parser import build_parser
 from style_studio.core import MAX_DPI, Settings, VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.about import About, _number_kind, described
-from style_studio.core.jobs.batch import VIDEO_KEYS
+from style_studio.core.about import about as described_as
+from style_studio.core.jobs.batch import VIDEO_KEYS, BatchError, jobs_from_file
 from style_studio.ui.controls import ControlsPanel
 from style_studio.ui.inputs_panel import VideoOptionsBox
+from style_studio.ui.settings_form import in_form
+from style_studio.ui.state import WindowState
+from style_studio.ui.widgets import LogSlider
 
 
 def options_of(command: str) -> dict[str, argparse.Action]:
@@ -50,33 +58,109 @@ def test_a_value_out_of_its_range_is_refused_by_the_description_everywhere() -> 
     ]
 
 
-def test_the_windows_fields_take_their_range_and_tooltip_from_the_description(qtbot) -> None:
+def test_the_windows_controls_take_their_kind_range_and_tooltip_from_the_description(qtbot) -> None:
     panel = ControlsPanel(settings_mod.DEFAULTS)
     qtbot.addWidget(panel)
-    assert set(panel.bounded) >= {"size", "iterations", "scales", "finer_iterations", "tile", "seed", "style_scale"}
-    for name, spin in panel.bounded.items():
-        about = settings_mod.about(name)
-        scale = 100 if name == "finer_iterations" else 1
-        assert spin.toolTip() == about.tooltip, name
-        assert spin.maximum() == pytest.approx(min((about.high or 0) * scale, 2**31 - 1)), name
-        low = 0 if about.zero is not None else (about.low or 0) * scale
-        assert spin.minimum() == pytest.approx(low), name
-    for name, widget in [("content_weight", panel.content_weight), ("pooling", panel.pooling),
-                         ("preserve_colors", panel.preserve_colors), ("weights", panel.weights)]:  # fmt: skip
-        assert widget.toolTip() == settings_mod.about(name).tooltip, name
+    for name, (about, annotation) in in_form(Settings).items():
+        widget = panel.widget(name)
+        assert widget.toolTip() == about.tooltip, name
+        if isinstance(widget, (QSpinBox, QDoubleSpinBox)):
+            scale = 100 if about.percent else 1
+            assert widget.maximum() == pytest.approx((about.high or 0) * scale), name
+            assert widget.minimum() == pytest.approx(0 if about.zero is not None else (about.low or 0) * scale), name
+        if annotation == "bool":
+            assert isinstance(widget, QCheckBox) and widget.text() == about.label, name
+        if about.slider is not None:
+            assert isinstance(widget, LogSlider), name
     assert panel.print_dpi.maximum() == MAX_DPI  # what a batch's --dpi accepts, not 2400
-    box = VideoOptionsBox()
+
+
+def test_the_seed_takes_every_value_its_description_allows(qtbot) -> None:
+    """The window's seed was clamped to a spin box's 2**31 - 1; the description allows 2**63 - 1."""
+    panel = ControlsPanel(settings_mod.DEFAULTS)
+    qtbot.addWidget(panel)
+    largest = int(settings_mod.about("seed").high or 0)
+    qtbot.keyClicks(panel.widget("seed"), "\b" * 3 + str(largest))
+    assert panel.state.settings.seed == largest
+    panel.state.set("seed", 2**40)
+    assert panel.widget("seed").text() == str(2**40)
+
+
+def test_the_video_options_form_is_made_from_their_descriptions_and_writes_the_state(qtbot) -> None:
+    state = WindowState()
+    box = VideoOptionsBox(state)
     qtbot.addWidget(box)
     about = described(VideoOptions)
-    assert box.frame_iterations.maximum() == about["frame_iterations"].high
-    assert box.temporal_weight.toolTip() == about["temporal_weight"].tooltip
+    assert set(box.fields) == {name for name, a in about.items() if a.label}
+    assert box.fields["frame_iterations"].widget.maximum() == about["frame_iterations"].high
+    assert box.fields["temporal_weight"].widget.toolTip() == about["temporal_weight"].tooltip
+    assert box.fields["frame_settle"].widget.specialValueText() == "Off"
+    box.fields["frame_iterations"].widget.setValue(12)
+    assert state.video.frame_iterations == 12
+    state.load_video(VideoOptions(temporal_weight=4.0))
+    assert box.fields["temporal_weight"].widget.value() == 4.0
+
+
+def test_the_settings_the_form_leaves_out_are_edited_elsewhere() -> None:
+    """The style list edits the blend; the step size is the command line's alone."""
+    assert settings_mod.NAMES - set(in_form(Settings)) == {"style_blend", "step_size"}
+
+
+def test_the_form_shows_the_everyday_settings_and_keeps_the_rest_under_more(qtbot) -> None:
+    panel = ControlsPanel(settings_mod.DEFAULTS)
+    qtbot.addWidget(panel)
+    panel.show()
+    for name, (about, _) in in_form(Settings).items():
+        inside_more = panel.more.isAncestorOf(panel.widget(name))
+        assert inside_more is not about.everyday, name
+    qtbot.waitExposed(panel)
+    assert panel.widget("seed").visibleRegion().isEmpty() and not panel.widget("size").visibleRegion().isEmpty()
+    panel.more.expand(animate=False)
+    qtbot.waitUntil(lambda: not panel.widget("seed").visibleRegion().isEmpty())
+
+
+def test_a_new_setting_gets_its_option_jobs_file_key_control_and_tooltip(qtbot, monkeypatch, tmp_path) -> None:
+    """Described once, a new field appears everywhere: the command line, a jobs file, the window's form."""
+    grain = dataclasses.field(
+        default=0.5,
+        metadata=described_as("how much of the canvas's grain shows", low=0, high=1, label="Canvas grain",
+                               group="Picture", everyday=True, step=0.05, tip="The canvas's grain, over the picture."),
+    )  # fmt: skip
+    extended = dataclasses.make_dataclass("Extended", [("grain", "float", grain)], bases=(Settings,), frozen=True)
+    monkeypatch.setattr(settings_mod, "Settings", extended)
+    monkeypatch.setattr(settings_mod, "DEFAULTS", extended())
+
+    option = options_of("render")["grain"]
+    assert option.option_strings == ["--grain"] and "canvas's grain" in (option.help or "")
+
+    for name in ("photo.png", "style.png"):
+        Image.new("RGB", (64, 64)).save(tmp_path / name)
+    jobs_file = tmp_path / "jobs.json"
+    jobs_file.write_text(json.dumps({"settings": {"grain": 0.25},
+                                     "jobs": [{"content": "photo.png", "styles": ["style.png"]}]}))  # fmt: skip
+    (job,) = jobs_from_file(jobs_file, tmp_path / "out", extended())
+    assert job.settings.grain == 0.25
+    jobs_file.write_text(json.dumps({"settings": {"grain": 3}, "jobs": [{"content": "photo.png",
+                                                                         "styles": ["style.png"]}]}))  # fmt: skip
+    with pytest.raises(BatchError, match="grain must be a number from 0 to 1, got 3"):
+        jobs_from_file(jobs_file, tmp_path / "out", extended())
+
+    panel = ControlsPanel(extended())
+    qtbot.addWidget(panel)
+    control = panel.widget("grain")
+    assert isinstance(control, QDoubleSpinBox) and control.toolTip() == "The canvas's grain, over the picture."
+    assert control.singleStep() == 0.05 and control.maximum() == 1
+    assert not panel.more.isAncestorOf(control)
+    control.setValue(0.75)
+    assert panel.state.settings.grain == 0.75
 
 
 def test_the_windows_choice_boxes_offer_exactly_the_descriptions_choices(qtbot) -> None:
     panel = ControlsPanel(settings_mod.DEFAULTS)
     qtbot.addWidget(panel)
     for name in ("optimizer", "init", "pooling", "style_loss"):
-        box = getattr(panel, name)
-        about = settings_mod.about(name)
-        assert tuple(box.itemData(i) for i in range(box.count())) == about.choices, name
-        assert box.toolTip() == about.tooltip, name
+        box = panel.widget(name)
+        its_about = settings_mod.about(name)
+        assert tuple(box.itemData(i) for i in range(box.count())) == its_about.choices, name
+        assert tuple(box.itemText(i) for i in range(box.count())) == its_about.choice_labels, name
+        assert box.toolTip() == its_about.tooltip, name

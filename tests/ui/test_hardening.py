@@ -136,7 +136,7 @@ def test_a_blow_up_is_reported_and_the_run_finishes(qtbot, window):
 
 def test_a_run_that_will_not_fit_in_memory_is_refused_with_what_to_change(qtbot, window, monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda *args: 600 * 2**20)
-    window.controls.output_size.setValue(4096)
+    window.controls.widget("size").setValue(4096)
     outcome = finish(qtbot, window)
     assert outcome.error and outcome.image is None
     text = window.banner.text()

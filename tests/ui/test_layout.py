@@ -87,7 +87,7 @@ def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_pho
 def test_the_style_measure_offers_every_style_loss_by_its_label(window):
     from style_studio.core.settings import STYLE_LOSS_KINDS
 
-    box = window.controls.style_loss
+    box = window.controls.widget("style_loss")
     offered = {box.itemData(i): box.itemText(i) for i in range(box.count())}
     assert offered == {name: kind.label for name, kind in STYLE_LOSS_KINDS.items()}
 

@@ -31,13 +31,17 @@ def test_a_slider_writes_its_one_setting_and_a_loaded_document_shows_in_every_wi
     panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
     qtbot.addWidget(panel)
     events = heard(state)
-    panel.style_weight.spin.setValue(50)
+    panel.widget("style_weight").spin.setValue(50)
     panel.layer_sliders["relu2_1"].slider.setValue(0)
     assert [name for name, _ in events] == ["style_weight", "style_layers"]
     assert state.settings.style_weight == 50 and "relu2_1" not in dict(state.settings.style_layers)
     loaded = dataclasses.replace(settings_mod.DEFAULTS, size=700, optimizer="adam", style_loss="gaussian")
     state.load(loaded)
-    assert (panel.output_size.value(), panel.optimizer.currentData(), panel.style_loss.currentData()) == (
+    assert (
+        panel.widget("size").value(),
+        panel.widget("optimizer").currentData(),
+        panel.widget("style_loss").currentData(),
+    ) == (
         700,
         "adam",
         "gaussian",
@@ -48,29 +52,32 @@ def test_a_slider_writes_its_one_setting_and_a_loaded_document_shows_in_every_wi
 def test_only_a_setting_that_shapes_the_plan_makes_the_window_plan_again(qtbot, window, monkeypatch):
     planned = []
     monkeypatch.setattr(window.runs, "update_needs", lambda: planned.append(True))
-    window.controls.style_weight.spin.setValue(40)
-    window.controls.tv_weight.spin.setValue(0.5)
+    window.controls.widget("style_weight").spin.setValue(40)
+    window.controls.widget("tv_weight").spin.setValue(0.5)
     assert planned == []
-    window.controls.output_size.setValue(window.controls.output_size.value() + 64)
+    window.controls.widget("size").setValue(window.controls.widget("size").value() + 64)
     assert planned == [True]
     assert window.state.settings.style_weight == 40
 
 
 def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_users_size(qtbot, window):
-    window.controls.output_size.setValue(320)
-    window.controls.style_weight.spin.setValue(40)
+    window.controls.widget("size").setValue(320)
+    window.controls.widget("style_weight").spin.setValue(40)
     window.commands.presets["quick"].trigger()
     settings = window.state.settings
     assert settings.first_scale == 128 and settings.style_loss == "gaussian"
     assert (settings.size, settings.style_weight) == (320, 40)
-    assert window.controls.first_scale.value() == 128 and window.controls.style_loss.currentData() == "gaussian"
+    assert (
+        window.controls.widget("first_scale").value() == 128
+        and window.controls.widget("style_loss").currentData() == "gaussian"
+    )
     assert window.controls.schedule.text().startswith("161 → 227 → 320 px")  # starts small, steps up
     window.commands.presets["default"].trigger()
-    assert window.state.settings.first_scale == 256 and window.controls.first_scale.value() == 256
+    assert window.state.settings.first_scale == 256 and window.controls.widget("first_scale").value() == 256
     assert window.controls.schedule.text() == "320 px · 150 iterations"  # under twice the first scale: one
-    window.controls.output_size.setValue(512)
+    window.controls.widget("size").setValue(512)
     assert window.controls.schedule.text() == "256 → 512 px · 150 + 75 iterations"
-    assert window.controls.first_scale.isEnabled()
-    window.controls.scales.setValue(1)  # a number of scales set: the first scale no longer decides
-    assert not window.controls.first_scale.isEnabled()
+    assert window.controls.widget("first_scale").isEnabled()
+    window.controls.widget("scales").setValue(1)  # a number of scales set: the first scale no longer decides
+    assert not window.controls.widget("first_scale").isEnabled()
     assert window.controls.schedule.text() == "512 px · 150 iterations"

@@ -75,7 +75,7 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     window = make_window(VIDEO_FAST)
     window.inputs.use_as_content(InputImage.from_file(clip))
     assert window.inputs.video_options.isVisibleTo(window.inputs)
-    window.inputs.video_options.frame_iterations.setValue(3)  # the frames after the first
+    window.inputs.video_options.fields["frame_iterations"].widget.setValue(3)  # the frames after the first
     out = tmp_path / "styled.mp4"
     iterations = []
     window.video.start(out)
@@ -153,7 +153,7 @@ def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once
 
     window = make_window(VIDEO_FAST)
     window.inputs.use_as_content(InputImage.from_file(clip))
-    window.inputs.video_options.frame_iterations.setValue(5)
+    window.inputs.video_options.fields["frame_iterations"].widget.setValue(5)
     assert window.add_to_queue(tmp_path / "out")
     item = window.queue.queue.items[0]
     assert item.job.output == tmp_path / "out" / "pan-starry_night.mp4"

@@ -134,13 +134,13 @@ def test_layer_and_weight_sliders_map_to_settings(window):
     assert s.style_layer_weights["relu3_1"] == 2.5
     assert "relu5_1" not in s.style_layer_weights
     assert s.style_layer_weights["conv2_2"] == 0.5
-    controls.style_weight.slider.setValue(1000)
+    controls.widget("style_weight").slider.setValue(1000)
     assert window.state.settings.style_weight == 1000
-    controls.style_weight.slider.setValue(0)
+    controls.widget("style_weight").slider.setValue(0)
     assert window.state.settings.style_weight == 0
-    controls.tv_weight.spin.setValue(0.25)
+    controls.widget("tv_weight").spin.setValue(0.25)
     assert window.state.settings.tv_weight == 0.25
-    assert controls.tv_weight.slider.value() == round((math.log10(0.25) + 3) / 4 * 1000)
+    assert controls.widget("tv_weight").slider.value() == round((math.log10(0.25) + 3) / 4 * 1000)
 
 
 def test_settings_show_in_the_controls_and_come_back_unchanged(window):
@@ -205,7 +205,7 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
     records = []
     window.controller.progressed.connect(records.append)
     start_long_run(qtbot, window)
-    window.controls.tv_weight.spin.setValue(0)
+    window.controls.widget("tv_weight").spin.setValue(0)
     qtbot.waitUntil(lambda: records and records[-1].tv_loss == 0, timeout=30_000)
     assert next(r for r in records if not r.start).tv_loss > 0
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
@@ -219,7 +219,7 @@ def test_a_slider_sends_only_the_setting_it_changed_to_the_run(qtbot, window, mo
     records = []
     window.controller.progressed.connect(records.append)
     start_long_run(qtbot, window)
-    window.controls.style_weight.spin.setValue(50)
+    window.controls.widget("style_weight").spin.setValue(50)
     window.controls.layer_sliders["relu1_1"].slider.setValue(0)
     assert sent == [{"style_weight": 50.0}, {"style_layers": sent[1]["style_layers"]}]
     assert "relu1_1" not in dict(sent[1]["style_layers"])
@@ -285,7 +285,7 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
     saved = settings_mod.loads(read_metadata(target))
     assert saved == window.state.settings
     assert json.loads(read_metadata(target))["weights_label"].startswith("untrained")
-    window.controls.output_size.setValue(300)
+    window.controls.widget("size").setValue(300)
     drop(window, files(target))
     assert window.state.settings.size == 48
     assert "Settings restored from result.png" in window.banner.text()
@@ -307,7 +307,7 @@ def test_export_before_any_result_says_so(window, tmp_path):
 
 def test_history_restore_and_compare(qtbot, window):
     run_to_end(qtbot, window)
-    window.controls.output_size.setValue(64)
+    window.controls.widget("size").setValue(64)
     run_to_end(qtbot, window)
     first, second = window.history.entries
     assert first.settings.size == 48 and second.settings.size == 64
@@ -324,7 +324,7 @@ def test_history_restore_and_compare(qtbot, window):
 
 def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
     first = make_window()
-    first.controls.output_size.setValue(777)
+    first.controls.widget("size").setValue(777)
     drop(first.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     first.close()
     second = make_window(settings=None)
@@ -334,13 +334,13 @@ def test_settings_and_inputs_persist_across_restarts(qtbot, make_window, store):
 
 def test_the_video_options_a_user_set_are_kept_across_restarts(qtbot, make_window, store):
     first = make_window()
-    options = first.inputs.video_options
-    options.frame_iterations.setValue(55)
-    options.temporal_weight.setValue(2.5)
-    options.frame_settle.setValue(0)
-    options.frame_repair.setValue(12)
+    fields = first.inputs.video_options.fields  # as a user types them
+    fields["frame_iterations"].widget.setValue(55)
+    fields["temporal_weight"].widget.setValue(2.5)
+    fields["frame_settle"].widget.setValue(0)
+    fields["frame_repair"].widget.setValue(12)
     first.close()
-    second = make_window(settings=None).inputs.video_options.options()
+    second = make_window(settings=None).state.video
     assert (second.frame_iterations, second.temporal_weight, second.frame_settle, second.frame_repair) == (
         55,
         2.5,
@@ -351,7 +351,7 @@ def test_the_video_options_a_user_set_are_kept_across_restarts(qtbot, make_windo
 
 def test_a_saved_video_option_out_of_range_falls_back_to_its_default_alone(qtbot, make_window, store):
     store.qs.setValue("video/options", '{"frame_iterations": -4, "temporal_weight": "x", "frame_repair": 3}')
-    shown = make_window(settings=None).inputs.video_options.options()
+    shown = make_window(settings=None).state.video
     defaults = VideoOptions()
     assert (shown.frame_iterations, shown.temporal_weight, shown.frame_repair) == (
         defaults.frame_iterations,
@@ -361,7 +361,7 @@ def test_a_saved_video_option_out_of_range_falls_back_to_its_default_alone(qtbot
 
 
 def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
-    window.controls.output_size.setValue(999)
+    window.controls.widget("size").setValue(999)
     window.commands.reset.trigger()
     s = window.state.settings
     assert dataclasses.replace(s, weights="imagenet") == settings_mod.DEFAULTS
@@ -369,9 +369,9 @@ def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
 
 
 def test_presets_save_and_load(window, tmp_path):
-    window.controls.iterations.setValue(77)
+    window.controls.widget("iterations").setValue(77)
     assert window.save_preset(tmp_path / "mine.json")
-    window.controls.iterations.setValue(5)
+    window.controls.widget("iterations").setValue(5)
     assert window.load_preset(tmp_path / "mine.json")
     assert window.state.settings.iterations == 77
 
@@ -480,17 +480,17 @@ def test_a_tiled_run_moves_the_bar_tile_by_tile_and_plots_whole_iterations(qtbot
 
 def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window):
     controls = window.controls
-    controls.output_size.setValue(4096)
-    controls.iterations.setValue(300)
-    assert controls.scales.text() == "Auto"
+    controls.widget("size").setValue(4096)
+    controls.widget("iterations").setValue(300)
+    assert controls.widget("scales").text() == "Auto"
     assert controls.schedule.text() == "256 → 512 → 1024 → 2048 → 4096 px · 300 + 150 + 75 + 38 + 19 iterations"
-    controls.finer_iterations.setValue(100)
+    controls.widget("finer_iterations").setValue(100)
     assert controls.schedule.text() == "256 → 512 → 1024 → 2048 → 4096 px · 300 + 300 + 300 + 300 + 300 iterations"
-    controls.first_scale.setValue(0)
+    controls.widget("first_scale").setValue(0)
     assert controls.schedule.text() == "1024 → 2048 → 4096 px · 300 + 300 + 300 iterations"
-    controls.scales.setValue(1)
+    controls.widget("scales").setValue(1)
     assert controls.schedule.text() == "4096 px · 300 iterations"
-    controls.tile.setValue(512)
+    controls.widget("tile").setValue(512)
     settings = window.state.settings
     assert (settings.scales, settings.finer_iterations, settings.tile) == (1, 1.0, 512)
 

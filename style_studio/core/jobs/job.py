@@ -60,21 +60,23 @@ class VideoOptions:
         default=30,
         metadata=_about("iterations for each frame after the first, which gets --iterations", low=1, high=100_000,
                         metavar="N", tip="Iterations for each frame after the first (the first gets Iterations): "
-                        "each starts from the last one."),
+                        "each starts from the last one.", label="Frame iterations", group="Video", everyday=True),
     )  # fmt: skip
     temporal_weight: float = field(
         default=1.0,
         metadata=_about("how strongly a frame is kept close to the previous one where the flow is reliable; "
                         "0: each frame on its own (flickers)", low=0, high=1_000_000, metavar="W",
                         tip="How closely a frame follows the previous one where the motion is clear; 0: each "
-                        "frame on its own (strokes flicker)."),
+                        "frame on its own (strokes flicker).", label="Coherence", group="Video", everyday=True,
+                        step=0.25),
     )  # fmt: skip
     frame_settle: float = field(
         default=0.01,
         metadata=_about("a frame after the first stops once its loss falls by no more than this share over 10 "
                         "iterations (a still scene needs few); 0: always --frame-iterations", low=0, high=1,
                         metavar="SHARE", tip="A frame stops early once its loss falls by no more than this share "
-                        "over 10 iterations; 0: every frame runs all its iterations.", earlier=0.0),
+                        "over 10 iterations; 0: every frame runs all its iterations.", earlier=0.0, zero="off",
+                        label="Stop a frame at", group="Video", everyday=True, step=0.001, decimals=4),
     )  # fmt: skip
     frame_repair: float = field(
         default=0.0,
@@ -83,7 +85,8 @@ class VideoOptions:
                         "still look pale; more flicker, slower frames; 0: none", low=0, high=100, metavar="W",
                         tip="Gives pixels uncovered behind a moving object, and their neighbours, a style term "
                         "of their own, this many times the style weight: for uncovered areas that still look "
-                        "pale, at the cost of more flicker and slower frames; 0: off.", earlier=0.0),
+                        "pale, at the cost of more flicker and slower frames; 0: off.", earlier=0.0, zero="off",
+                        label="Repair uncovered", group="Video", everyday=True, decimals=1),
     )  # fmt: skip
     flow: str = field(default="dis", metadata=_about("the optical-flow method", choices=FLOW_METHODS))
     start: float = field(
