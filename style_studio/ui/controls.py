@@ -27,7 +27,7 @@ from ..core import settings as settings_mod
 from ..core.about import About
 from .settings_form import FieldControl, FormBinding, choice_box, controls_for, grouped, select
 from .state import WindowState, shapes_the_plan
-from .widgets import LayerSlider, WrappedLabel
+from .widgets import LayerSlider, WrappedLabel, wheel_scrolls_the_panel
 
 CHOOSE_FILE = "choose-file"
 
@@ -127,6 +127,7 @@ class ControlsPanel(QWidget):
         self.more.toggled.connect(lambda: self.showMoreToggled.emit(self.more.isExpanded()))
         layout.addLayout(buttons)
         layout.addStretch(1)
+        wheel_scrolls_the_panel(self)
         self._binding = FormBinding(self.fields, self.state.set)
         self.state.setting_changed.connect(self._show_field)
         self.state.load(settings)

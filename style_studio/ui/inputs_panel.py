@@ -24,7 +24,7 @@ from .pictures import ClipFrameRef, InputImage
 from .qt_images import images_from_mime
 from .settings_form import FormBinding, controls_for
 from .state import WindowState
-from .widgets import ImageDropZone, StyleRow
+from .widgets import ImageDropZone, StyleRow, wheel_scrolls_the_panel
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ class VideoOptionsBox(QWidget):
         state.video_changed.connect(binding.show)
         for name in self.fields:
             binding.show(name, getattr(state.video, name))
+        wheel_scrolls_the_panel(self)
 
 
 class InputsPanel(QScrollArea):

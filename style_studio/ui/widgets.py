@@ -8,6 +8,9 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QEvent, QObject, QPropertyAnimation, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QDragEnterEvent, QDragLeaveEvent, QDropEvent, QMouseEvent, QPixmap, QResizeEvent
 from PySide6.QtWidgets import (
+    QAbstractSlider,
+    QAbstractSpinBox,
+    QComboBox,
     QDoubleSpinBox,
     QFrame,
     QGraphicsOpacityEffect,
@@ -270,6 +273,7 @@ class StyleRow(QWidget):
         layout.addWidget(remove, 0, Qt.AlignmentFlag.AlignTop)
         self.blend.valueChanged.connect(self._blend_changed)
         self._show_blend()
+        wheel_scrolls_the_panel(self)
 
     def blend_weight(self) -> float:
         return self.blend.value() / 100
@@ -437,3 +441,25 @@ def bounded(spin: QSpinBox | QDoubleSpinBox, about: About, scale: float = 1.0) -
     if about.zero is not None:
         spin.setSpecialValueText(about.zero.capitalize() if about.zero != "automatic" else "Auto")
     spin.setToolTip(about.tooltip)
+
+
+class _WheelScrollsThePanel(QObject):
+    """Lets the wheel over a number, choice or slider the user has not clicked scroll the panel it is in, rather
+    than change the value under the pointer on the way down (Qt's default, a known surprise)."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt naming
+        if event.type() == QEvent.Type.Wheel and isinstance(watched, QWidget) and not watched.hasFocus():
+            event.ignore()  # ignored, it goes on to the parents: the scroll area scrolls
+            return True
+        return False
+
+
+_WHEEL_GUARD = _WheelScrollsThePanel()
+
+
+def wheel_scrolls_the_panel(root: QWidget) -> None:
+    """Every spin box, choice and slider in ``root`` takes the wheel only once clicked (or tabbed to)."""
+    for widget in root.findChildren(QWidget):
+        if isinstance(widget, (QAbstractSpinBox, QComboBox, QAbstractSlider)):
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            widget.installEventFilter(_WHEEL_GUARD)

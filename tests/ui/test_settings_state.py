@@ -81,3 +81,32 @@ def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_use
     window.controls.widget("scales").setValue(1)  # a number of scales set: the first scale no longer decides
     assert not window.controls.widget("first_scale").isEnabled()
     assert window.controls.schedule.text() == "512 px · 150 iterations"
+
+
+def _wheel_down(widget) -> None:
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    centre = QPointF(widget.width() / 2, widget.height() / 2)
+    event = QWheelEvent(centre, widget.mapToGlobal(centre), QPoint(), QPoint(0, -120), Qt.MouseButton.NoButton,
+                        Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)  # fmt: skip
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_scrolls_the_settings_past_a_number_it_was_not_aimed_at(qtbot) -> None:
+    """Scrolling down the settings over the size box used to shrink the picture to 32 px on the way."""
+    state = WindowState(settings_mod.DEFAULTS)
+    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    size = panel.widget("size")
+    _wheel_down(size)
+    _wheel_down(panel.widget("init"))
+    assert (state.settings.size, state.settings.init) == (settings_mod.DEFAULTS.size, settings_mod.DEFAULTS.init)
+    panel.activateWindow()
+    size.setFocus()
+    qtbot.waitUntil(size.hasFocus)
+    _wheel_down(size)  # clicked into, it takes the wheel
+    assert state.settings.size < settings_mod.DEFAULTS.size
