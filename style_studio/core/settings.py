@@ -269,7 +269,7 @@ class Settings:
                         "untrained features only transfer colour and texture.",
                         label="Weights", group="Computation", everyday=True, control="weights",
                         offers=("imagenet", "untrained"),
-                        choice_labels=("ImageNet VGG19", "Untrained (colour and texture only)")),
+                        choice_labels=("ImageNet VGG19", "Untrained VGG19")),
     )  # fmt: skip
     step_size: float | None = field(
         default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0, above=True)
