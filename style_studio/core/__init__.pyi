@@ -106,6 +106,8 @@ from .network.layers import LAYER_NAMES as LAYER_NAMES
 from .network.layers import PRIMARY_STYLE_LAYERS as PRIMARY_STYLE_LAYERS
 from .network.layers import check_image_fits as check_image_fits
 from .network.layers import is_layer as is_layer
+from .network.layers import receptive_field as receptive_field
+from .network.layers import style_patch as style_patch
 from .network.weights import IMAGENET as IMAGENET
 from .network.weights import UNTRAINED as UNTRAINED
 from .network.weights import LoadedWeights as LoadedWeights

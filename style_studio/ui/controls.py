@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
@@ -22,9 +23,19 @@ from PySide6.QtWidgets import (
 )
 from superqt import QCollapsible
 
-from ..core import IMAGENET, LAYER_NAMES, MAX_DPI, PRIMARY_STYLE_LAYERS, UNTRAINED, Settings
+from ..core import (
+    IMAGENET,
+    LAYER_NAMES,
+    MAX_DPI,
+    PRIMARY_STYLE_LAYERS,
+    UNTRAINED,
+    Settings,
+    receptive_field,
+    style_patch,
+)
 from ..core import settings as settings_mod
 from ..core.about import About
+from .qt_images import pil_to_qimage
 from .settings_form import FieldControl, FormBinding, choice_box, controls_for, grouped, select
 from .state import WindowState, shapes_the_plan
 from .widgets import LayerSlider, WrappedLabel, wheel_scrolls_the_panel
@@ -130,6 +141,7 @@ class ControlsPanel(QWidget):
         wheel_scrolls_the_panel(self)
         self._binding = FormBinding(self.fields, self.state.set)
         self.state.setting_changed.connect(self._show_field)
+        self.state.styles_changed.connect(lambda _: self._show_patches())
         self.state.load(settings)
         self._show_all(self.state.settings)
         self.print_dpi.setValue(self.state.print_dpi)
@@ -163,7 +175,6 @@ class ControlsPanel(QWidget):
         self.more_layers.setToolTip("Show a slider for every VGG19 layer")
         for layer in LAYER_NAMES:
             slider = LayerSlider(layer, 0.0)
-            slider.setToolTip(about.tooltip)
             self.layer_sliders[layer] = slider
             if layer in PRIMARY_STYLE_LAYERS:
                 column.addWidget(slider)
@@ -270,11 +281,27 @@ class ControlsPanel(QWidget):
             self.fields["first_scale"].widget.setEnabled(not value)
         if shapes_the_plan(name):
             self._show_schedule()
+        if name in ("size", "style_scale"):
+            self._show_patches()
 
     def _show_all(self, settings: Settings) -> None:
         for name in self.fields:
             self._show_field(name, getattr(settings, name))
         self._show_schedule()
+        self._show_patches()
+
+    def _show_patches(self) -> None:
+        """Each layer's slider shows the patch of the first style its layer sees, at the size the run gives it."""
+        styles, side = self.state.styles, self.state.settings.style_side()
+        tip = settings_mod.about("style_layers").tooltip
+        for layer, slider in self.layer_sliders.items():
+            across = f"{layer}: patterns up to about {receptive_field(layer)} px across"
+            if not styles:
+                slider.show_patch(None, f"{across} of the painting. {tip}")
+                continue
+            patch = QPixmap.fromImage(pil_to_qimage(style_patch(styles[0].image, layer, side)))
+            slider.show_patch(patch, f"{across} of the painting at the {side} px the run sizes it to, as in the "
+                                     f"patch beside the name. {tip}")  # fmt: skip
 
     def _style_layers(self) -> tuple[tuple[str, float], ...]:
         layers = [(name, s.value()) for name, s in self.layer_sliders.items() if s.value() > 0]

@@ -108,7 +108,11 @@ class LogSlider(QWidget):
 
 
 class LayerSlider(QWidget):
-    """One style layer's weight, 0 to 5 in steps of 0.05, with its name and number."""
+    """One style layer's weight, 0 to 5 in steps of 0.05, with its name, a patch of the style as much of it as the
+    layer sees (``show_patch``), and its number."""
+
+    #: The patch's side on screen, in pixels.
+    PATCH = 22
 
     valueChanged = Signal(str, float)
 
@@ -117,6 +121,9 @@ class LayerSlider(QWidget):
         self.layer = layer
         self.label = QLabel(layer)
         self.label.setMinimumWidth(56)
+        self.patch = QLabel()
+        self.patch.setFixedSize(self.PATCH, self.PATCH)
+        self.patch.setFrameShape(QFrame.Shape.Box)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, 100)
         self.number = QLabel()
@@ -125,6 +132,7 @@ class LayerSlider(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.label)
+        layout.addWidget(self.patch)
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.number)
         self.slider.valueChanged.connect(self._changed)
@@ -138,6 +146,14 @@ class LayerSlider(QWidget):
         self.slider.setValue(round(value * 20))
         self.slider.blockSignals(blocked)
         self._show()
+
+    def show_patch(self, patch: QPixmap | None, tip: str) -> None:
+        """Show what this layer carries: a patch of the style as large as the layer sees (None: no style yet)."""
+        if patch is None:
+            self.patch.clear()
+        else:
+            self.patch.setPixmap(patch.scaled(self.PATCH - 2, self.PATCH - 2))
+        self.setToolTip(tip)
 
     def _show(self) -> None:
         self.number.setText(f"{self.value():.2f}")

@@ -110,3 +110,28 @@ def test_the_wheel_scrolls_the_settings_past_a_number_it_was_not_aimed_at(qtbot)
     qtbot.waitUntil(size.hasFocus)
     _wheel_down(size)  # clicked into, it takes the wheel
     assert state.settings.size < settings_mod.DEFAULTS.size
+
+
+def test_each_layer_slider_shows_the_patch_of_the_style_its_layer_sees(qtbot) -> None:
+    """A shallow layer carries a colour and the finest grain, a deep one whole shapes: each slider shows as much of
+    the painting as its layer sees, at the size the run gives the painting."""
+    from PIL import Image, ImageDraw
+
+    from style_studio.ui.pictures import InputImage
+
+    def brightness(slider) -> float:
+        image = slider.patch.pixmap().toImage()
+        return sum(image.pixelColor(x, y).lightness() for x in range(4, 16) for y in range(4, 16)) / 144
+
+    state = WindowState(settings_mod.DEFAULTS)
+    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    qtbot.addWidget(panel)
+    shallow, deep = panel.layer_sliders["relu1_1"], panel.layer_sliders["relu5_1"]
+    assert shallow.patch.pixmap().isNull() and "about 3 px" in shallow.toolTip()
+    painting = Image.new("RGB", (512, 512))  # black, with a white dot of 8 px in its middle
+    ImageDraw.Draw(painting).rectangle((252, 252, 259, 259), fill="white")
+    state.set_styles((InputImage(painting, "dot.png"),))
+    assert brightness(shallow) > 200 and brightness(deep) < 50  # the dot fills one, is lost in the other
+    assert "about 156 px" in deep.toolTip() and "512 px" in deep.toolTip()
+    state.set("size", 256)
+    assert "256 px" in deep.toolTip()

@@ -114,3 +114,28 @@ def check_image_fits(image: Image.Image, longest: int, layers: Sequence[str], wh
             f"{what} ({image.width}×{image.height}) would be {width}×{height} pixels at size {longest}; "
             f"at least {need} pixels are needed on each side. Use a larger size or a less elongated image"
         )
+
+
+def receptive_field(name: str) -> int:
+    """How many pixels across of the network's input one value of layer ``name`` sees: the size of the patterns it
+    carries (relu1_1: 3, a colour and the finest grain; relu5_1: 156, strokes and shapes).
+
+    VGG19's 3×3 convolutions each widen it by two steps, its 2×2 pools by one, and each pool doubles the step.
+    """
+    field, step = 1, 1
+    for layer in LAYER_NAMES[: layer_index(name) + 1]:
+        if layer.startswith("conv"):
+            field += 2 * step
+        elif layer.startswith("pool"):
+            field += step
+            step *= 2
+    return field
+
+
+def style_patch(style: Image.Image, name: str, style_side: int) -> Image.Image:
+    """The middle of ``style`` as much of it as one value of layer ``name`` sees when the run sizes the style to
+    ``style_side`` on its longest side (what that layer's slider carries), in the style's own pixels."""
+    scale = max(style.width, style.height) / style_side
+    side = max(1, min(round(receptive_field(name) * scale), style.width, style.height))
+    left, top = (style.width - side) // 2, (style.height - side) // 2
+    return style.crop((left, top, left + side, top + side))
