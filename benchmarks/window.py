@@ -93,7 +93,7 @@ def run_window(window, settings, seconds: float | None = None):
     window.controller.progressed.connect(records.append)
     loop = QEventLoop()
     window.controller.finished.connect(loop.quit)
-    window.start()
+    window.commands.start.trigger()
     if seconds is not None:
         from PySide6.QtCore import QTimer
 

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from PIL import Image
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
@@ -32,10 +31,8 @@ from .. import APP_NAME, __version__
 from ..core import (
     IMAGENET,
     UNTRAINED,
-    Checkpoint,
     CheckpointStore,
     RenderQueue,
-    RunPlan,
     Settings,
     SettingsError,
     WeightsCache,
@@ -133,8 +130,8 @@ class MainWindow(QMainWindow):
         )  # fmt: skip
         self.unfinished = UnfinishedRuns(
             checkpoints=self.checkpoints, queue=self.queue.queue, inputs=self.inputs, state=self.state,
-            regions=self.regions, controller=self.controller, start=lambda checkpoint: self.start(resume=checkpoint),
-            banner=self.banner, feedback=self.feedback,
+            regions=self.regions, controller=self.controller,
+            start=lambda checkpoint: self.runs.start(resume=checkpoint), banner=self.banner, feedback=self.feedback,
         )  # fmt: skip
         display = RunDisplay(
             self.view, self.run_bar, self.loss_plot, self.controls.needs, self.device_label, self.banner,
@@ -144,7 +141,7 @@ class MainWindow(QMainWindow):
         self.runs = UserRuns(
             state=self.state, regions=self.regions, controller=self.controller, queue=self.queue,
             planner=self.planner, store=self.store, history=self.history, kept=self.kept, display=display,
-            feedback=self.feedback, use_weights_file=self.use_weights_file, parent=self,
+            feedback=self.feedback, use_weights_file=lambda path: self.files.use_weights_file(path), parent=self,
         )  # fmt: skip
         self.files = FileCommands(
             state=self.state, inputs=self.inputs, regions=self.regions, controls=self.controls,
@@ -363,7 +360,7 @@ class MainWindow(QMainWindow):
         self.controller.finished.connect(self.runs.on_finished)
         self.controller.status_changed.connect(self.state.set_picture_run)
         self.controller.started.connect(lambda _: self.video.player.pause())  # the run's previews take the picture
-        self.history.entrySelected.connect(self.view_entry)
+        self.history.entrySelected.connect(self.state.show)
         self.history.compareRequested.connect(self.compare_entry)
         self.history.restoreRequested.connect(
             lambda e: self.apply_settings(e.settings, "Settings restored from the history")
@@ -451,16 +448,6 @@ class MainWindow(QMainWindow):
         self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
 
-    @property
-    def shown(self) -> HistoryEntry | None:
-        """The result in the picture area, which Export writes (the state's)."""
-        return self.state.shown
-
-    @property
-    def result(self) -> Image.Image | None:
-        """The picture shown (and exported), if it is a result."""
-        return self.shown.result if self.shown is not None else None
-
     def _shown_changed(self, entry: HistoryEntry | None) -> None:
         """The state shows another result, or the photo: the picture area follows, the comparison ends."""
         self._compare = None
@@ -476,9 +463,6 @@ class MainWindow(QMainWindow):
 
     # -- history and view ------------------------------------------------------------------
 
-    def view_entry(self, entry: HistoryEntry) -> None:
-        self.state.show(entry)
-
     def compare_entry(self, entry: HistoryEntry) -> None:
         """Split view: this history entry on the left, the current result on the right."""
         self._compare = entry
@@ -486,41 +470,6 @@ class MainWindow(QMainWindow):
         self.commands.split.setChecked(True)
         self.view.set_split(True)
         self.show_info("Comparing: the history entry is on the left, the current result on the right")
-
-    # -- what the helpers do, as the window's own commands --------------------------------------
-
-    def export_to(self, path: Path, *, entry: HistoryEntry | None = None, bit_depth: int = 8) -> bool:
-        return self.files.export_to(path, entry=entry, bit_depth=bit_depth)
-
-    def save_preset(self, path: Path) -> bool:
-        return self.files.save_preset(path)
-
-    def load_preset(self, path: Path) -> bool:
-        return self.files.load_preset(path)
-
-    def use_weights_file(self, path: Path) -> None:
-        self.files.use_weights_file(path)
-
-    def start(self, *, resume: Checkpoint | None = None) -> None:
-        self.runs.start(resume=resume)
-
-    def stop(self) -> None:
-        self.runs.stop()
-
-    def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
-        return self.runs.announced_plan(settings)
-
-    def add_region(self) -> None:
-        self.painting.add_region()
-
-    def load_mask(self, path: Path) -> bool:
-        return self.painting.load_mask(path)
-
-    def add_to_queue(self, output_folder: Path | None = None) -> bool:
-        return self.intake.add(output_folder)
-
-    def apply_to_folder(self, folder: Path, output_folder: Path) -> int:
-        return self.intake.apply_to_folder(folder, output_folder)
 
     # -- state and messages --------------------------------------------------------------------
 

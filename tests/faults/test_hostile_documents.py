@@ -101,7 +101,7 @@ def test_a_hostile_preset_in_the_window_is_a_message_and_changes_nothing(window,
     path = tmp_path / "evil.json"
     path.write_text(HOSTILE_PRESETS[0].values[0])
     before = window.state.settings
-    assert not window.load_preset(path)
+    assert not window.files.load_preset(path)
     assert "evil.json" in window.banner.text() and window.state.settings == before
 
 

@@ -99,7 +99,7 @@ def test_a_second_window_is_told_the_queue_is_open_elsewhere_and_writes_nothing(
         assert first.stdout.readline().strip() == "open"
         window = make_window()
         assert "The render queue is open in another Style Studio window" in window.banner.text()
-        assert not window.add_to_queue(tmp_path / "out")
+        assert not window.intake.add(tmp_path / "out")
         assert "open in another Style Studio window" in window.banner.text()
         assert not (data / "queue.json").exists()
     finally:

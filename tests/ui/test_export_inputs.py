@@ -10,7 +10,7 @@ from tests.ui.test_window import run_to_end
 def export_error(qtbot, window, target, entry=None) -> str:
     """What exporting the shown picture (or ``entry``) to ``target`` said went wrong ("" when it was written)."""
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
-        assert window.export_to(target, entry=entry)
+        assert window.files.export_to(target, entry=entry)
     return blocker.args[1]
 
 
@@ -24,7 +24,7 @@ def open_pictures(window, photo, style) -> None:
 def test_export_never_replaces_the_regions_mask(qtbot, window, files):
     photo, _, style, mask = files
     open_pictures(window, photo, style)
-    assert window.load_mask(mask)
+    assert window.painting.load_mask(mask)
     run_to_end(qtbot, window)
     before = mask.read_bytes()
     assert "is one of the job's inputs (mask.png)" in export_error(qtbot, window, mask)
@@ -98,7 +98,7 @@ def test_export_during_a_run_stops_it_and_writes_the_picture_so_far(qtbot, windo
     monkeypatch.setattr(documents.QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
     steps = []
     window.controller.progressed.connect(lambda record: steps.append(record.step))
-    window.start()
+    window.commands.start.trigger()
     qtbot.waitUntil(lambda: len(steps) >= 3, timeout=30_000)
     with qtbot.waitSignal(window.documents.exportFinished, timeout=60_000) as blocker:
         window.commands.export.trigger()

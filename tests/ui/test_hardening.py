@@ -45,7 +45,7 @@ def vgg_hooks(window) -> int:
 
 def finish(qtbot, window, timeout=60_000):
     with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
-        window.start()
+        window.commands.start.trigger()
     return blocker.args[1]
 
 
@@ -59,13 +59,13 @@ def test_fifty_start_stop_cycles(qtbot, window):
     for cycle in range(50):
         records.clear()
         with qtbot.waitSignal(window.controller.finished, timeout=60_000):
-            window.start()
+            window.commands.start.trigger()
             if cycle % 3 == 0:
-                window.stop()  # before the first iteration has even begun
+                window.commands.stop.trigger()  # before the first iteration has even begun
             else:
                 wanted = 1 if cycle % 3 == 1 else 5  # 5: the first iteration of the second scale
                 qtbot.waitUntil(lambda w=wanted: len(records) >= w, timeout=30_000)
-                window.stop()
+                window.commands.stop.trigger()
         assert not window.controller.running
         assert vgg_hooks(window) == 0
         if cycle == 5:
@@ -79,11 +79,11 @@ def test_fifty_start_stop_cycles(qtbot, window):
 def test_closing_the_window_during_an_export_finishes_the_file(qtbot, window, tmp_path):
     finish(qtbot, window)
     big = Image.effect_noise((3000, 2000), 60).convert("RGB")  # seconds of TIFF compression
-    window.state.show(dataclasses.replace(window.shown, result=big))
+    window.state.show(dataclasses.replace(window.state.shown, result=big))
     folder = tmp_path / "exports"
     folder.mkdir()
     target = folder / "big.tif"
-    assert window.export_to(target)
+    assert window.files.export_to(target)
     window.close()
     with Image.open(target) as written:
         assert written.size == (3000, 2000)
@@ -109,7 +109,7 @@ def test_a_failed_export_is_a_message_and_the_old_file_is_untouched(
 
     monkeypatch.setattr(files, "create_private", fail)
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
-        window.export_to(target)
+        window.files.export_to(target)
     assert message in blocker.args[1] and message in window.banner.text()
     assert target.read_bytes() == b"the user's earlier picture"
 
@@ -117,7 +117,7 @@ def test_a_failed_export_is_a_message_and_the_old_file_is_untouched(
 def test_a_corrupt_weights_file_is_named_and_the_app_keeps_going(qtbot, window, tmp_path):
     bad = tmp_path / "vgg19-broken.pth"
     bad.write_bytes(b"PK\x03\x04 this is not really a zip")
-    window.use_weights_file(bad)
+    window.files.use_weights_file(bad)
     outcome = finish(qtbot, window)
     assert outcome.error and "vgg19-broken.pth" in window.banner.text()
     assert "not a readable PyTorch weights file" in window.banner.text()
@@ -158,7 +158,7 @@ def test_out_of_gpu_memory_mid_run_is_caught_and_the_picture_kept(qtbot, window,
     monkeypatch.setattr(Objective, "evaluate", exhausted)
     outcome = finish(qtbot, window)
     assert outcome.error and "ran out of memory" in outcome.error and "lower the size" in outcome.error
-    assert outcome.image is not None and window.result is not None
+    assert outcome.image is not None and window.state.shown.result is not None
 
 
 def test_dropping_an_image_with_bad_embedded_settings_applies_nothing(qtbot, window, tmp_path):
@@ -176,7 +176,7 @@ def test_a_preset_from_a_future_version_is_refused(window, tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"format": "style-studio", "version": 2, "settings": {"size": 300}}))
     before = window.state.settings
-    assert not window.load_preset(path)
+    assert not window.files.load_preset(path)
     assert "newer Style Studio" in window.banner.text() and window.state.settings == before
 
 

@@ -31,7 +31,7 @@ def drag(qtbot, view, start: QPointF, end: QPointF, steps: int = 8) -> None:
 def test_painting_a_region_with_the_mouse_then_undo_and_redo(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
-    window.add_region()
+    window.painting.add_region()
     assert window.view.painting() and window.commands.paint.isChecked()
     drag(qtbot, window.view, QPointF(0.2, 0.5), QPointF(0.8, 0.5))
     painted = window.regions.regions.masks[0]
@@ -56,7 +56,7 @@ def test_painting_a_region_with_the_mouse_then_undo_and_redo(qtbot, window):
 
 
 def test_the_brush_keys_and_what_a_region_gets(qtbot, window):
-    window.add_region()
+    window.painting.add_region()
     size = window.regions_panel.brush_size.value()
     assert window.commands.brush_larger.shortcut() == QKeySequence("]")
     window.commands.brush_larger.trigger()
@@ -90,10 +90,10 @@ def paint_two_regions(window) -> None:
 def test_a_preset_keeps_the_regions_and_loading_it_brings_them_back(window, tmp_path):
     paint_two_regions(window)
     before = window.regions.regions
-    assert window.save_preset(tmp_path / "regions.json")
+    assert window.files.save_preset(tmp_path / "regions.json")
     window.regions.set_photo(451, 300)
     assert not window.regions.regions
-    assert window.load_preset(tmp_path / "regions.json")
+    assert window.files.load_preset(tmp_path / "regions.json")
     back = window.regions.regions
     assert back.regions == before.regions and np.array_equal(back.masks, before.masks)
     # Undo takes the loaded regions away again.
@@ -108,7 +108,7 @@ def test_a_render_with_regions_exported_and_dropped_back_gives_the_regions_again
     assert outcome.error is None and outcome.regions is not None
     target = tmp_path / "result.png"
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000):
-        assert window.export_to(target)
+        assert window.files.export_to(target)
     embedded = from_document(read_metadata(target))
     assert embedded is not None and embedded.regions == painted.regions
     window.regions.set_photo(451, 300)
@@ -122,12 +122,12 @@ def test_a_mask_file_of_another_size_is_fitted_to_the_photo_with_a_notice(window
     picture[:50] = (230, 25, 75)
     picture[50:, :75] = (60, 180, 75)
     Image.fromarray(picture).save(tmp_path / "mask.png")
-    assert window.load_mask(tmp_path / "mask.png")
+    assert window.painting.load_mask(tmp_path / "mask.png")
     assert len(window.regions.regions) == 2
     assert window.regions.size == (451, 300)
     assert "scaled to the photo's 451×300" in window.banner.text()
     (tmp_path / "bad.png").write_bytes(b"not a picture")
-    assert not window.load_mask(tmp_path / "bad.png")
+    assert not window.painting.load_mask(tmp_path / "bad.png")
     assert "cannot be read" in window.banner.text() and len(window.regions.regions) == 2
 
 
@@ -147,7 +147,7 @@ def test_painting_during_a_run_reaches_the_run(qtbot, window):
     painted_at = len(records)
     qtbot.waitUntil(lambda: len(records) > painted_at + 2, timeout=30_000)
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
-        window.stop()
+        window.commands.stop.trigger()
     taken, painted = blocker.args[1].regions, window.regions.current()
     assert taken is not None and painted is not None and taken.digest() == painted.digest()
 
@@ -170,7 +170,7 @@ def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, win
 def test_the_regions_overlay_shows_while_painting_and_on_its_toggle_only(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
-    window.add_region()
+    window.painting.add_region()
     drag(qtbot, window.view, QPointF(0.2, 0.5), QPointF(0.8, 0.5))
     assert window.view.overlay("regions") is not None  # painting: shown
     window.commands.paint.trigger()  # done painting, the panel still open

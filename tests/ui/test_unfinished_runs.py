@@ -16,7 +16,7 @@ def close_during_a_run(qtbot, window, steps=3):
     window.controls.set_settings(LONG)
     seen = []
     window.controller.progressed.connect(lambda record: seen.append(record.step))
-    window.start()
+    window.commands.start.trigger()
     qtbot.waitUntil(lambda: len(seen) >= steps, timeout=30_000)
     window.close()
 
@@ -64,14 +64,14 @@ def test_a_run_that_finishes_or_is_stopped_leaves_nothing_to_resume(qtbot, make_
     window.controls.set_settings(LONG)
     seen = []
     window.controller.progressed.connect(lambda record: seen.append(record.step))
-    window.start()
+    window.commands.start.trigger()
     qtbot.waitUntil(lambda: len(seen) >= 3, timeout=30_000)
     assert CheckpointStore().unfinished()  # saved while it runs
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
-        window.stop()
+        window.commands.stop.trigger()
     assert CheckpointStore().unfinished() == []
     with qtbot.waitSignal(window.controller.finished, timeout=60_000):
-        window.start()
+        window.commands.start.trigger()
     assert CheckpointStore().unfinished() == []
 
 

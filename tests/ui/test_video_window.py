@@ -108,7 +108,7 @@ def test_render_video_writes_the_clip_with_its_sound_and_scrubs_the_result(make_
     entry = window.history.entries[-1]  # the history keeps the video, its first frame as its picture
     assert entry.video == out and np.array_equal(np.asarray(entry.result), styled[0])
     assert [text for text, _ in window.history.commands(entry)][:2] == ["Play the video", "Show in its folder"]
-    window.view_entry(entry)
+    window.state.show(entry)
     assert not window.commands.export.isEnabled()  # written already: played, not exported
     window.close()
     again = make_window(VIDEO_FAST)  # kept across a restart while the file is there
@@ -154,7 +154,7 @@ def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once
     window = make_window(VIDEO_FAST)
     window.inputs.use_as_content(InputImage.from_file(clip))
     window.inputs.video_options.fields["frame_iterations"].widget.setValue(5)
-    assert window.add_to_queue(tmp_path / "out")
+    assert window.intake.add(tmp_path / "out")
     item = window.queue.queue.items[0]
     assert item.job.output == tmp_path / "out" / "pan-starry_night.mp4"
     assert item.job.video is not None and item.job.video.frame_iterations == 5

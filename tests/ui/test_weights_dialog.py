@@ -71,7 +71,7 @@ def test_starting_without_cached_imagenet_weights_offers_the_dialog(qtbot, make_
 
     QTimer.singleShot(0, choose_untrained)
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
-        window.start()
+        window.commands.start.trigger()
     assert shown and blocker.args[1].weights_label.startswith("untrained")
     assert window.state.settings.weights == "untrained"
     assert "untrained" in window.weights_label.text()
@@ -80,7 +80,7 @@ def test_starting_without_cached_imagenet_weights_offers_the_dialog(qtbot, make_
 def test_cancelling_the_dialog_does_not_start(qtbot, make_window):
     window = make_window(dataclasses.replace(FAST, weights="imagenet"))
     QTimer.singleShot(0, lambda: window.findChild(WeightsDialog).reject())
-    window.start()
+    window.commands.start.trigger()
     assert not window.controller.running
 
 
@@ -91,11 +91,11 @@ def test_a_weights_file_is_used_and_remembered(qtbot, make_window, store, tmp_pa
     path = tmp_path / "my-vgg.pth"
     torch.save({"features." + k: v for k, v in make_layers(cfgs["E"]).state_dict().items()}, path)
     window = make_window()
-    window.use_weights_file(path)
+    window.files.use_weights_file(path)
     assert window.state.settings.weights == str(path)
     assert "my-vgg.pth" in window.weights_label.text()
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
-        window.start()
+        window.commands.start.trigger()
     assert blocker.args[1].weights_label == "VGG19 weights from my-vgg.pth"
     window.close()
     again = make_window(settings=None)

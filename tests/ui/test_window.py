@@ -38,12 +38,12 @@ def start_long_run(qtbot, window) -> None:
     """Start a run that would take minutes, and return once its first iteration is done."""
     window.controls.set_settings(dataclasses.replace(FAST, iterations=10_000))
     with qtbot.waitSignal(window.controller.progressed, timeout=30_000, check_params_cb=lambda r: r.step >= 1):
-        window.start()
+        window.commands.start.trigger()
 
 
 def run_to_end(qtbot, window, timeout=60_000):
     with qtbot.waitSignal(window.controller.finished, timeout=timeout) as blocker:
-        window.start()
+        window.commands.start.trigger()
     return blocker.args[1]
 
 
@@ -183,7 +183,7 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
     outcome = run_to_end(qtbot, window)
     assert outcome.stop_reason == "finished" and outcome.error is None
     assert previews and all(isinstance(p, QImage) and not p.isNull() for p in previews)
-    assert window.result.size == (48, 32)
+    assert window.state.shown.result.size == (48, 32)
     assert len(window.history.entries) == 1
     assert window.commands.export.isEnabled() and window.run_bar.start_button.isEnabled()
     assert "untrained" in window.weights_label.text()
@@ -197,7 +197,7 @@ def test_stop_during_a_run_keeps_the_picture(qtbot, window):
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
         window.run_bar.stop_button.click()
     assert blocker.args[1].stop_reason == "cancelled"
-    assert window.result is not None
+    assert window.state.shown.result is not None
     assert "kept" in window.run_bar.progress.format()
 
 
@@ -209,7 +209,7 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
     qtbot.waitUntil(lambda: records and records[-1].tv_loss == 0, timeout=30_000)
     assert next(r for r in records if not r.start).tv_loss > 0
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
-        window.stop()
+        window.commands.stop.trigger()
 
 
 def test_a_slider_sends_only_the_setting_it_changed_to_the_run(qtbot, window, monkeypatch):
@@ -225,7 +225,7 @@ def test_a_slider_sends_only_the_setting_it_changed_to_the_run(qtbot, window, mo
     assert "relu1_1" not in dict(sent[1]["style_layers"])
     qtbot.waitUntil(lambda: records and "relu1_1" not in records[-1].style_losses, timeout=30_000)
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
-        window.stop()
+        window.commands.stop.trigger()
 
 
 def test_closing_the_window_during_a_run_stops_it_cleanly(qtbot, window):
@@ -238,9 +238,9 @@ def test_start_while_the_last_run_is_still_stopping_runs_the_new_one(qtbot, wind
     outcomes = []
     window.controller.finished.connect(lambda _owner, outcome: outcomes.append(outcome))
     start_long_run(qtbot, window)
-    window.stop()
+    window.commands.stop.trigger()
     window.controls.set_settings(FAST)
-    window.start()
+    window.commands.start.trigger()
     qtbot.waitUntil(lambda: len(outcomes) == 2, timeout=60_000)
     assert [o.stop_reason for o in outcomes] == ["cancelled", "finished"]
     assert outcomes[1].settings.iterations == 6
@@ -263,13 +263,13 @@ def test_a_16_bit_export_writes_the_runs_own_values_for_print(qtbot, window, tmp
     run_to_end(qtbot, window)
     target = tmp_path / "print.tif"
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
-        assert window.export_to(target, bit_depth=16)
+        assert window.files.export_to(target, bit_depth=16)
     assert blocker.args == [str(target), ""]
     pixels = tifffile.imread(target)
     assert pixels.dtype == np.uint16 and pixels.shape == (32, 48, 3)
     assert np.mean(pixels % 257 != 0) > 0.9  # not 8-bit values stretched
     # The 8-bit picture shown is the same picture.
-    shown = np.asarray(window.result, dtype=np.int32)
+    shown = np.asarray(window.state.shown.result, dtype=np.int32)
     assert np.abs(shown - (pixels.astype(np.int32) + 128) // 257).max() <= 1
     assert settings_mod.loads(read_metadata(target)) == window.state.settings
 
@@ -278,7 +278,7 @@ def test_export_writes_the_image_with_settings_and_a_drop_restores_them(qtbot, w
     run_to_end(qtbot, window)
     target = tmp_path / "result.png"
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
-        assert window.export_to(target)
+        assert window.files.export_to(target)
     assert blocker.args == [str(target), ""]
     with Image.open(target) as exported:
         assert exported.size == (48, 32)
@@ -295,13 +295,13 @@ def test_export_failure_is_a_message_and_nothing_is_written(qtbot, window, tmp_p
     run_to_end(qtbot, window)
     target = tmp_path / "missing" / "result.png"
     with qtbot.waitSignal(window.documents.exportFinished, timeout=30_000) as blocker:
-        window.export_to(target)
+        window.files.export_to(target)
     assert "does not exist" in blocker.args[1] and "does not exist" in window.banner.text()
     assert not target.exists()
 
 
 def test_export_before_any_result_says_so(window, tmp_path):
-    assert not window.export_to(tmp_path / "x.png")
+    assert not window.files.export_to(tmp_path / "x.png")
     assert "Nothing to export yet" in window.banner.text()
 
 
@@ -316,7 +316,7 @@ def test_history_restore_and_compare(qtbot, window):
     window.history.compareRequested.emit(first)
     assert window.view.split_enabled()
     window.history.setCurrentRow(0)
-    assert window.result is first.result
+    assert window.state.shown.result is first.result
 
 
 # -- persistence and presets -----------------------------------------------------------------
@@ -370,9 +370,9 @@ def test_reset_restores_the_defaults_but_keeps_the_weights_choice(window):
 
 def test_presets_save_and_load(window, tmp_path):
     window.controls.widget("iterations").setValue(77)
-    assert window.save_preset(tmp_path / "mine.json")
+    assert window.files.save_preset(tmp_path / "mine.json")
     window.controls.widget("iterations").setValue(5)
-    assert window.load_preset(tmp_path / "mine.json")
+    assert window.files.load_preset(tmp_path / "mine.json")
     assert window.state.settings.iterations == 77
 
 
@@ -399,7 +399,7 @@ def test_a_bad_preset_is_refused_and_nothing_is_applied(window, tmp_path, text, 
     before = window.state.settings
     path = tmp_path / "bad.json"
     path.write_text(text)
-    assert not window.load_preset(path)
+    assert not window.files.load_preset(path)
     assert message in window.banner.text()
     assert window.state.settings == before
 
@@ -428,14 +428,14 @@ def test_a_garbage_settings_value_gives_the_defaults(qtbot, make_window, store):
 def test_a_new_photo_is_shown_at_once_and_the_last_result_stays_in_the_history(qtbot, window):
     # The picture area kept showing the result made from the old photo.
     run_to_end(qtbot, window)
-    assert window.result is not None
+    assert window.state.shown.result is not None
     drop(window.inputs.content_zone, files(SAMPLES / "content" / "coffee.png"))
     coffee = Image.open(SAMPLES / "content" / "coffee.png")
     assert (window.view._image.width(), window.view._image.height()) == coffee.size
-    assert window.result is None and not window.commands.export.isEnabled()
+    assert window.state.shown is None and not window.commands.export.isEnabled()
     assert len(window.history.entries) == 1
     window.history.itemClicked.emit(window.history.item(0))  # a click on the (still selected) entry
-    assert window.result is window.history.entries[0].result and window.commands.export.isEnabled()
+    assert window.state.shown.result is window.history.entries[0].result and window.commands.export.isEnabled()
 
 
 @pytest.mark.parametrize("from_samples", [True, False])
@@ -498,7 +498,7 @@ def test_the_schedule_a_large_picture_gets_is_shown_and_can_be_overridden(window
 def test_a_result_outlives_the_window_until_it_is_exported_or_removed(qtbot, make_window, tmp_path):
     first = make_window()
     with qtbot.waitSignal(first.controller.finished, timeout=60_000):
-        first.start()
+        first.commands.start.trigger()
     made = first.history.entries[0]
     first.close()
 
@@ -507,7 +507,7 @@ def test_a_result_outlives_the_window_until_it_is_exported_or_removed(qtbot, mak
     assert kept.settings == made.settings and kept.stop_reason == made.stop_reason
     assert np.array_equal(np.asarray(kept.result), np.asarray(made.result))
     with qtbot.waitSignal(second.documents.exportFinished, timeout=30_000):
-        second.export_to(tmp_path / "exported.png", entry=kept)
+        second.files.export_to(tmp_path / "exported.png", entry=kept)
     second.close()
     assert make_window(settings=None).history.entries == []  # exported: let go
 
@@ -515,7 +515,7 @@ def test_a_result_outlives_the_window_until_it_is_exported_or_removed(qtbot, mak
 def test_a_result_removed_from_the_history_is_let_go(qtbot, make_window):
     first = make_window()
     with qtbot.waitSignal(first.controller.finished, timeout=60_000):
-        first.start()
+        first.commands.start.trigger()
     first.kept.wait()
     first.history.removeRequested.emit(first.history.entries[0])
     assert first.history.entries == [] and first.history.count() == 0
@@ -531,14 +531,14 @@ def test_the_progress_text_fits_its_bar_with_the_side_panels_open(qtbot, window)
     window.controls.set_settings(dataclasses.replace(FAST, size=512, iterations=400))
     seen = []
     window.controller.progressed.connect(lambda record: seen.append(record))
-    window.start()
+    window.commands.start.trigger()
     qtbot.waitUntil(lambda: any(r.step >= 12 for r in seen), timeout=30_000)
     bar = window.run_bar.progress
     text = bar.text()
     assert "iteration" in text
     assert bar.fontMetrics().horizontalAdvance(text) < bar.contentsRect().width()  # one line, not cut
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
-        window.stop()
+        window.commands.stop.trigger()
 
 
 # -- the plan announced before Start ------------------------------------------------------
@@ -557,7 +557,7 @@ def test_the_plan_the_window_announces_is_the_plan_the_run_follows(qtbot, window
     # Three scales, the last tiled: every part of the plan has something to say.
     settings = dataclasses.replace(FAST, size=320, scales=3, tile=128, device="cpu", precision="fp32")
     window.controls.set_settings(settings)
-    announced = window.announced_plan()
+    announced = window.runs.announced_plan()
     assert "in tiles of 128 px" in window.controls.needs.text()
     ran = run_plan_of(qtbot, window)
     assert ran.scales == announced.scales
@@ -569,7 +569,7 @@ def test_the_plan_the_window_announces_is_the_plan_the_run_follows(qtbot, window
 
 def test_after_a_run_the_window_plans_for_the_precision_auto_chose(qtbot, window):
     window.controls.set_settings(dataclasses.replace(FAST, precision="auto"))
-    assert window.announced_plan().target.precision == "fp32"  # before any run: the most memory it can need
+    assert window.runs.announced_plan().target.precision == "fp32"  # before any run: the most memory it can need
     ran = run_plan_of(qtbot, window)
-    assert window.announced_plan().target.precision == ran.target.precision  # bf16 on a CPU that has it
-    assert window.announced_plan().scales == ran.scales
+    assert window.runs.announced_plan().target.precision == ran.target.precision  # bf16 on a CPU that has it
+    assert window.runs.announced_plan().scales == ran.scales
