@@ -41,6 +41,8 @@ from .state import WindowState, shapes_the_plan
 from .widgets import LayerSlider, WrappedLabel, wheel_scrolls_the_panel
 
 CHOOSE_FILE = "choose-file"
+#: A weights file's name is shown whole up to this many characters (what the narrowest settings column holds).
+FILE_NAME_CHARACTERS = 20
 
 #: (menu text, longest side, print dpi or 0 for the photo's own).
 SIZE_PRESETS = (
@@ -251,12 +253,15 @@ class ControlsPanel(QWidget):
     # -- weights choice ---------------------------------------------------------
 
     def set_weights_file(self, path: str | Path) -> None:
-        """Add a weights file to the choices (once) and select it."""
+        """Add a weights file to the choices (once, by its name, its middle left out when long: the choice keeps its
+        width; the item's tooltip has the whole path) and select it."""
         path = str(path)
         index = self.weights.findData(path)
         if index < 0:
             index = self.weights.count() - 1  # before "Choose file…"
-            self.weights.insertItem(index, f"File: {Path(path).name}", path)
+            name = Path(path).name
+            shown = name if len(name) <= FILE_NAME_CHARACTERS else f"{name[:9]}…{name[-(FILE_NAME_CHARACTERS - 10):]}"
+            self.weights.insertItem(index, shown, path)
             self.weights.setItemData(index, path, Qt.ItemDataRole.ToolTipRole)
         self.weights.setCurrentIndex(index)
 

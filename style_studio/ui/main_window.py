@@ -73,7 +73,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SIZE = (1600, 1000)
 #: The version of the docks' layout: a saved layout of another is not restored (the picture-first one replaced
 #: the one with the history and the loss plot below the picture).
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 #: The dock areas beside the picture, where the history is a grid rather than a strip.
 _SIDE_AREAS = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
 
@@ -271,20 +271,21 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         """The panels as they are at first (View → Reset layout): the picture first, the photo and styles over the
         history and loss curves in a column as narrow as their rows allow, regions and the queue closed."""
-        for dock, area in ((self.inputs_dock, Qt.DockWidgetArea.LeftDockWidgetArea),
-                           (self.history_dock, Qt.DockWidgetArea.LeftDockWidgetArea),
-                           (self.regions_dock, Qt.DockWidgetArea.RightDockWidgetArea)):  # fmt: skip
+        # Taken out and put back, not moved: tabifying docks already in a tab group leaves Qt's old tab bar drawn
+        # over the column (and a hidden pair's bar over the status bar).
+        for dock in (self.inputs_dock, self.history_dock, self.loss_dock, self.regions_dock, self.queue_dock):
+            self.removeDockWidget(dock)
             dock.setFloating(False)
-            self.addDockWidget(area, dock)
-        for dock in (self.loss_dock, self.queue_dock):
-            dock.setFloating(False)
+        left, right = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea
+        self.addDockWidget(left, self.inputs_dock)
+        self.addDockWidget(left, self.history_dock)
         self.splitDockWidget(self.inputs_dock, self.history_dock, Qt.Orientation.Vertical)
         self.tabifyDockWidget(self.history_dock, self.loss_dock)
-        self.tabifyDockWidget(self.regions_dock, self.queue_dock)
         for dock in (self.inputs_dock, self.history_dock, self.loss_dock):
             dock.show()
         self.history_dock.raise_()
-        for unopened in (self.regions_dock, self.queue_dock):  # they open when used (painting, queueing)
+        for unopened in (self.regions_dock, self.queue_dock):  # closed until used (painting, queueing)
+            self.addDockWidget(right, unopened)
             unopened.hide()
         column = self.inputs.minimumSizeHint().width()
         self.resizeDocks([self.inputs_dock], [column], Qt.Orientation.Horizontal)

@@ -162,3 +162,25 @@ def test_a_style_s_name_and_the_photo_s_are_read_whole_with_their_size_below(win
     label = row.name_label
     assert label.fontMetrics().horizontalAdvance("starry_night.jpg") <= label.width()  # not cut to "starry_n…"
     assert window.inputs.content_zone.caption.text() == "chelsea.png\n451 × 300 px"
+
+
+def test_no_tab_bar_is_left_over_the_picture_or_the_status_bar_after_a_reset(window, qtbot):
+    """Hidden Regions and Queue docks left their tab bar over the status bar, and each Reset layout left the old
+    History | Loss bar drawn over the photo and styles."""
+    from PySide6.QtWidgets import QTabBar
+
+    def shown_bars() -> list[list[str]]:
+        inside = window.rect()
+        return [
+            [bar.tabText(i) for i in range(bar.count())]
+            for bar in window.findChildren(QTabBar)
+            if bar.isVisible() and bar.count() and inside.intersects(bar.geometry())
+        ]
+
+    window.show()
+    qtbot.waitExposed(window)
+    assert shown_bars() == [["History", "Loss"]]
+    for _ in range(2):
+        window.reset_layout()
+        qtbot.wait(20)
+        assert shown_bars() == [["History", "Loss"]]

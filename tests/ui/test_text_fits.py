@@ -65,14 +65,17 @@ def test_every_text_the_window_shows_fits_at_a_laptops_and_a_desktops_size(make_
     qtbot.waitExposed(window)
     qtbot.wait(50)
     assert cut_texts(window) == []
+    window.controls.set_weights_file("/home/someone/Downloads/vgg19-hed-proxy.pth")
+    qtbot.wait(50)
+    assert cut_texts(window) == []
+    window.controls.set_weights_file("/home/someone/Downloads/vgg19-imagenet-finetuned-on-paintings-v2.pth")
     window.controls.more.expand(animate=False)
     window.controls.more_layers.expand(animate=False)
-    window.controls.set_weights_file("/home/someone/Downloads/vgg19-hed-proxy.pth")
     qtbot.wait(50)
     assert cut_texts(window) == []
     window.state.set("weights", "untrained")  # a run, and the window as it ends: the history, the run bar
     with qtbot.waitSignal(window.controller.finished, timeout=60_000):
-        window.start()
+        window.commands.start.trigger()
     qtbot.waitUntil(lambda: window.state.shown is not None)
     qtbot.wait(200)  # the status bar's layout follows its texts' change
     assert cut_texts(window) == []
