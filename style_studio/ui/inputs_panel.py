@@ -60,21 +60,22 @@ class InputsPanel(QScrollArea):
     """The content drop zone, the style list and the style drop zone.
 
     Args:
-        state: where the photo and the styles go (its ``photo_changed`` and ``styles_changed`` say so); its
+        state: where the photo and the styles go (its ``photo_changed`` and ``styles_changed`` say so), and the
+            styles' blend (``style_blend``: the rows' sliders write it, and show it when a document sets it); its
             settings refuse an image too thin to stylise.
 
     Signals:
-        blendChanged(): a style's blend weight moved (a live change).
         error(str): an input was refused; the message says why.
     """
 
-    blendChanged = Signal()
     error = Signal(str)
 
     def __init__(self, state: WindowState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
         self.style_rows: list[StyleRow] = []
+        self._showing_blend = False
+        state.setting_changed.connect(self._show_blend)
         self.content_zone = ImageDropZone("Drop a photo here\nor click to open one (Ctrl+O)")
         self.content_zone.setToolTip("The content image (or a video): the picture to repaint")
         self.frame_slider = QSlider(Qt.Orientation.Horizontal)
@@ -218,17 +219,19 @@ class InputsPanel(QScrollArea):
 
     def add_style(self, item: InputImage) -> None:
         row = StyleRow(item)
-        row.blendChanged.connect(self.blendChanged)
+        row.blendChanged.connect(self._write_blend)
         row.removeRequested.connect(self.remove_style)
         self._styles_box.addWidget(row)
         self.style_rows.append(row)
         self.state.set_styles(tuple(r.item for r in self.style_rows))
+        self._write_blend()
 
     def remove_style(self, row: StyleRow) -> None:
         self.style_rows.remove(row)
         self._styles_box.removeWidget(row)
         row.deleteLater()
         self.state.set_styles(tuple(r.item for r in self.style_rows))
+        self._write_blend()
 
     # -- blend weights --------------------------------------------------------------
 
@@ -239,16 +242,27 @@ class InputsPanel(QScrollArea):
             return ()
         return blend
 
-    def show_blend(self, blend: Sequence[float]) -> None:
-        """Set the sliders from a settings document's blend (ignored when it names another number of styles)."""
-        if blend and len(blend) == len(self.style_rows):
-            top = max(blend)
-            for row, weight in zip(self.style_rows, blend, strict=True):
-                row.set_blend_weight(weight / top)
+    def _write_blend(self, *_: object) -> None:
+        """A row's slider moved, or the rows changed: their blend goes into the settings."""
+        if not self._showing_blend:
+            self.state.set("style_blend", self.blend())
 
-    def reset_blend(self) -> None:
-        for row in self.style_rows:
-            row.set_blend_weight(1.0)
+    def _show_blend(self, name: str, blend: object) -> None:
+        """The settings' blend changed (a preset, Reset, a restored picture): the sliders show it, relative to its
+        largest weight. A blend for another number of styles gives way to the rows' own."""
+        if name != "style_blend" or blend == self.blend():
+            return
+        weights = tuple(blend) if isinstance(blend, tuple) else ()
+        if weights and len(weights) != len(self.style_rows):
+            self._write_blend()
+            return
+        top = max(weights, default=1.0) or 1.0
+        self._showing_blend = True
+        try:
+            for row, weight in zip(self.style_rows, weights or (1.0,) * len(self.style_rows), strict=True):
+                row.set_blend_weight(weight / top)
+        finally:
+            self._showing_blend = False
 
     # -- dialogs and the clipboard ----------------------------------------------------
 

@@ -339,10 +339,8 @@ class MainWindow(QMainWindow):
         self.state.photo_changed.connect(self._content_changed)
         self.state.photo_changed.connect(self.video.show_result)
         self.state.styles_changed.connect(lambda _: self._inputs_changed())
-        self.state.styles_changed.connect(lambda _: self._blend_changed())
         self.state.shown_changed.connect(self._shown_changed)
         self.state.commands_changed.connect(self._show_commands)
-        self.inputs.blendChanged.connect(self._blend_changed)
         self.inputs.error.connect(self.show_error)
         self.run_bar.startRequested.connect(self.runs.start)
         self.run_bar.stopRequested.connect(self.runs.stop)
@@ -422,12 +420,8 @@ class MainWindow(QMainWindow):
             self.show_error(str(exc))
             return
         self.controls.set_settings(settings)
-        self.inputs.show_blend(settings.style_blend)
         if message:
             self.show_info(message)
-
-    def _blend_changed(self) -> None:
-        self.state.set("style_blend", self.inputs.blend())
 
     def _setting_changed(self, name: str, value: object) -> None:
         """One setting changed (the run under way takes a live one: ``RunController.follow``)."""
@@ -446,7 +440,6 @@ class MainWindow(QMainWindow):
         """Defaults for everything that shapes the picture; the weights choice stays."""
         weights = self.state.settings.weights
         self.state.load(dataclasses.replace(settings_mod.DEFAULTS, weights=weights))
-        self.inputs.reset_blend()
         self.show_info("Settings reset to their defaults")
 
     def _shown_changed(self, entry: HistoryEntry | None) -> None:

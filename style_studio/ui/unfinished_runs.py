@@ -96,7 +96,6 @@ class UnfinishedRuns:
             name = names[number] if number < len(names) else f"style {number}"
             self.inputs.add_style(InputImage(style, name))
         self.state.load(checkpoint.settings)
-        self.inputs.show_blend(checkpoint.settings.style_blend)
         try:
             painted = checkpoint.painted()
         except RegionError as exc:

@@ -174,6 +174,20 @@ def test_blend_sliders_give_style_blend(window):
     assert window.state.settings.style_blend == (1.0, 0.25)
 
 
+
+def test_a_blend_the_state_takes_moves_the_sliders_and_one_for_other_styles_gives_way(window):
+    """A preset, Reset or a restored picture sets the blend in the state alone; the rows show it."""
+    drop(window.inputs.style_zone, files(SAMPLES / "style" / "brick.png"))
+    rows = window.inputs.style_rows
+    window.state.set("style_blend", (0.6, 0.3))
+    assert [row.blend_weight() for row in rows] == [1.0, 0.5]
+    assert window.state.settings.style_blend == (0.6, 0.3)  # the document's own, not the sliders' rescaled one
+    window.state.load(dataclasses.replace(window.state.settings, style_blend=()))
+    assert [row.blend_weight() for row in rows] == [1.0, 1.0]
+    window.state.set("style_blend", (1.0, 0.2, 0.5))  # three weights for two styles: the rows' blend stays
+    assert window.state.settings.style_blend == () and [row.blend_weight() for row in rows] == [1.0, 1.0]
+
+
 # -- runs ----------------------------------------------------------------------------
 
 
