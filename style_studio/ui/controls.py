@@ -260,7 +260,7 @@ class ControlsPanel(QWidget):
         if index < 0:
             index = self.weights.count() - 1  # before "Choose file…"
             name = Path(path).name
-            shown = name if len(name) <= FILE_NAME_CHARACTERS else f"{name[:9]}…{name[-(FILE_NAME_CHARACTERS - 10):]}"
+            shown = name if len(name) <= FILE_NAME_CHARACTERS else f"{name[:9]}…{name[-(FILE_NAME_CHARACTERS - 10) :]}"
             self.weights.insertItem(index, shown, path)
             self.weights.setItemData(index, path, Qt.ItemDataRole.ToolTipRole)
         self.weights.setCurrentIndex(index)

@@ -143,18 +143,25 @@ class FormBinding:
         self.controls = controls
         self._write = write
         self._showing = False
+        self._writing: str | None = None
         for name, control in controls.items():
             for signal in control.changes:
                 signal.connect(lambda *_, name=name: self._changed(name))
 
     def _changed(self, name: str) -> None:
-        if not self._showing:
+        if self._showing:
+            return
+        self._writing = name
+        try:
             self._write(name, self.controls[name].read())
+        finally:
+            self._writing = None
 
     def show(self, name: str, value: object) -> None:
-        """Show ``value`` in ``name``'s control (unless it says so already: no echo while the user types)."""
+        """Show ``value`` in ``name``'s control (unless it comes from that control, or the control says so already:
+        no echo while the user types, and a slider's tick reads its control once)."""
         control = self.controls.get(name)
-        if control is None or control.read() == value:
+        if control is None or name == self._writing or control.read() == value:
             return
         self._showing = True
         try:

@@ -174,7 +174,6 @@ def test_blend_sliders_give_style_blend(window):
     assert window.state.settings.style_blend == (1.0, 0.25)
 
 
-
 def test_a_blend_the_state_takes_moves_the_sliders_and_one_for_other_styles_gives_way(window):
     """A preset, Reset or a restored picture sets the blend in the state alone; the rows show it."""
     drop(window.inputs.style_zone, files(SAMPLES / "style" / "brick.png"))
@@ -224,6 +223,23 @@ def test_moving_a_slider_changes_the_running_optimisation(qtbot, window):
     assert next(r for r in records if not r.start).tv_loss > 0
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
         window.commands.stop.trigger()
+
+
+def test_a_weights_tick_plans_nothing_and_a_layer_turned_off_plans_again(window, monkeypatch):
+    """The memory and time shown depend on the layers computed, not on their weights: a slider's tick used to plan
+    the run again and redraw the needs."""
+    plans = []
+    monkeypatch.setattr(window.runs, "update_needs", lambda: plans.append(window.state.settings.style_layers))
+    sliders = window.controls.layer_sliders
+    window.controls.widget("style_weight").spin.setValue(50)
+    for value in (30, 45, 60):
+        sliders["relu3_1"].slider.setValue(value)
+    assert plans == []
+    sliders["relu3_1"].slider.setValue(0)  # off: a layer fewer to compute
+    sliders["relu3_1"].slider.setValue(20)  # on again
+    assert len(plans) == 2
+    window.controls.widget("size").setValue(300)
+    assert len(plans) == 3
 
 
 def test_a_slider_sends_only_the_setting_it_changed_to_the_run(qtbot, window, monkeypatch):
