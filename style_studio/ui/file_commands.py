@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .controls import ControlsPanel
     from .documents import Documents
     from .feedback import Feedback
-    from .inputs_panel import InputsPanel
     from .kept_history import KeptHistory
     from .regions_panel import RegionEditor
     from .state import WindowState
@@ -33,7 +32,7 @@ class FileCommands:
     Args:
         state: the result shown (what Export writes) and what is written with it: the pictures' names, the
             settings, the print resolution; it hears when an export starts and ends.
-        inputs: takes a dropped photo and knows the folder dialogs open in; ``regions``: written with a preset.
+        regions: written with a preset.
         controls: takes a weights file.
         documents: reads and writes the files; ``kept``: the results kept until exported.
         apply_settings: shows a preset's settings (with a message); ``restore_regions``: its regions.
@@ -45,7 +44,6 @@ class FileCommands:
         self,
         *,
         state: WindowState,
-        inputs: InputsPanel,
         regions: RegionEditor,
         controls: ControlsPanel,
         documents: Documents,
@@ -56,7 +54,7 @@ class FileCommands:
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
-        self.state, self.inputs, self.regions, self.controls = state, inputs, regions, controls
+        self.state, self.regions, self.controls = state, regions, controls
         self.documents, self.kept, self.apply_settings, self.restore_regions = (
             documents,
             kept,
@@ -154,11 +152,15 @@ class FileCommands:
         except ImageLoadError as exc:
             self.feedback.error(str(exc))
             return False
-        self.inputs.use_as_content(items[0])
+        refusal = self.state.refusal(items[0], "content")
+        if refusal is not None:
+            self.feedback.error(refusal)
+            return False
+        self.state.set_photo(items[0])
         return True
 
     def save_preset_dialog(self) -> None:
-        path = self.documents.ask_preset_to_save(self.inputs.open_dir())
+        path = self.documents.ask_preset_to_save(str(self.state.open_dir()))
         if path is not None:
             self.save_preset(path)
 
@@ -166,7 +168,7 @@ class FileCommands:
         return self.documents.save_preset(path, self.state.settings, self.regions.current(painted_only=False))
 
     def load_preset_dialog(self) -> None:
-        path = self.documents.ask_preset_to_load(self.inputs.open_dir())
+        path = self.documents.ask_preset_to_load(str(self.state.open_dir()))
         if path is not None:
             self.load_preset(path)
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core import ImageLoadError, StyleStudioError, VideoOptions, check_image_fits
+from ..core import ImageLoadError, VideoOptions
 from ..resources import DEFAULT_CONTENT, DEFAULT_STYLE, resources_dir, sample
 from .pictures import ClipFrameRef, InputImage
 from .qt_images import images_from_mime
@@ -76,6 +76,8 @@ class InputsPanel(QScrollArea):
         self.style_rows: list[StyleRow] = []
         self._showing_blend = False
         state.setting_changed.connect(self._show_blend)
+        state.photo_changed.connect(self._show_photo)
+        state.styles_changed.connect(self._show_styles)
         self.content_zone = ImageDropZone("Drop a photo here\nor click to open one (Ctrl+O)")
         self.content_zone.setToolTip("The content image (or a video): the picture to repaint")
         self.frame_slider = QSlider(Qt.Orientation.Horizontal)
@@ -143,17 +145,11 @@ class InputsPanel(QScrollArea):
     # -- taking an image ----------------------------------------------------------
 
     def _fits(self, item: InputImage, role: str) -> bool:
-        """Refuse, with a message, an image too thin to stylise at the current settings."""
-        settings = self.state.settings
-        layers = list(settings.content_layers) + list(settings.active_style_layers)
-        longest = settings.size if role == "content" else settings.style_side()
-        try:
-            if layers:
-                check_image_fits(item.image, longest, layers, f"the {role} image")
-        except StyleStudioError as exc:
-            self.error.emit(f"{item.name}: {exc}")
-            return False
-        return True
+        """Refuse, with a message, an image the state refuses (a video as a style, one too thin to stylise)."""
+        refusal = self.state.refusal(item, role)
+        if refusal is not None:
+            self.error.emit(refusal)
+        return refusal is None
 
     def use_as_content(self, item: InputImage) -> None:
         """The user gave a content image (drop, paste, Open): check it, then use it."""
@@ -165,13 +161,16 @@ class InputsPanel(QScrollArea):
             self.use_as_style(item)
 
     def use_as_style(self, item: InputImage) -> None:
-        if item.clip is not None:
-            self.error.emit(f"{item.name} is a video: a style is a picture (a painting, a texture)")
-            return
         if self._fits(item, "style"):
             self.add_style(item)
 
     def set_content(self, item: InputImage) -> None:
+        self.state.set_photo(item)
+
+    def _show_photo(self, item: InputImage | None) -> None:
+        """The state's photo changed: its drop zone shows it, and a clip's frame slider and options show."""
+        if item is None:
+            return
         self.content_zone.show_image(item)
         clip = item.clip
         for part in (self.frame_slider, self.frame_label, self.video_options):
@@ -182,7 +181,6 @@ class InputsPanel(QScrollArea):
             self.frame_slider.setValue(clip.frame)
             self.frame_slider.blockSignals(False)
             self._show_frame_number(clip.frame, clip)
-        self.state.set_photo(item)
 
     # -- a video's frames -------------------------------------------------------------
 
@@ -218,20 +216,32 @@ class InputsPanel(QScrollArea):
         self._show_chosen_frame()
 
     def add_style(self, item: InputImage) -> None:
-        row = StyleRow(item)
-        row.blendChanged.connect(self._write_blend)
-        row.removeRequested.connect(self.remove_style)
-        self._styles_box.addWidget(row)
-        self.style_rows.append(row)
-        self.state.set_styles(tuple(r.item for r in self.style_rows))
-        self._write_blend()
+        self.state.set_styles((*self.state.styles, item))
 
     def remove_style(self, row: StyleRow) -> None:
-        self.style_rows.remove(row)
-        self._styles_box.removeWidget(row)
-        row.deleteLater()
-        self.state.set_styles(tuple(r.item for r in self.style_rows))
+        self.state.set_styles(tuple(style for style in self.state.styles if style is not row.item))
+
+    def _show_styles(self, styles: tuple[InputImage, ...]) -> None:
+        """The state's styles changed: a row for each, in their order (a row kept keeps its blend); the rows'
+        blend goes into the settings."""
+        rows = {id(row.item): row for row in self.style_rows}
+        for row in self.style_rows:
+            self._styles_box.removeWidget(row)  # put back below in the styles' order, if still one
+            if not any(row.item is style for style in styles):
+                row.deleteLater()
+        self.style_rows = []
+        for position, style in enumerate(styles):
+            kept = rows.get(id(style))
+            row = kept if kept is not None else self._new_row(style)
+            self._styles_box.insertWidget(position, row)
+            self.style_rows.append(row)
         self._write_blend()
+
+    def _new_row(self, style: InputImage) -> StyleRow:
+        row = StyleRow(style)
+        row.blendChanged.connect(self._write_blend)
+        row.removeRequested.connect(self.remove_style)
+        return row
 
     # -- blend weights --------------------------------------------------------------
 
@@ -266,14 +276,8 @@ class InputsPanel(QScrollArea):
 
     # -- dialogs and the clipboard ----------------------------------------------------
 
-    def open_dir(self) -> str:
-        """Where file dialogs start: the content image's folder, else the home folder."""
-        if self.content is not None and self.content.path is not None:
-            return str(self.content.path.parent)
-        return str(Path.home())
-
     def open_content(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open content image", self.open_dir(), IMAGE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open content image", str(self.state.open_dir()), IMAGE_FILTER)
         if path:
             self._load_file(path, self.use_as_content)
 

@@ -121,15 +121,15 @@ class MainWindow(QMainWindow):
         self.commands = WindowActions(self)
         self.painting = RegionsWiring(
             regions=self.regions, panel=self.regions_panel, dock=self.regions_dock, actions=self.commands,
-            view=self.view, inputs=self.inputs, state=self.state, controller=self.controller,
+            view=self.view, state=self.state, controller=self.controller,
             feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.intake = QueueIntake(
-            state=self.state, inputs=self.inputs, regions=self.regions, queue=self.queue, store=self.store,
+            state=self.state, regions=self.regions, queue=self.queue, store=self.store,
             show_queue=self._show_queue, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.unfinished = UnfinishedRuns(
-            checkpoints=self.checkpoints, queue=self.queue.queue, inputs=self.inputs, state=self.state,
+            checkpoints=self.checkpoints, queue=self.queue.queue, state=self.state,
             regions=self.regions, controller=self.controller,
             start=lambda checkpoint: self.runs.start(resume=checkpoint), banner=self.banner, feedback=self.feedback,
         )  # fmt: skip
@@ -144,7 +144,7 @@ class MainWindow(QMainWindow):
             feedback=self.feedback, use_weights_file=lambda path: self.files.use_weights_file(path), parent=self,
         )  # fmt: skip
         self.files = FileCommands(
-            state=self.state, inputs=self.inputs, regions=self.regions, controls=self.controls,
+            state=self.state, regions=self.regions, controls=self.controls,
             documents=self.documents, kept=self.kept, apply_settings=self.apply_settings,
             restore_regions=self.painting.restore, store=self.store, feedback=self.feedback, parent=self,
         )  # fmt: skip

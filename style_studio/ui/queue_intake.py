@@ -16,7 +16,6 @@ from .queue_panel import images_in
 
 if TYPE_CHECKING:
     from .feedback import Feedback
-    from .inputs_panel import InputsPanel
     from .queue_panel import QueueController
     from .regions_panel import RegionEditor
     from .state import WindowState
@@ -27,7 +26,7 @@ class QueueIntake:
     """What the window puts in the render queue: the current photo, styles, settings and regions, or a folder.
 
     Args:
-        state, inputs, regions: what a queued job is made of.
+        state, regions: what a queued job is made of.
         queue: the queue's controller; ``show_queue`` brings its panel forward.
         store: where the queue's folder is remembered.
         feedback: tells the user why nothing was queued; ``parent``: the dialogs' parent.
@@ -37,7 +36,6 @@ class QueueIntake:
         self,
         *,
         state: WindowState,
-        inputs: InputsPanel,
         regions: RegionEditor,
         queue: QueueController,
         store: Store,
@@ -45,7 +43,7 @@ class QueueIntake:
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
-        self.state, self.inputs, self.regions, self.queue, self.store = state, inputs, regions, queue, store
+        self.state, self.regions, self.queue, self.store = state, regions, queue, store
         self.show_queue, self.feedback, self.parent = show_queue, feedback, parent
 
     def output_folder(self) -> Path:
@@ -101,7 +99,7 @@ class QueueIntake:
         return True
 
     def apply_to_folder_dialog(self) -> None:
-        source = QFileDialog.getExistingDirectory(self.parent, "Pictures to stylise", self.inputs.open_dir())
+        source = QFileDialog.getExistingDirectory(self.parent, "Pictures to stylise", str(self.state.open_dir()))
         if not source:
             return
         target = QFileDialog.getExistingDirectory(

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from .actions import WindowActions
     from .feedback import Feedback
     from .image_view import ImageView
-    from .inputs_panel import InputsPanel
     from .regions_panel import RegionEditor, RegionsPanel
     from .runner import RunController
     from .state import WindowState
@@ -26,7 +25,7 @@ class RegionsWiring:
     Args:
         regions: the editor; ``panel`` and ``dock``: its panel and the dock that holds it.
         actions: the window's commands (paint, eraser, undo, the style map, show regions).
-        view: the picture painted on; ``inputs``: where its dialogs open; ``state``: the photo, the styles and the
+        view: the picture painted on; ``state``: the photo (its folder, where the dialogs open), the styles and the
             settings (the style layers).
         controller: the run that takes painted regions and sends the style map.
         feedback, parent: tells the user; the dialogs' parent.
@@ -40,14 +39,13 @@ class RegionsWiring:
         dock: QDockWidget,
         actions: WindowActions,
         view: ImageView,
-        inputs: InputsPanel,
         state: WindowState,
         controller: RunController,
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
         self.regions, self.panel, self.dock, self.actions = regions, panel, dock, actions
-        self.view, self.inputs, self.state, self.controller = view, inputs, state, controller
+        self.view, self.state, self.controller = view, state, controller
         self.feedback, self.parent = feedback, parent
 
     def connect(self) -> None:
@@ -152,7 +150,7 @@ class RegionsWiring:
         path, _ = QFileDialog.getOpenFileName(
             self.parent,
             "Load region mask",
-            self.inputs.open_dir(),
+            str(self.state.open_dir()),
             "Pictures (*.png *.bmp *.tif *.tiff *.webp);;All files (*)",
         )
         if path:

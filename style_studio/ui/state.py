@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from psygnal import Signal, SignalInstance
 
-from ..core import Settings, VideoOptions, input_files
+from ..core import Settings, StyleStudioError, VideoOptions, check_image_fits, input_files
 from ..core import settings as settings_mod
 
 if TYPE_CHECKING:
@@ -139,6 +139,26 @@ class WindowState(SettingsState):
     def mask(self) -> Path | None:
         """The mask file the regions were loaded from, while they have regions (an input of the run)."""
         return self._mask
+
+    def open_dir(self) -> Path:
+        """Where file dialogs start: the photo's folder, else the home folder."""
+        photo = self._photo
+        return photo.path.parent if photo is not None and photo.path is not None else Path.home()
+
+    def refusal(self, item: InputImage, role: str) -> str | None:
+        """Why ``item`` cannot be the photo (``role`` "content") or a style ("style") at the settings shown, said
+        for the user; None: it can. A style is a picture, and each must be large enough for the network."""
+        if role == "style" and item.clip is not None:
+            return f"{item.name} is a video: a style is a picture (a painting, a texture)"
+        settings = self._settings
+        layers = list(settings.content_layers) + list(settings.active_style_layers)
+        longest = settings.size if role == "content" else settings.style_side()
+        try:
+            if layers:
+                check_image_fits(item.image, longest, layers, f"the {role} image")
+        except StyleStudioError as exc:
+            return f"{item.name}: {exc}"
+        return None
 
     def input_files(self) -> tuple[Path, ...]:
         """Every file a run of what is shown now reads: the photo or clip, the styles, the regions' mask."""

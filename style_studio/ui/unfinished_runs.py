@@ -13,10 +13,9 @@ from .run_bar import ago
 if TYPE_CHECKING:
     from ..core import CheckpointStore, RenderQueue
     from .feedback import Feedback
-    from .inputs_panel import InputsPanel
     from .regions_panel import RegionEditor
     from .runner import RunController
-    from .state import SettingsState
+    from .state import WindowState
     from .widgets import MessageBanner
 
 log = logging.getLogger(__name__)
@@ -27,7 +26,7 @@ class UnfinishedRuns:
 
     Args:
         checkpoints: where runs keep their state; ``queue``: the render queue (its runs are its own to resume).
-        inputs, state, regions: what a resumed run's pictures, settings and regions go into.
+        state, regions: what a resumed run's pictures, settings and regions go into.
         controller: the runs; ``start``: starts the user's run from a checkpoint.
         banner: where the offer is made; ``feedback`` tells the user the rest.
     """
@@ -37,15 +36,14 @@ class UnfinishedRuns:
         *,
         checkpoints: CheckpointStore,
         queue: RenderQueue,
-        inputs: InputsPanel,
-        state: SettingsState,
+        state: WindowState,
         regions: RegionEditor,
         controller: RunController,
         start: Callable[[Checkpoint], None],
         banner: MessageBanner,
         feedback: Feedback,
     ) -> None:
-        self.checkpoints, self.queue, self.inputs, self.state = checkpoints, queue, inputs, state
+        self.checkpoints, self.queue, self.state = checkpoints, queue, state
         self.regions, self.controller, self.start = regions, controller, start
         self.banner, self.feedback = banner, feedback
 
@@ -89,12 +87,11 @@ class UnfinishedRuns:
         checkpoint = whole
         content, styles = checkpoint.inputs()
         names = checkpoint.names
-        self.inputs.set_content(InputImage(content, names[0]))
-        for row in list(self.inputs.style_rows):
-            self.inputs.remove_style(row)
-        for number, style in enumerate(styles, start=1):
-            name = names[number] if number < len(names) else f"style {number}"
-            self.inputs.add_style(InputImage(style, name))
+        self.state.set_photo(InputImage(content, names[0]))
+        self.state.set_styles(tuple(
+            InputImage(style, names[number] if number < len(names) else f"style {number}")
+            for number, style in enumerate(styles, start=1)
+        ))  # fmt: skip
         self.state.load(checkpoint.settings)
         try:
             painted = checkpoint.painted()

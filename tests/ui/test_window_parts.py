@@ -11,7 +11,6 @@ from PySide6.QtWidgets import QWidget
 from style_studio.core import RenderQueue, WeightsCache
 from style_studio.core.run.checkpoints import CheckpointStore
 from style_studio.ui.feedback import Feedback
-from style_studio.ui.inputs_panel import InputsPanel
 from style_studio.ui.pictures import InputImage
 from style_studio.ui.queue_intake import QueueIntake
 from style_studio.ui.queue_panel import QueueController
@@ -23,10 +22,8 @@ from tests.ui.conftest import FAST
 
 def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbot, tmp_path, store, tiny,
                                                                             content_image, style_image):  # fmt: skip
-    state = WindowState(FAST)
-    inputs = InputsPanel(state)
+    state = WindowState(FAST)  # the intake takes the state, no panel: the pictures are the state's
     parent = QWidget()
-    qtbot.addWidget(inputs)
     qtbot.addWidget(parent)
     controller = RunController(weights=WeightsCache(lambda _: tiny), checkpoints=CheckpointStore(tmp_path / "runs"))
     queue = QueueController(RenderQueue(tmp_path / "queue"), controller)
@@ -34,14 +31,14 @@ def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbo
     told: list[tuple[str, str]] = []
     shown: list[bool] = []
     feedback = Feedback(lambda t: told.append(("info", t)), lambda t: told.append(("error", t)), lambda t, ms: None)
-    intake = QueueIntake(state=state, inputs=inputs, regions=RegionEditor(), queue=queue, store=store,
+    intake = QueueIntake(state=state, regions=RegionEditor(), queue=queue, store=store,
                          show_queue=lambda: shown.append(True), feedback=feedback, parent=parent)  # fmt: skip
 
     assert not intake.add(tmp_path / "out")
     assert told == [("error", "Add a content image and at least one style image first.")] and not shown
 
-    inputs.set_content(InputImage(content_image, "photo.png"))
-    inputs.add_style(InputImage(style_image, "painting.png"))
+    state.set_photo(InputImage(content_image, "photo.png"))
+    state.set_styles((InputImage(style_image, "painting.png"),))
     state.set("style_weight", 7.0)
     assert intake.add(tmp_path / "out")
     (item,) = list(queue.queue)

@@ -93,3 +93,32 @@ def test_the_state_and_its_pictures_import_no_qt():
         "print(any(m.startswith('PySide6') for m in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_the_inputs_panel_shows_the_pictures_the_state_is_given(qtbot) -> None:
+    """A helper (a resumed run, a dropped photo) gives the state its pictures; the panel's rows follow, keeping
+    the blend of a style that stays."""
+    from style_studio.ui.inputs_panel import InputsPanel
+
+    state = WindowState(FAST)
+    panel = InputsPanel(state)
+    qtbot.addWidget(panel)
+    other = InputImage(Image.new("RGB", (32, 32), "red"), "other.png")
+    state.set_photo(PHOTO)
+    state.set_styles((STYLE, other))
+    assert [row.item for row in panel.style_rows] == [STYLE, other]
+    panel.style_rows[1].blend.setValue(40)
+    assert state.settings.style_blend == (1.0, 0.4)
+    state.set_styles((other,))  # the first style removed elsewhere
+    assert [row.item for row in panel.style_rows] == [other] and panel.style_rows[0].blend_weight() == 0.4
+    assert state.settings.style_blend == ()  # one style: its blend is the whole
+    panel.remove_style(panel.style_rows[0])  # the row's button: the state loses it
+    assert state.styles == () and panel.style_rows == []
+
+
+def test_a_picture_the_state_refuses_says_why_for_the_user() -> None:
+    state = WindowState(FAST)
+    assert state.refusal(CLIP, "style") == "clip.mp4 is a video: a style is a picture (a painting, a texture)"
+    thin = InputImage(Image.new("RGB", (400, 2)), "thin.png")
+    assert "thin.png: the content image (400×2)" in (state.refusal(thin, "content") or "")
+    assert state.refusal(PHOTO, "content") is None
