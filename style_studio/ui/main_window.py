@@ -135,7 +135,7 @@ class MainWindow(QMainWindow):
         )  # fmt: skip
         display = RunDisplay(
             self.view, self.run_bar, self.loss_plot, self.controls.needs, self.device_label, self.banner,
-            self.commands.style_map, comparing=lambda: self._compare is not None,
+            comparing=lambda: self._compare is not None,
             weights_changed=self._update_weights_label,
         )  # fmt: skip
         self.runs = UserRuns(

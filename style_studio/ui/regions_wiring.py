@@ -69,9 +69,10 @@ class RegionsWiring:
         self.view.strokeEnded.connect(editor.end_stroke)
         editor.painting.connect(self.show_regions)
         editor.changed.connect(self.regions_changed)
-        a.style_map.toggled.connect(lambda _: self.style_map_changed())
+        a.style_map.toggled.connect(lambda _: self._choose_style_map())
         a.show_regions.toggled.connect(lambda _: self.show_regions())
-        panel.map_layer.activated.connect(lambda _: self.style_map_changed())
+        panel.map_layer.activated.connect(lambda _: self._choose_style_map())
+        self.state.style_map_changed.connect(self._show_style_map)
         self.state.setting_changed.connect(lambda name, _: self.show_map_layers() if name == "style_layers" else None)
         self.show_map_layers()
 
@@ -88,13 +89,21 @@ class RegionsWiring:
             box.setCurrentText(current)
         elif layers:
             box.setCurrentIndex(len(layers) // 2)
-        self.style_map_changed()
+        self._choose_style_map()
 
-    def style_map_changed(self) -> None:
-        on = self.actions.style_map.isChecked()
+    def _choose_style_map(self) -> None:
+        """The Style map command or its layer's choice moved: the state takes the layer (None: off)."""
         layer = self.panel.map_layer.currentText() or None
-        self.controller.set_style_map(layer if on else None)
-        if not on:
+        self.state.set_style_map(layer if self.actions.style_map.isChecked() else None)
+
+    def _show_style_map(self, layer: str | None) -> None:
+        """The state's style map changed: the runs send it (or stop), the command says so, the picture loses an
+        old one."""
+        self.controller.set_style_map(layer)
+        blocked = self.actions.style_map.blockSignals(True)
+        self.actions.style_map.setChecked(layer is not None)
+        self.actions.style_map.blockSignals(blocked)
+        if layer is None:
             self.view.set_overlay("style map", None)
         elif self.controller.running:
             self.feedback.info(f"The style map of {layer} appears with the next preview")

@@ -103,6 +103,7 @@ class WindowState(SettingsState):
         shown_changed(object): the result in the picture area (a ``HistoryEntry``), or None for the photo.
         print_dpi_changed(int): the print resolution exports carry (0: the photo's own).
         video_changed(str, object): one of the video's options took a new value (its name, the value).
+        style_map_changed(object): the layer whose style map lies over the picture (None: none).
         commands_changed(): what can be started, stopped, exported or rendered may differ now.
     """
 
@@ -111,6 +112,7 @@ class WindowState(SettingsState):
     shown_changed = Signal(object)
     print_dpi_changed = Signal(int)
     video_changed = Signal(str, object)
+    style_map_changed = Signal(object)
     commands_changed = Signal()
 
     def __init__(self, settings: Settings = settings_mod.DEFAULTS) -> None:
@@ -121,6 +123,7 @@ class WindowState(SettingsState):
         self._shown: HistoryEntry | None = None
         self._print_dpi = 0
         self._video = VideoOptions()
+        self._style_map: str | None = None
         self._picture_run = RunStatus.IDLE
         self._video_run = RunStatus.IDLE
         self._exporting = False
@@ -178,6 +181,12 @@ class WindowState(SettingsState):
     def video(self) -> VideoOptions:
         """How Render video makes a clip's frames after the first."""
         return self._video
+
+    @property
+    def style_map(self) -> str | None:
+        """The style layer whose style map (how far each part of the picture is from the style) the runs send and
+        the picture shows; None: no style map."""
+        return self._style_map
 
     @property
     def picture_run(self) -> RunStatus:
@@ -267,6 +276,11 @@ class WindowState(SettingsState):
         """Take all the video's options (those kept from the last session); emits each that changed."""
         before, self._video = self._video, options
         _emit_changes(before, options, self.video_changed)
+
+    def set_style_map(self, layer: str | None) -> None:
+        if layer != self._style_map:
+            self._style_map = layer
+            self.style_map_changed.emit(layer)
 
     def set_picture_run(self, status: RunStatus) -> None:
         self._put("_picture_run", status)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from PySide6.QtGui import QAction, QImage
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel, QWidget
 
 from ..core import (
@@ -58,7 +58,6 @@ class RunDisplay:
 
     Attributes:
         comparing: whether the picture area shows a history entry to compare (previews then wait).
-        style_map: the command that asks for the style map over the picture.
         weights_changed: the weights' label is to be shown again.
     """
 
@@ -68,7 +67,6 @@ class RunDisplay:
     needs: QLabel
     device_label: QLabel
     banner: MessageBanner
-    style_map: QAction
     comparing: Callable[[], bool]
     weights_changed: Callable[[], None]
 
@@ -258,7 +256,7 @@ class UserRuns:
         self.display.device_label.setText(record.compute)
         if not record.done and not record.within_iteration:
             self.display.loss_plot.add(record.step, record.loss_curves())
-        if record.style_map is not None and self.display.style_map.isChecked():
+        if record.style_map is not None and self.state.style_map is not None:
             self.display.view.set_overlay("style map", style_map_image(record.style_map))
         if record.event:
             self.feedback.info(record.event)

@@ -167,6 +167,17 @@ def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, win
     assert window.view.overlay("style map") is None and window.controller.style_map_layer is None
 
 
+def test_the_style_map_is_the_states_and_the_command_follows_it(window):
+    """A style map set in the state (not by the command) reaches the runs and checks the command."""
+    layer = window.regions_panel.map_layer.itemText(0)
+    window.state.set_style_map(layer)
+    assert window.commands.style_map.isChecked() and window.controller.style_map_layer == layer
+    window.state.set_style_map(None)
+    assert not window.commands.style_map.isChecked() and window.controller.style_map_layer is None
+    window.commands.style_map.trigger()
+    assert window.state.style_map == window.regions_panel.map_layer.currentText()
+
+
 def test_the_regions_overlay_shows_while_painting_and_on_its_toggle_only(qtbot, window):
     window.show()
     qtbot.waitExposed(window)
