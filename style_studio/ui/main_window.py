@@ -168,6 +168,7 @@ class MainWindow(QMainWindow):
         self._save_timer.setInterval(400)
         self._save_timer.timeout.connect(self._persist)
         self.state.video_changed.connect(lambda *_: self._save_timer.start())
+        self.state.print_dpi_changed.connect(lambda _: self._save_timer.start())
         if load_defaults:
             given = content is not None or bool(styles)
             self.inputs.load_initial(
@@ -185,6 +186,7 @@ class MainWindow(QMainWindow):
         self._style_layers_in_use = tuple(stored.active_style_layers)  # those the needs shown were planned for
         self.inputs = InputsPanel(self.state)
         self.state.load_video(self.store.video_options())
+        self.state.set_print_dpi(self.store.print_dpi())
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -516,6 +518,7 @@ class MainWindow(QMainWindow):
     def _persist(self) -> None:
         self.store.save_settings(self.state.settings)
         self.store.save_video_options(self.state.video)
+        self.store.save_print_dpi(self.state.print_dpi)
         content = self.inputs.content
         self.store.save_inputs(
             content.path if content else None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
-from ..core import SettingsError, VideoOptions, is_layer
+from ..core import MAX_DPI, SettingsError, VideoOptions, is_layer
 from ..core import settings as settings_mod
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ _SPEED_COMPUTE = "runs/speedMeasuredOn"
 _QUEUE_FOLDER = "queue/outputFolder"
 _TIMELAPSE_FOLDER = "run/timelapse_folder"
 _VIDEO_OPTIONS = "video/options"
+_PRINT_DPI = "export/printDpi"
 
 
 class Store:
@@ -103,6 +104,17 @@ class Store:
             except SettingsError:
                 continue
         return result
+
+    def print_dpi(self) -> int:
+        """The print resolution exports carry, last chosen (0: the photo's own; a value out of range: 0)."""
+        try:
+            dpi = int(str(self.qs.value(_PRINT_DPI, "0")))
+        except ValueError:
+            return 0
+        return dpi if 0 <= dpi <= MAX_DPI else 0
+
+    def save_print_dpi(self, dpi: int) -> None:
+        self.qs.setValue(_PRINT_DPI, str(dpi))
 
     def save_settings(self, settings: settings_mod.Settings) -> None:
         self.qs.setValue(_SETTINGS, settings_mod.dumps(settings))

@@ -603,3 +603,57 @@ def test_after_a_run_the_window_plans_for_the_precision_auto_chose(qtbot, window
     ran = run_plan_of(qtbot, window)
     assert window.runs.announced_plan().target.precision == ran.target.precision  # bf16 on a CPU that has it
     assert window.runs.announced_plan().scales == ran.scales
+
+
+def _another_value(name: str, about, value):
+    """A valid value of setting ``name`` other than ``value``, as a user could set it in its control."""
+    if isinstance(value, bool):
+        return not value
+    if name == "content_layers":
+        return ("relu3_1",)
+    if about.choices or about.offers:
+        values = about.choices or about.offers
+        return values[(values.index(value) + 1) % len(values)] if value in values else values[0]
+    if about.slider is not None:
+        return value * 2
+    if isinstance(value, int) and about.high is not None and about.high > 2**31:
+        return 2**40  # beyond a spin box's range: the seed
+    step = about.step / 100 if about.percent else about.step
+    if value == 0 and about.zero is not None:
+        return type(value)(about.low)
+    return value - step if about.high is not None and value + step > about.high else value + step
+
+
+def test_every_setting_a_user_changes_is_kept_across_restarts(qtbot, make_window):
+    """Walks the whole form: each control moved to another value, the window closed and opened again."""
+    from style_studio.ui.settings_form import in_form
+
+    from style_studio.ui.settings_form import WholeNumberEdit
+    from style_studio.ui.widgets import LogSlider
+
+    first = make_window()
+    wanted = {}
+    for name, (about, _) in in_form(settings_mod.Settings).items():
+        control = first.controls.fields[name]
+        if name == "style_layers":
+            first.controls.layer_sliders["relu2_1"].slider.setValue(50)  # 2.5, as a user drags it
+            wanted[name] = first.state.settings.style_layers
+            continue
+        value = _another_value(name, about, getattr(first.state.settings, name))
+        if isinstance(control.widget, LogSlider):
+            control.widget.spin.setValue(value)  # typed beside the slider
+        elif isinstance(control.widget, WholeNumberEdit):
+            control.widget.clear()
+            qtbot.keyClicks(control.widget, str(value))
+        else:
+            control.show(value)  # a check box, choice or spin box set: its change signal writes it, as a user's does
+        wanted[name] = value
+    first.controls.print_dpi.setValue(300)
+    first.controls.more.expand(animate=False)
+    first.controls.more_layers.expand(animate=False)
+    assert {name: getattr(first.state.settings, name) for name in wanted} == wanted  # each control wrote its own
+    first.close()
+    second = make_window(settings=None)
+    assert {name: getattr(second.state.settings, name) for name in wanted} == wanted
+    assert second.state.print_dpi == 300
+    assert second.controls.more.isExpanded() and second.controls.more_layers.isExpanded()
