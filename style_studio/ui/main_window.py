@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -157,6 +157,8 @@ class MainWindow(QMainWindow):
         )  # fmt: skip
         self.instant = InstantPreview(self.state, self) if instant_look else None
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
+        for action in self.findChildren(QAction):  # before the commands' own slots: an error they cause stays
+            action.triggered.connect(self.banner.clear_error)
         self._connect()
         geometry, docks = self.store.geometry()
         if geometry is None or not self.restoreGeometry(geometry):
@@ -349,6 +351,8 @@ class MainWindow(QMainWindow):
         self.run_bar.stopRequested.connect(self.runs.stop)
         self.run_bar.stopRequested.connect(self.video.stop)
         self.state.setting_changed.connect(self._setting_changed)
+        # An error stays until the user's next action; connected first, so that one the action causes stays.
+        self.state.setting_changed.connect(lambda *_: self.banner.clear_error())
         self.controller.follow(self.state, USER, self.show_error)
         self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)
         self.controls.resetRequested.connect(self.reset_settings)

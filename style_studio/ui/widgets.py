@@ -433,6 +433,11 @@ class MessageBanner(QFrame):
         self._fade.stop()
         self.hide()
 
+    def clear_error(self) -> None:
+        """The user acted (a command, a setting moved): an error shown before goes; a notice fades on its own."""
+        if self.kind == "error" and not self.buttons and not self.isHidden():
+            self.clear()
+
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()
 

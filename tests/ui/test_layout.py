@@ -84,6 +84,22 @@ def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_pho
     assert window.banner.isVisible()  # a question waits for its answer
 
 
+
+def test_an_error_stays_until_the_users_next_action_and_one_the_action_causes_stays(window, qtbot):
+    window.show()
+    qtbot.waitExposed(window)
+    window.show_error("out.png: the folder is read-only")
+    window.commands.fit.trigger()  # a command
+    assert window.banner.isHidden()
+    window.show_error("out.png: the folder is read-only")
+    window.state.set("size", 64)  # a setting moved
+    assert window.banner.isHidden()
+    window.state.set_styles(())  # Start now has nothing to paint with (pressed before it greys out): its error stays
+    window.commands.start.setEnabled(True)
+    window.commands.start.trigger()
+    assert window.banner.isVisible() and window.banner.kind == "error"
+
+
 def test_the_style_measure_offers_every_style_loss_by_its_label(window):
     from style_studio.core.settings import STYLE_LOSS_KINDS
 
