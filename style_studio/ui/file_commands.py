@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from .documents import Documents
     from .feedback import Feedback
     from .kept_history import KeptHistory
-    from .regions_panel import RegionEditor
     from .state import WindowState
     from .store import Store
 
@@ -32,7 +31,6 @@ class FileCommands:
     Args:
         state: the result shown (what Export writes) and what is written with it: the pictures' names, the
             settings, the print resolution; it hears when an export starts and ends.
-        regions: written with a preset.
         controls: takes a weights file.
         documents: reads and writes the files; ``kept``: the results kept until exported.
         apply_settings: shows a preset's settings (with a message); ``restore_regions``: its regions.
@@ -44,7 +42,6 @@ class FileCommands:
         self,
         *,
         state: WindowState,
-        regions: RegionEditor,
         controls: ControlsPanel,
         documents: Documents,
         kept: KeptHistory,
@@ -54,7 +51,7 @@ class FileCommands:
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
-        self.state, self.regions, self.controls = state, regions, controls
+        self.state, self.controls = state, controls
         self.documents, self.kept, self.apply_settings, self.restore_regions = (
             documents,
             kept,
@@ -165,7 +162,7 @@ class FileCommands:
             self.save_preset(path)
 
     def save_preset(self, path: Path) -> bool:
-        return self.documents.save_preset(path, self.state.settings, self.regions.current(painted_only=False))
+        return self.documents.save_preset(path, self.state.settings, self.state.regions_for_run(painted_only=False))
 
     def load_preset_dialog(self) -> None:
         path = self.documents.ask_preset_to_load(str(self.state.open_dir()))

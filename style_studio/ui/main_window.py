@@ -125,7 +125,7 @@ class MainWindow(QMainWindow):
             feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.intake = QueueIntake(
-            state=self.state, regions=self.regions, queue=self.queue, store=self.store,
+            state=self.state, queue=self.queue, store=self.store,
             show_queue=self._show_queue, feedback=self.feedback, parent=self,
         )  # fmt: skip
         self.unfinished = UnfinishedRuns(
@@ -139,12 +139,12 @@ class MainWindow(QMainWindow):
             weights_changed=self._update_weights_label,
         )  # fmt: skip
         self.runs = UserRuns(
-            state=self.state, regions=self.regions, controller=self.controller, queue=self.queue,
+            state=self.state, controller=self.controller, queue=self.queue,
             planner=self.planner, store=self.store, history=self.history, kept=self.kept, display=display,
             feedback=self.feedback, use_weights_file=lambda path: self.files.use_weights_file(path), parent=self,
         )  # fmt: skip
         self.files = FileCommands(
-            state=self.state, regions=self.regions, controls=self.controls,
+            state=self.state, controls=self.controls,
             documents=self.documents, kept=self.kept, apply_settings=self.apply_settings,
             restore_regions=self.painting.restore, store=self.store, feedback=self.feedback, parent=self,
         )  # fmt: skip

@@ -17,7 +17,6 @@ from .queue_panel import images_in
 if TYPE_CHECKING:
     from .feedback import Feedback
     from .queue_panel import QueueController
-    from .regions_panel import RegionEditor
     from .state import WindowState
     from .store import Store
 
@@ -26,7 +25,7 @@ class QueueIntake:
     """What the window puts in the render queue: the current photo, styles, settings and regions, or a folder.
 
     Args:
-        state, regions: what a queued job is made of.
+        state: what a queued job is made of (its pictures, settings and regions).
         queue: the queue's controller; ``show_queue`` brings its panel forward.
         store: where the queue's folder is remembered.
         feedback: tells the user why nothing was queued; ``parent``: the dialogs' parent.
@@ -36,14 +35,13 @@ class QueueIntake:
         self,
         *,
         state: WindowState,
-        regions: RegionEditor,
         queue: QueueController,
         store: Store,
         show_queue: Callable[[], None],
         feedback: Feedback,
         parent: QWidget,
     ) -> None:
-        self.state, self.regions, self.queue, self.store = state, regions, queue, store
+        self.state, self.queue, self.store = state, queue, store
         self.show_queue, self.feedback, self.parent = show_queue, feedback, parent
 
     def output_folder(self) -> Path:
@@ -88,7 +86,7 @@ class QueueIntake:
         except SettingsError as exc:
             self.feedback.error(str(exc))
             return False
-        regions = self.regions.current()
+        regions = self.state.regions_for_run()
         folder = output_folder or self.output_folder()
         photo, styles = inputs
         video = self.state.video

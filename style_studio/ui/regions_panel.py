@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core import DEFAULT_FEATHER, PALETTE, Region, Regions, Stroke, cleared, filled, parse_colour
+from .state import regions_for_run
 
 KEEP = "keep"
 #: The longest side of the regions' overlay, in pixels.
@@ -116,12 +117,7 @@ class RegionEditor(QObject):
 
     def current(self, *, painted_only: bool = True) -> Regions | None:
         """The regions for a run (None when there are none): a region not painted yet is left out until it is."""
-        regions = self.regions
-        if painted_only and regions:
-            painted = [n for n, share in enumerate(regions.coverage()) if share > 0]
-            if len(painted) < len(regions):
-                regions = Regions(tuple(regions.regions[n] for n in painted), regions.masks[painted], regions.feather)
-        return regions.copy() if regions else None
+        return regions_for_run(self.regions, painted_only=painted_only)
 
     def replace(self, regions: Regions | None, text: str = "Load regions") -> None:
         """Use ``regions`` (fitted to the photo and the styles first), undoably."""

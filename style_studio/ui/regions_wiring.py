@@ -146,12 +146,14 @@ class RegionsWiring:
         self.view.set_overlay("regions", self.regions.overlay() if shown else None)
 
     def regions_changed(self) -> None:
+        """The editor changed the regions (it keeps their undo): the state takes them, the run under way too."""
+        self.state.set_regions(self.regions.regions if self.regions.regions else None)
         if not self.regions.regions:
             self.state.set_mask(None)  # no regions left: the mask is no longer read
         self.show_regions()
         if self.controller.running and self.controller.owner == USER:
             try:
-                self.controller.update_regions(self.regions.current())
+                self.controller.update_regions(self.state.regions_for_run())
             except RegionError as exc:
                 self.feedback.error(f"The regions cannot be used: {exc}.")
 

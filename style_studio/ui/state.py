@@ -29,6 +29,7 @@ from ..core import Settings, StyleStudioError, VideoOptions, check_image_fits, i
 from ..core import settings as settings_mod
 
 if TYPE_CHECKING:
+    from ..core import Regions
     from .pictures import HistoryEntry, InputImage
 
 _Fields = TypeVar("_Fields")
@@ -86,6 +87,13 @@ def _emit_changes(before: object, after: object, changed: SignalInstance) -> Non
             changed.emit(field.name, value)
 
 
+def regions_for_run(regions: Regions | None, *, painted_only: bool = True) -> Regions | None:
+    """A copy of ``regions`` to hand to a run or a file (None when there are none), the unpainted ones left out."""
+    if regions is not None and painted_only:
+        regions = regions.painted()
+    return regions.copy() if regions else None
+
+
 class RunStatus(enum.Enum):
     """Where a run (a picture's or a video's) stands."""
 
@@ -104,6 +112,7 @@ class WindowState(SettingsState):
         print_dpi_changed(int): the print resolution exports carry (0: the photo's own).
         video_changed(str, object): one of the video's options took a new value (its name, the value).
         style_map_changed(object): the layer whose style map lies over the picture (None: none).
+        regions_changed(): the painted regions changed (a stroke ended, a region changed, undo, a mask loaded).
         commands_changed(): what can be started, stopped, exported or rendered may differ now.
     """
 
@@ -113,6 +122,7 @@ class WindowState(SettingsState):
     print_dpi_changed = Signal(int)
     video_changed = Signal(str, object)
     style_map_changed = Signal(object)
+    regions_changed = Signal()
     commands_changed = Signal()
 
     def __init__(self, settings: Settings = settings_mod.DEFAULTS) -> None:
@@ -124,6 +134,7 @@ class WindowState(SettingsState):
         self._print_dpi = 0
         self._video = VideoOptions()
         self._style_map: str | None = None
+        self._regions: Regions | None = None
         self._picture_run = RunStatus.IDLE
         self._video_run = RunStatus.IDLE
         self._exporting = False
@@ -187,6 +198,16 @@ class WindowState(SettingsState):
         """The style layer whose style map (how far each part of the picture is from the style) the runs send and
         the picture shows; None: no style map."""
         return self._style_map
+
+    @property
+    def regions(self) -> Regions | None:
+        """The regions painted over the photo, as their editor holds them (its strokes change the masks in place;
+        ``regions_for_run`` takes a copy)."""
+        return self._regions
+
+    def regions_for_run(self, *, painted_only: bool = True) -> Regions | None:
+        """A copy of the regions for a run or a file (None: none); a region not painted yet is left out."""
+        return regions_for_run(self._regions, painted_only=painted_only)
 
     @property
     def picture_run(self) -> RunStatus:
@@ -281,6 +302,11 @@ class WindowState(SettingsState):
         if layer != self._style_map:
             self._style_map = layer
             self.style_map_changed.emit(layer)
+
+    def set_regions(self, regions: Regions | None) -> None:
+        """The regions' editor changed them (it keeps their undo)."""
+        self._regions = regions
+        self.regions_changed.emit()
 
     def set_picture_run(self, status: RunStatus) -> None:
         self._put("_picture_run", status)

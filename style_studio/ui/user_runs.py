@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from .kept_history import KeptHistory
     from .loss_plot import LossPlot
     from .queue_panel import QueueController
-    from .regions_panel import RegionEditor
     from .run_bar import RunBar
     from .run_plan import RunPlanner
     from .runner import RunController
@@ -75,7 +74,7 @@ class UserRuns:
     """The user's runs: started from the window's inputs, shown as they go, kept in the history when done.
 
     Args:
-        state, regions: what a run is made of (the state's photo, styles and settings); a finished run's
+        state: what a run is made of (the state's photo, styles, settings and regions); a finished run's
             result is shown in the state.
         controller: runs it; ``queue``: the render queue (the user's runs wait for it, and for a video).
         planner: plans runs and learns their speed, kept in ``store``.
@@ -88,7 +87,6 @@ class UserRuns:
         self,
         *,
         state: WindowState,
-        regions: RegionEditor,
         controller: RunController,
         queue: QueueController,
         planner: RunPlanner,
@@ -100,7 +98,7 @@ class UserRuns:
         use_weights_file: Callable[[Path], None],
         parent: QWidget,
     ) -> None:
-        self.state, self.regions = state, regions
+        self.state = state
         self.use_weights_file = use_weights_file
         self.controller, self.queue = controller, queue
         self.planner, self.store, self.history, self.kept = planner, store, history, kept
@@ -161,7 +159,7 @@ class UserRuns:
         if ready is None:
             return
         settings = ready
-        regions = self.regions.current()
+        regions = self.state.regions_for_run()
         if regions is not None and resume is None:
             try:
                 regions.check(len(styles))

@@ -88,7 +88,6 @@ def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_pho
     assert window.banner.isVisible()  # a question waits for its answer
 
 
-
 def test_an_error_stays_until_the_users_next_action_and_one_the_action_causes_stays(window, qtbot):
     window.show()
     qtbot.waitExposed(window)

@@ -626,9 +626,7 @@ def _another_value(name: str, about, value):
 
 def test_every_setting_a_user_changes_is_kept_across_restarts(qtbot, make_window):
     """Walks the whole form: each control moved to another value, the window closed and opened again."""
-    from style_studio.ui.settings_form import in_form
-
-    from style_studio.ui.settings_form import WholeNumberEdit
+    from style_studio.ui.settings_form import WholeNumberEdit, in_form
     from style_studio.ui.widgets import LogSlider
 
     first = make_window()

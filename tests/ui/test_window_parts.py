@@ -14,7 +14,6 @@ from style_studio.ui.feedback import Feedback
 from style_studio.ui.pictures import InputImage
 from style_studio.ui.queue_intake import QueueIntake
 from style_studio.ui.queue_panel import QueueController
-from style_studio.ui.regions_panel import RegionEditor
 from style_studio.ui.runner import RunController
 from style_studio.ui.state import WindowState
 from tests.ui.conftest import FAST
@@ -31,7 +30,7 @@ def test_the_queue_intake_queues_the_states_settings_and_says_why_it_cannot(qtbo
     told: list[tuple[str, str]] = []
     shown: list[bool] = []
     feedback = Feedback(lambda t: told.append(("info", t)), lambda t: told.append(("error", t)), lambda t, ms: None)
-    intake = QueueIntake(state=state, regions=RegionEditor(), queue=queue, store=store,
+    intake = QueueIntake(state=state, queue=queue, store=store,
                          show_queue=lambda: shown.append(True), feedback=feedback, parent=parent)  # fmt: skip
 
     assert not intake.add(tmp_path / "out")

@@ -122,3 +122,21 @@ def test_a_picture_the_state_refuses_says_why_for_the_user() -> None:
     thin = InputImage(Image.new("RGB", (400, 2)), "thin.png")
     assert "thin.png: the content image (400×2)" in (state.refusal(thin, "content") or "")
     assert state.refusal(PHOTO, "content") is None
+
+
+def test_the_regions_a_run_takes_are_the_states_painted_ones_copied() -> None:
+    import numpy as np
+
+    from style_studio.core import Region, Regions
+
+    state = WindowState(FAST)
+    assert state.regions_for_run() is None
+    masks = np.zeros((2, 48, 64), np.uint8)
+    masks[0, :, :32] = 255  # the first painted, the second added but not painted yet
+    regions = Regions((Region("sky", (255, 0, 0)), Region("sea", (0, 0, 255))), masks)
+    state.set_regions(regions)
+    taken = state.regions_for_run()
+    assert taken is not None and [r.name for r in taken.regions] == ["sky"]
+    masks[0, :, :] = 0  # painting on goes on in the editor's masks: the run's copy stays
+    assert taken.masks[0].max() == 255
+    assert [r.name for r in state.regions_for_run(painted_only=False).regions] == ["sky", "sea"]

@@ -170,6 +170,13 @@ class Regions:
         """With masks of its own (a run keeps these while the window paints on)."""
         return Regions(self.regions, self.masks.copy(), self.feather)
 
+    def painted(self) -> Regions:
+        """The regions painted somewhere (a region added but not painted yet is left out until it is)."""
+        kept = [n for n, share in enumerate(self.coverage()) if share > 0]
+        if len(kept) == len(self.regions):
+            return self
+        return Regions(tuple(self.regions[n] for n in kept), self.masks[kept], self.feather)
+
     def with_region(self, index: int, region: Region) -> Regions:
         regions = list(self.regions)
         regions[index] = region
