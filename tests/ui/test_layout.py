@@ -49,10 +49,11 @@ def test_the_settings_column_fits_its_rows_without_scrolling_sideways(window, qt
         assert window.controls.width() >= window.controls.minimumSizeHint().width()
 
 
-def test_fit_enlarges_a_picture_smaller_than_the_view(window, qtbot):
+@pytest.mark.parametrize("screen", [(1366, 768), (1920, 1080)], ids=["1366x768", "1920x1080"])
+def test_fit_enlarges_a_picture_smaller_than_the_view(window, qtbot, screen):
     from PySide6.QtGui import QImage
 
-    window.resize(1366, 768)
+    window.resize(min(screen[0], 1600), min(screen[1], 1000))
     window.show()
     qtbot.waitExposed(window)
     small = QImage(128, 72, QImage.Format.Format_RGB888)
@@ -62,14 +63,17 @@ def test_fit_enlarges_a_picture_smaller_than_the_view(window, qtbot):
     assert window.view.zoom() > 2.0
 
 
-def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_photo(window, qtbot, monkeypatch, files):
+@pytest.mark.parametrize("screen", [(1366, 768), (1920, 1080)], ids=["1366x768", "1920x1080"])
+def test_a_notice_lies_over_the_picture_and_fades_an_error_stays_until_a_new_photo(
+    window, qtbot, monkeypatch, files, screen
+):
     from style_studio.ui.pictures import InputImage
     from style_studio.ui.widgets import MessageBanner
 
     photo, other, _, _ = files
 
     monkeypatch.setattr(MessageBanner, "NOTICE_SECONDS", 0.2)
-    window.resize(1366, 768)
+    window.resize(min(screen[0], 1600), min(screen[1], 1000))
     window.show()
     qtbot.waitExposed(window)
     before = window.view.geometry()
