@@ -341,6 +341,15 @@ class Settings:
     def effective_step(self) -> float:
         return self.step_size if self.step_size is not None else DEFAULT_STEP[self.optimizer]
 
+    def plan_key(self) -> tuple[object, ...]:
+        """What of the settings shapes the run's plan (its scales, memory and time): each field whose ``About.plans``,
+        the style layers as the ones computed (their weights plan nothing)."""
+        return tuple(
+            tuple(self.active_style_layers) if f.name == "style_layers" else getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.metadata["about"].plans
+        )
+
     def blend_weights(self, n_styles: int) -> list[float]:
         """Normalised blend weights for ``n_styles`` style images (sum 1)."""
         raw = list(self.style_blend) if self.style_blend else [1.0] * n_styles

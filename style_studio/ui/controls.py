@@ -189,7 +189,6 @@ class ControlsPanel(QWidget):
     def _layer_control(self, name: str, about: About) -> FieldControl:
         """One layer's choice (the content layer)."""
         box = choice_box(about)
-        box.setToolTip(about.tooltip)
         return _own(name, about, box, lambda: (box.currentData(),),
                     lambda layers: select(box, layers[0]) if layers else None, (box.currentIndexChanged,))  # fmt: skip
 
@@ -197,28 +196,17 @@ class ControlsPanel(QWidget):
         """The weights offered, any file chosen before, "Choose file…", and a button that chooses one."""
         self.weights = choice_box(about)
         self.weights.addItem("Choose file…", CHOOSE_FILE)
-        self.weights.setToolTip(about.tooltip)
         self.weights.activated.connect(self._weights_activated)
         self.weights_browse = QToolButton()
         self.weights_browse.setText("…")
         self.weights_browse.setToolTip("Use a VGG19 weights file (.pth)")
         self.weights_browse.clicked.connect(self.chooseWeightsFile)
-        row = QWidget()
-        line = QHBoxLayout(row)
-        line.setContentsMargins(0, 0, 0, 0)
-        line.addWidget(self.weights, 1)
-        line.addWidget(self.weights_browse)
         control = _own(name, about, self.weights, self._weights_choice, self.set_weights,
                        (self.weights.currentIndexChanged,))  # fmt: skip
-        return dataclasses.replace(control, row=row)
+        return dataclasses.replace(control, row=_row(self.weights, self.weights_browse))
 
     def _size_row(self, size: FieldControl) -> None:
-        row = QWidget()
-        line = QHBoxLayout(row)
-        line.setContentsMargins(0, 0, 0, 0)
-        line.addWidget(size.widget, 1)
-        line.addWidget(self._size_presets())
-        self.fields["size"] = dataclasses.replace(size, row=row)
+        self.fields["size"] = dataclasses.replace(size, row=_row(size.widget, self._size_presets()))
 
     def _size_presets(self) -> QToolButton:
         """Sizes people ask for: the photo's own, screens, and paper at 300 dpi."""
@@ -344,6 +332,16 @@ class ControlsPanel(QWidget):
 def _own(name: str, about: About, widget: QWidget, read: Any, show: Any, changes: tuple[Any, ...]) -> FieldControl:
     widget.setToolTip(about.tooltip)
     return FieldControl(name, about, widget, read, show, changes, widget)
+
+
+def _row(control: QWidget, helper: QWidget) -> QWidget:
+    """A form row's control with a helper button beside it (the control takes the width)."""
+    row = QWidget()
+    line = QHBoxLayout(row)
+    line.setContentsMargins(0, 0, 0, 0)
+    line.addWidget(control, 1)
+    line.addWidget(helper)
+    return row
 
 
 def _print_dpi_box() -> QSpinBox:

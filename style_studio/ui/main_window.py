@@ -60,7 +60,7 @@ from .regions_wiring import RegionsWiring
 from .run_bar import RunBar
 from .run_plan import RunPlanner
 from .runner import USER, RunController
-from .state import WindowState, shapes_the_plan
+from .state import WindowState
 from .store import Store
 from .unfinished_runs import UnfinishedRuns
 from .user_runs import RunDisplay, UserRuns
@@ -185,7 +185,7 @@ class MainWindow(QMainWindow):
         # The blend is the style rows' (equal until they are restored and moved), as the state's first value.
         stored = dataclasses.replace(self.store.load_settings(), style_blend=())
         self.state = WindowState(stored)
-        self._style_layers_in_use = tuple(stored.active_style_layers)  # those the needs shown were planned for
+        self._planned = stored.plan_key()  # what of the settings the needs shown were planned for
         self.inputs = InputsPanel(self.state)
         self.state.load_video(self.store.video_options())
         self.state.set_print_dpi(self.store.print_dpi())
@@ -434,16 +434,11 @@ class MainWindow(QMainWindow):
         """One setting changed (the run under way takes a live one: ``RunController.follow``)."""
         if name == "weights":
             self._update_weights_label()
-        if shapes_the_plan(name) and self._layers_in_use_changed(name):
+        planned = self.state.settings.plan_key()
+        if planned != self._planned:  # a weight, a layer's included, plans nothing
+            self._planned = planned
             self.runs.update_needs()
         self._save_timer.start()
-
-    def _layers_in_use_changed(self, name: str) -> bool:
-        """False for a style layer's weight moved while the layer stays on: the layers computed, and so the
-        memory and time, are the same (a slider's tick plans nothing)."""
-        in_use = tuple(self.state.settings.active_style_layers)
-        before, self._style_layers_in_use = self._style_layers_in_use, in_use
-        return name != "style_layers" or in_use != before
 
     def apply_preset(self, name: str) -> None:
         """A built-in preset over the settings shown (the size, weights, device and loss weights stay)."""

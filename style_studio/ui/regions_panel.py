@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from ..core import DEFAULT_FEATHER, PALETTE, Region, Regions, Stroke, cleared, filled, parse_colour
-from .state import regions_for_run
 
 KEEP = "keep"
 #: The longest side of the regions' overlay, in pixels.
@@ -114,10 +113,6 @@ class RegionEditor(QObject):
     @property
     def size(self) -> tuple[int, int]:
         return self.regions.size
-
-    def current(self, *, painted_only: bool = True) -> Regions | None:
-        """The regions for a run (None when there are none): a region not painted yet is left out until it is."""
-        return regions_for_run(self.regions, painted_only=painted_only)
 
     def replace(self, regions: Regions | None, text: str = "Load regions") -> None:
         """Use ``regions`` (fitted to the photo and the styles first), undoably."""

@@ -148,7 +148,7 @@ def test_painting_during_a_run_reaches_the_run(qtbot, window):
     qtbot.waitUntil(lambda: len(records) > painted_at + 2, timeout=30_000)
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
         window.commands.stop.trigger()
-    taken, painted = blocker.args[1].regions, window.regions.current()
+    taken, painted = blocker.args[1].regions, window.state.regions_for_run()
     assert taken is not None and painted is not None and taken.digest() == painted.digest()
 
 
