@@ -1,4 +1,5 @@
-"""Luminance and chroma, for "preserve colours"; the photo in a painting's colours, for the start of a run.
+"""Luminance and chroma, for "preserve colours"; the photo in a painting's colours and its composition under another
+picture's detail, for the start of a run.
 
 Gatys et al., "Preserving Color in Neural Artistic Style Transfer" (2016):
 transfer the style on luminance only, then recombine the result's luminance
@@ -9,8 +10,10 @@ style's luminance mean and spread to the content's first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from .matrices import gaussian_map
@@ -23,6 +26,8 @@ _RGB_TO_YIQ = torch.tensor(
     ]
 )
 _YIQ_TO_RGB = torch.linalg.inv(_RGB_TO_YIQ)
+#: A picture's composition: the picture seen this many pixels across its longer side (its light and dark masses).
+COMPOSITION_SIDE: Final = 24
 
 
 def rgb_to_yiq(rgb: Tensor) -> Tensor:
@@ -76,3 +81,16 @@ def recoloured(content: Tensor, styles: Sequence[Tensor], weights: Sequence[floa
     style_covariance = second - style_mean @ style_mean.t() + 1e-5 * eye
     mapped = gaussian_map(covariance, style_covariance) @ (pixels - mean) + style_mean
     return mapped.reshape(content.shape).to(content.dtype).clamp(0, 1)
+
+
+def composed(detail: Tensor, composition: Tensor, side: int = COMPOSITION_SIDE) -> Tensor:
+    """``detail``'s strokes over ``composition``'s masses: (1, C, H, W) each, the same size, in [0, 1].
+
+    What tells the two apart when both are seen ``side`` px across (area-averaged, then brought back smoothly) is
+    added to ``detail``: the result, seen that small, is ``composition``; seen close, it is ``detail``.
+    """
+    height, width = detail.shape[-2:]
+    scale = side / max(height, width)
+    small = (max(1, round(height * scale)), max(1, round(width * scale)))
+    difference = F.interpolate(composition - detail, size=small, mode="area")
+    return (detail + F.interpolate(difference, size=(height, width), mode="bilinear", align_corners=False)).clamp(0, 1)
