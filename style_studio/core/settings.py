@@ -119,7 +119,7 @@ class Settings:
                         "scale up to the size. 1 = full size only.", label="Scales", group="Picture"),
     )  # fmt: skip
     first_scale: int = field(
-        default=256,
+        default=192,
         metadata=_about("the first scale's longest side when --scales is automatic: the scales step up from about "
                         "this by the scale ratio to the size, whatever the size", low=MIN_SCALE_SIDE, high=MAX_SIZE,
                         zero="off", unit="pixels",

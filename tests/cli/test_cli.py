@@ -123,7 +123,7 @@ PINNED_METADATA = {
     "format": "style-studio",
     "version": 1,
     "settings": {
-        "size": 48, "iterations": 3, "scales": 0, "first_scale": 256, "scale_ratio": 2.0, "finer_iterations": 0.5,
+        "size": 48, "iterations": 3, "scales": 0, "first_scale": 192, "scale_ratio": 2.0, "finer_iterations": 0.5,
         "average": False, "optimizer": "lbfgs", "init": "palette",
         "content_layers": ["relu4_2"],
         "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},

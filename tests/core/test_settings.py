@@ -24,7 +24,17 @@ def test_defaults_are_the_documented_ones():
         "imagenet",
     )
     schedule = (d.first_scale, d.scale_ratio, d.iterations, d.finer_iterations)
-    assert d.style_loss == "gaussian" and schedule == (256, 2, 150, 0.5)
+    assert d.style_loss == "gaussian" and schedule == (192, 2, 150, 0.5)
+
+
+def test_a_picture_starts_at_half_its_size_or_less_from_384_px():
+    """The first scale is between 192 and 383 px: 384 px paints at 192 px first, which closes more of the style
+    at the painting's scale in less time than one scale (docs/performance.md)."""
+    at = lambda size: dataclasses.replace(s.DEFAULTS, size=size).schedule()  # noqa: E731
+    assert at(383) == [(383, 150)]
+    assert at(384) == [(192, 150), (384, 75)]
+    assert at(512) == [(256, 150), (512, 75)]
+    assert at(768) == [(192, 150), (384, 75), (768, 38)]
 
 
 def test_json_round_trip_keeps_every_field():

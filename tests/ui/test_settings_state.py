@@ -73,7 +73,7 @@ def test_a_preset_from_the_settings_menu_shows_in_the_controls_and_keeps_the_use
     )
     assert window.controls.schedule.text().startswith("161 → 227 → 320 px")  # starts small, steps up
     window.commands.presets["default"].trigger()
-    assert window.state.settings.first_scale == 256 and window.controls.widget("first_scale").value() == 256
+    assert window.state.settings.first_scale == 192 and window.controls.widget("first_scale").value() == 192
     assert window.controls.schedule.text() == "320 px · 150 iterations"  # under twice the first scale: one
     window.controls.widget("size").setValue(512)
     assert window.controls.schedule.text() == "256 → 512 px · 150 + 75 iterations"
