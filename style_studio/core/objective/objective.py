@@ -87,9 +87,8 @@ def initial_image(
     run that optimises nothing) it is the picture as the network painted it. A run that optimises starts from its
     strokes in the styles' colour statistics (as the palette start carries them onto the photo) over the photo's
     composition (``color.composed``): the network lightens and darkens whole areas at will, and the optimisation
-    kept those moves. Measured (docs/performance.md): recoloured, the look alone lost up to 0.25 of the style it
-    had closed at half size (Starry Night's blues and yellows made one Gaussian); as a start, the colours closed
-    and the layout kept (0.84 on one pair without the composition, 0.96 with it) are what the run ends with.
+    would keep those moves. The look alone keeps its own colours: they are part of the style it closes at half
+    size (docs/performance.md).
     """
     width, height = inputs.size
     device = inputs.content.device
