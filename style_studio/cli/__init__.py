@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from ..core import StyleStudioError
+from ..core.errors import short_lines
 from .batch import batch
 from .parser import UsageError, build_parser
 from .render import render
@@ -45,7 +46,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             with handling([signal.SIGTERM], interrupt):  # kill, a job scheduler, a logout: as Ctrl+C
                 return batch(args, stdout, stderr)
     except UsageError as exc:
-        message = str(exc)
+        message = short_lines(str(exc))  # argparse quotes what was typed, whatever its length
         stderr.write(f"{message if message.startswith('style-studio:') else f'style-studio: error: {message}'}\n")
         return EXIT_USAGE
     except StyleStudioError as exc:

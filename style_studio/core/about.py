@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -183,9 +184,18 @@ def is_number(value: object) -> bool:
 
 
 def shown(value: object) -> str:
-    """A value for an error message, cut short (a hostile file may hold a 400-digit number)."""
-    text = repr(value)
+    """A value or a name for an error message, cut short: a hostile file may hold a 400-digit number, a 2 MB key
+    or a list nested 50,000 deep, and none of them may stop the message being said."""
+    try:
+        text = _SHORT.repr(value)
+    except (ValueError, RecursionError):  # an integer of over 4300 digits; an object whose repr recurses
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: ``repr`` with nesting and lengths bounded (``reprlib``): the standard library's answer to a value too large to say.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 40, 40, 40
 
 
 def is_int(value: object) -> bool:
