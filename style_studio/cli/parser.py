@@ -30,8 +30,8 @@ NOT_FOR_BATCH = ("style_blend",)
 PROGRESS_MODES = ("bar", "json", "none")
 PRESET_HELP = (
     f"start from a preset: {', '.join(settings_mod.PRESETS)} (instant: the instant look alone, no optimisation; "
-    "quick: a first look soon; best: the most like the painting), or a preset file saved by the window; options "
-    "override it"
+    "quick: a first look soon; best: the most like the painting), or a preset file saved by the window, named as a "
+    "path (./quick or quick.json: a bare built-in name is always the built-in preset); options override it"
 )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .about import About, check_fields, described, is_number, shown
+from .about import About, check_fields, described, shown
 from .about import about as _about
 from .errors import SettingsError
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
@@ -71,6 +71,9 @@ MIN_SCALE_SIDE: Final = 64
 MAX_STEPPED_SCALES: Final = 16
 #: The smallest tile core ``tile`` may ask for, in pixels.
 MIN_TILE: Final = 128
+#: The largest weight of a loss term, a style layer or a style's blend. The losses are normalised, so the useful
+#: weights lie within 0.001 to 1000; far above, the loss overflows and the picture cannot be judged.
+MAX_WEIGHT: Final = 1_000_000
 
 #: The settings form's groups, in the window's order (each setting's ``About.group`` is one).
 FORM_GROUPS: Final = ("Style layers", "Balance", "Picture", "Computation")
@@ -182,7 +185,7 @@ class Settings:
     style_layers: tuple[tuple[str, float], ...] = field(
         default_factory=_default_style_layers,
         metadata=_about("style layers with weights, e.g. relu1_1:1,relu2_1:0.5 (a layer absent or at 0 is not "
-                        "computed)", metavar="L:W,...",
+                        "computed)", metavar="L:W,...", low=0, high=MAX_WEIGHT,
                         tip="How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
                         "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
                         "0 turns the layer off. Changes apply to a running optimisation at once.", live=True,
@@ -190,25 +193,32 @@ class Settings:
     )  # fmt: skip
     content_weight: float = field(
         default=1.0,
-        metadata=_about("weight of the content term", low=0,
+        metadata=_about("weight of the content term", low=0, high=MAX_WEIGHT,
                         tip="How much of the content image's layout to keep. Higher: more photo, less painting.",
                         live=True, plans=False, label="Content", group="Balance", everyday=True, slider=(0.01, 100)),
     )  # fmt: skip
     style_weight: float = field(
         default=3.0,
-        metadata=_about("weight of the style terms", low=0,
+        metadata=_about("weight of the style terms", low=0, high=MAX_WEIGHT,
                         tip="How strongly the picture takes on the style. Higher: more painting, less photo.",
                         live=True, plans=False, label="Style", group="Balance", everyday=True, slider=(0.01, 1000)),
     )  # fmt: skip
     tv_weight: float = field(
         default=0.1,
-        metadata=_about("weight of the smoothing (total variation) term", low=0,
+        metadata=_about("weight of the smoothing (total variation) term", low=0, high=MAX_WEIGHT,
                         tip="Smoothing. Higher removes speckle and noise but blurs fine strokes.",
                         live=True, plans=False, label="Smoothing", group="Balance", everyday=True, slider=(0.001, 10)),
     )  # fmt: skip
     style_blend: tuple[float, ...] = field(
         default=(),
-        metadata=_about("blend weight of each style picture (default: equal)", metavar="W1,W2", live=True, plans=False),
+        metadata=_about(
+            "blend weight of each style picture (default: equal)",
+            metavar="W1,W2",
+            low=0,
+            high=MAX_WEIGHT,
+            live=True,
+            plans=False,
+        ),
     )
     style_scale: float = field(
         default=1.0,
@@ -272,7 +282,8 @@ class Settings:
                         choice_labels=("ImageNet VGG19", "Untrained VGG19")),
     )  # fmt: skip
     step_size: float | None = field(
-        default=None, metadata=_about("the optimiser's step size (default: automatic)", low=0, above=True)
+        default=None,
+        metadata=_about("the optimiser's step size (default: automatic)", low=0, high=MAX_WEIGHT, above=True),
     )
     tile: int = field(
         default=0,
@@ -427,16 +438,22 @@ def with_preset(settings: Settings, name: str) -> Settings:
 def preset(name_or_file: str | os.PathLike[str]) -> Settings:
     """The settings a preset gives: a built-in preset's name (``PRESETS``), or a preset file saved by the window.
 
+    A built-in name always means the built-in preset, whatever files the current folder holds; a file is named as a
+    path (``./quick``, ``quick.json``, or a ``Path``).
+
     Raises:
         SettingsError: an unknown name, a file that cannot be read, or one that holds no valid settings.
     """
+    if isinstance(name_or_file, str) and name_or_file in PRESETS:
+        return with_preset(DEFAULTS, name_or_file)
+    choices = ", ".join(PRESETS)
+    if not isinstance(name_or_file, (str, os.PathLike)):
+        raise SettingsError(f"a preset is one of {choices} or a preset file's path, got {shown(name_or_file)}")
     path = Path(name_or_file)
     if not path.exists():
-        if str(name_or_file) in PRESETS:
-            return with_preset(DEFAULTS, str(name_or_file))
-        choices = ", ".join(PRESETS)
         raise SettingsError(
-            f"unknown preset {str(name_or_file)!r}: choose {choices}, or a preset file the window saved"
+            f"unknown preset {shown(str(name_or_file))}: choose {choices}, or a preset file the window saved "
+            "(named as a path: ./name or name.json)"
         )
     try:
         data = path.read_bytes()
@@ -453,6 +470,7 @@ def about(name: str) -> About:
 
 #: The settings a running optimisation picks up at its next iteration (``About.live``).
 LIVE_FIELDS: Final = tuple(name for name, described_as in described(Settings).items() if described_as.live)
+_described: Final = described(Settings)
 #: Every setting's name.
 NAMES: Final = frozenset(f.name for f in dataclasses.fields(Settings))
 
@@ -475,8 +493,8 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
     if not isinstance(data, Mapping):
         raise SettingsError(f"expected an object of settings, got {type(data).__name__}", source)
     merged = to_dict(base)
-    unknown = sorted(set(data) - set(merged))
-    problems = [f"unknown setting {k!r}" for k in unknown]
+    unknown = sorted(set(data) - set(merged), key=str)
+    problems = [f"unknown setting {shown(k)}" for k in unknown]
     merged.update({k: v for k, v in data.items() if k not in unknown})
     problems += _check(merged, type(base))
     if problems:
@@ -558,19 +576,23 @@ def _check(d: Mapping[str, Any], kind: type) -> list[str]:
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):
         problems.append("content_layers must be a list of layer names")
     else:
-        problems += [f"unknown content layer {n!r}" for n in content if not is_layer(n)]
-    style = d["style_layers"]
+        problems += [f"unknown content layer {shown(n)}" for n in content if not is_layer(n)]
+    style, layers = d["style_layers"], _described["style_layers"]
     if not isinstance(style, Mapping):
         problems.append("style_layers must map layer names to weights")
     else:
         for name, weight in style.items():
-            if not is_layer(str(name)):
-                problems.append(f"unknown style layer {name!r}")
-            elif not (is_number(weight) and weight >= 0):
-                problems.append(f"style layer {name} weight must be a number >= 0, got {shown(weight)}")
-    blend = d["style_blend"]
-    if not isinstance(blend, (list, tuple)) or not all(is_number(w) and w >= 0 for w in blend):
-        problems.append(f"style_blend must be a list of numbers >= 0, got {shown(blend)}")
-    elif blend and sum(blend) <= 0:
-        problems.append("style_blend weights are all zero")
+            if not (isinstance(name, str) and is_layer(name)):
+                problems.append(f"unknown style layer {shown(name)}")
+            else:  # each weight in the range the field's About says
+                problem = layers.check(f"style layer {name} weight", weight, float)
+                problems += [problem] if problem else []
+    blend, blends = d["style_blend"], _described["style_blend"]
+    if not isinstance(blend, (list, tuple)):
+        problems.append(f"style_blend must be a list of numbers, got {shown(blend)}")
+    else:
+        blend_problems = [p for p in (blends.check("a style_blend weight", w, float) for w in blend) if p]
+        problems += blend_problems
+        if blend and not blend_problems and sum(blend) <= 0:
+            problems.append("style_blend weights are all zero")
     return problems

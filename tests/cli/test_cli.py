@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import io
 import json
 import subprocess
@@ -65,7 +67,17 @@ def test_two_styles_with_blend_weights(tmp_path):
         (["render", CONTENT, STYLE, "-o", "OUT.png", "--size", "big"], "invalid int value"),
         (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu9_1:1"], "unknown style layer 'relu9_1'"),
         (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu1_1:x"], "'x' is not a number"),
-        (["render", CONTENT, STYLE, "-o", "OUT.png", "--tv-weight", "-1"], "tv_weight must be a number >= 0"),
+        (
+            ["render", CONTENT, STYLE, "-o", "OUT.png", "--tv-weight", "-1"],
+            "tv_weight must be a number from 0 to 1000000",
+        ),
+        # Once accepted: every loss was infinite, the start picture was written with status 0.
+        (
+            ["render", CONTENT, STYLE, "-o", "OUT.png", "--style-weight", "1e308"],
+            "style_weight must be a number from 0",
+        ),
+        # Once accepted, and embedded in the picture: the window could not show it, and never opened again.
+        (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-layers", "relu1_1:1e9"], "relu1_1 weight must be a"),
         (["render", CONTENT, STYLE, "-o", "OUT.png", "--style-blend", "1,2"], "2 weights for 1 style images"),
         (["render", CONTENT, STYLE, "-o", "OUT.gif"], "unknown output type .gif"),
         (["render", CONTENT, STYLE, "-o", "missing-dir/o.png"], "does not exist"),
@@ -108,6 +120,58 @@ def test_a_named_preset_sets_its_settings_and_options_still_override_it(tmp_path
     assert written.size == 64 and written.iterations == 3  # the options typed win
     code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "x.png"), *FAST, "--preset", "fastest")
     assert code == 2 and "unknown preset 'fastest'" in err and "quick" in err
+
+
+def test_a_built_in_preset_s_name_is_the_built_in_preset_whatever_the_folder_holds(tmp_path, monkeypatch):
+    """A file named ``quick`` in the current folder was silently used for ``--preset quick``, and a folder named
+    ``instant`` broke ``--preset instant``; a file is named as a path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quick").write_text(settings_mod.dumps(dataclasses.replace(settings_mod.DEFAULTS, first_scale=512)))
+    (tmp_path / "instant").mkdir()
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", "quick.png", *FAST, "--preset", "quick")
+    assert code == 0, err
+    assert (
+        settings_mod.loads(read_metadata(tmp_path / "quick.png")).first_scale
+        == settings_mod.PRESETS["quick"]["first_scale"]
+    )
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", "file.png", *FAST, "--preset", "./quick")
+    assert code == 0, err
+    assert settings_mod.loads(read_metadata(tmp_path / "file.png")).first_scale == 512
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", "instant.png", "--preset", "instant")
+    assert code == 0, err
+    assert settings_mod.loads(read_metadata(tmp_path / "instant.png")).init == "instant"
+    assert "./quick or quick.json" in " ".join(_help("render"))
+
+
+def _help(command: str) -> list[str]:
+    out = io.StringIO()
+    with pytest.raises(SystemExit), contextlib.redirect_stdout(out):
+        main([command, "--help"], stdout=out, stderr=io.StringIO())
+    return out.getvalue().split()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"format": "style-studio", "version": 1, "settings": {"k" * 2_000_000: 1}},
+        {"format": "style-studio", "version": 1, "settings": {"style_layers": {"relu" + "9" * 2_000_000: 1}}},
+        {"format": "style-studio", "version": 1, "settings": {f"unknown{n}": 1 for n in range(20_000)}},
+    ],
+    ids=["a 2 MB key", "a 2 MB layer name", "20,000 unknown keys"],
+)
+def test_an_error_line_is_short_whatever_the_preset_names(tmp_path, document):
+    """A preset with a 2 MB unknown key printed a 2,000,049-character line."""
+    preset = tmp_path / "hostile.json"
+    preset.write_text(json.dumps(document))
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.png"), *FAST, "--preset", str(preset))
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) < 500, err[:600]
+    assert "hostile.json" in err and "unknown" in err
+
+
+def test_a_typed_value_of_megabytes_is_cut_in_the_error_line(tmp_path):
+    code, _, err = run_cli("render", CONTENT, STYLE, "-o", str(tmp_path / "o.png"), "--size", "9" * 1_000_000)
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) < 500, err[:600]
+    assert "--size" in err
 
 
 # What scripts parse: the shape of `--progress json` records and of the embedded

@@ -83,10 +83,10 @@ def test_every_problem_is_listed_at_once():
     problems = info.value.problems
     assert "unknown setting 'sparkle'" in problems
     assert "unknown style layer 'relu9_9'" in problems
-    assert any("relu1_1 weight must be a number >= 0" in p for p in problems)
-    assert any("relu2_1 weight must be a number >= 0, got 'lots'" in p for p in problems)
+    assert any("relu1_1 weight must be a number from 0 to 1000000" in p for p in problems)
+    assert any("relu2_1 weight must be a number from 0 to 1000000, got 'lots'" in p for p in problems)
     assert any(p.startswith("content_weight must be a number") for p in problems)
-    assert any(p.startswith("tv_weight must be a number >= 0") for p in problems)
+    assert any(p.startswith("tv_weight must be a number from 0 to 1000000") for p in problems)
     assert any(p.startswith("size must be") for p in problems)
 
 

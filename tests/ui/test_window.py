@@ -417,7 +417,7 @@ def test_presets_save_and_load(window, tmp_path):
         ),
         (
             '{"format": "style-studio", "version": 1, "settings": {"tv_weight": -3, "size": 300}}',
-            "tv_weight must be a number >= 0",
+            "tv_weight must be a number from 0 to 1000000",
         ),
         (
             '{"format": "style-studio", "version": 1, "settings": {"style_weight": "lots", "size": 300}}',
