@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 
@@ -152,10 +153,16 @@ class RunBar(QWidget):
         self.eta_label.setText("")
 
 
+#: The longest duration said as it is (a speed measured wrong, or a plan of years).
+LONGEST = 100 * 86400
+
+
 def duration(seconds: float | None) -> str:
     """Seconds as a person reads them: "42 s", "3 min 05 s", "1 h 02 min"."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return ""
+    if seconds >= LONGEST:
+        return "over 100 days"
     seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds} s"

@@ -105,7 +105,7 @@ def control_for(name: str, about: About, annotation: str) -> FieldControl:
         box = choice_box(about)
         widget, read, show, changes = box, box.currentData, lambda v: select(box, v), (box.currentIndexChanged,)
     elif about.slider is not None:
-        slider = LogSlider(*about.slider, 1.0)
+        slider = LogSlider(*about.slider, 1.0, limit=about.high)
         widget, read, show, changes = slider, slider.value, slider.setValue, (slider.valueChanged,)
     elif annotation == "int" and about.high is not None and about.high > SPIN_MAX:
         edit = WholeNumberEdit(int(about.high))

@@ -16,6 +16,7 @@ from PySide6.QtCore import QByteArray, QSettings
 
 from ..core import MAX_DPI, SettingsError, VideoOptions, is_layer
 from ..core import settings as settings_mod
+from ..core.about import shown
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,49 @@ _QUEUE_FOLDER = "queue/outputFolder"
 _TIMELAPSE_FOLDER = "run/timelapse_folder"
 _VIDEO_OPTIONS = "video/options"
 _PRINT_DPI = "export/printDpi"
+
+#: The slowest speed kept, in seconds per megapixel-iteration: an hour is a thousand times the slowest CPU's.
+SLOWEST = 3600.0
+
+
+#: How deep a saved value may nest; a value nested deeper is read as null (the setting then takes its default).
+DEEPEST = 64
+
+
+def _json(text: str) -> object:
+    """The JSON ``text`` holds, each value nested deeper than ``DEEPEST`` read as null, so that one such value
+    costs that value alone; None for text that is not JSON."""
+    try:
+        return json.loads(_pruned(text, DEEPEST))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _pruned(text: str, deepest: int) -> str:
+    """``text`` with every array or object that opens deeper than ``deepest`` replaced by ``null``: Python's JSON
+    reader recurses, and a value nested 50,000 deep would make it give up on the whole document."""
+    if text.count("[") + text.count("{") <= deepest:
+        return text
+    kept: list[str] = []
+    depth, start, cut_at = 0, 0, -1  # cut_at: the depth of the value being cut out, -1 while none is
+    in_string = escaped = False
+    for position, char in enumerate(text):
+        if in_string:
+            in_string = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest and cut_at < 0:
+                kept.append(text[start:position] + "null")
+                cut_at = depth
+        elif char in "]}":
+            if depth == cut_at:
+                cut_at, start = -1, position + 1
+            depth -= 1
+    kept.append(text[start:] if cut_at < 0 else "")
+    return "".join(kept)
 
 
 class Store:
@@ -59,10 +103,7 @@ class Store:
 
     def video_options(self) -> VideoOptions:
         """The video options last shown; each saved value that is still valid on its own, the rest default."""
-        try:
-            saved = json.loads(str(self.qs.value(_VIDEO_OPTIONS, "{}")))
-        except ValueError:
-            saved = {}
+        saved = _json(str(self.qs.value(_VIDEO_OPTIONS, "{}")))
         options = VideoOptions()
         for name in (f.name for f in dataclasses.fields(VideoOptions)):
             if isinstance(saved, dict) and name in saved:
@@ -81,15 +122,15 @@ class Store:
         try:
             return settings_mod.loads(text, source="saved settings")
         except SettingsError as exc:
-            log.warning("ignoring saved settings (%s); using defaults", exc)
-            return self._salvage(text)
+            log.warning("ignoring saved settings (%s); keeping each value that is still valid", exc)
+        except Exception:  # whatever is wrong with them, the window opens
+            log.exception("ignoring saved settings; keeping each value that is still valid")
+        return self._salvage(text)
 
     def _salvage(self, text: str) -> settings_mod.Settings:
         """Keep every saved field that is still valid on its own; default the rest."""
-        try:
-            saved = json.loads(text).get("settings", {})
-        except (ValueError, AttributeError):
-            return settings_mod.DEFAULTS
+        document = _json(text)
+        saved = document.get("settings", {}) if isinstance(document, dict) else {}
         result = settings_mod.DEFAULTS
         if not isinstance(saved, dict):
             return result
@@ -103,6 +144,8 @@ class Store:
                 result = settings_mod.from_dict({key: value}, base=result)
             except SettingsError:
                 continue
+            except Exception:  # whatever else is wrong with one value, the window opens with the rest
+                log.exception("ignoring the saved value of %s", shown(key))
         return result
 
     def print_dpi(self) -> int:
@@ -173,12 +216,14 @@ class Store:
         return str(self.qs.value(key, "false")).lower() == "true"
 
     def speed(self) -> tuple[float, str] | None:
-        """(seconds per megapixel-iteration, the device and precision it was measured on) of the last run."""
+        """(seconds per megapixel-iteration, the device and precision it was measured on) of the last run; None
+        when none was measured, or what is kept is no speed a computer has (0, negative, infinite, or over
+        ``SLOWEST`` seconds)."""
         try:
             seconds = float(str(self.qs.value(_SPEED, "")))
         except ValueError:
             return None
-        return (seconds, str(self.qs.value(_SPEED_COMPUTE, ""))) if seconds > 0 else None
+        return (seconds, str(self.qs.value(_SPEED_COMPUTE, ""))) if 0 < seconds <= SLOWEST else None
 
     def save_speed(self, seconds: float, compute: str) -> None:
         self.qs.setValue(_SPEED, f"{seconds:.6g}")

@@ -37,7 +37,8 @@ class LogSlider(QWidget):
     """A slider over a logarithmic range with an editable number beside it.
 
     Zero is allowed: the spin box can be typed down to 0, and the slider's
-    left end means 0.
+    left end means 0. The number goes up to ``limit`` (default: the slider's
+    ``maximum``); above its range the slider stays at its end.
 
     Signals:
         valueChanged(float)
@@ -46,14 +47,22 @@ class LogSlider(QWidget):
     valueChanged = Signal(float)
 
     def __init__(
-        self, minimum: float, maximum: float, value: float, *, decimals: int = 4, parent: QWidget | None = None
+        self,
+        minimum: float,
+        maximum: float,
+        value: float,
+        *,
+        limit: float | None = None,
+        decimals: int = 4,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._lo, self._hi = math.log10(minimum), math.log10(maximum)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, _STEPS)
         self.spin = QDoubleSpinBox()
-        self.spin.setRange(0.0, maximum)
+        # The number takes every value the setting allows; the slider shows the end of its range beyond its own.
+        self.spin.setRange(0.0, max(maximum, limit if limit is not None else maximum))
         self.spin.setDecimals(decimals)
         self.spin.setStepType(QDoubleSpinBox.StepType.AdaptiveDecimalStepType)
         self.spin.setKeyboardTracking(False)
@@ -108,8 +117,9 @@ class LogSlider(QWidget):
 
 
 class LayerSlider(QWidget):
-    """One style layer's weight, 0 to 5 in steps of 0.05, with its name, a patch of the style as much of it as the
-    layer sees (``show_patch``), and its number."""
+    """One style layer's weight, with its name, a patch of the style as much of it as the layer sees
+    (``show_patch``), and its number. The slider moves from 0 to 5 in steps of 0.05; the number shows any weight
+    the setting allows (a preset's 1000 too, the slider then at its end)."""
 
     #: The patch's side on screen, in pixels.
     PATCH = 22
@@ -136,14 +146,17 @@ class LayerSlider(QWidget):
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.number)
         self.slider.valueChanged.connect(self._changed)
+        self._value = value
         self.setValue(value)
 
     def value(self) -> float:
-        return self.slider.value() / 20
+        return self._value
 
     def setValue(self, value: float) -> None:  # noqa: N802 - Qt naming
+        """Show ``value``: the number says it, the slider stands at it or, beyond its 0 to 5, at its end."""
+        self._value = value
         blocked = self.slider.blockSignals(True)
-        self.slider.setValue(round(value * 20))
+        self.slider.setValue(round(min(max(value, 0.0), self.slider.maximum() / 20) * 20))
         self.slider.blockSignals(blocked)
         self._show()
 
@@ -156,12 +169,13 @@ class LayerSlider(QWidget):
         self.setToolTip(tip)
 
     def _show(self) -> None:
-        self.number.setText(f"{self.value():.2f}")
-        self.label.setEnabled(self.value() > 0)
+        self.number.setText(f"{self._value:.2f}" if self._value < 1000 else f"{self._value:.3g}")
+        self.label.setEnabled(self._value > 0)
 
-    def _changed(self, _: int) -> None:
+    def _changed(self, position: int) -> None:
+        self._value = position / 20
         self._show()
-        self.valueChanged.emit(self.layer, self.value())
+        self.valueChanged.emit(self.layer, self._value)
 
 
 class ImageDropZone(QFrame):
