@@ -381,7 +381,7 @@ class StyleTransfer:
         )
         first = 1
         if resumed is not None:
-            control.lowest, control.best = resumed.lowest.to(image.device), resumed.best
+            control.resume(resumed.lowest.to(image.device), resumed.best)
             first = resumed.position.iteration + 1
             if first > self.iterations[index]:
                 return control.kept

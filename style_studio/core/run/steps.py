@@ -87,6 +87,7 @@ class StepControl:
         self.best = math.inf  # the lowest image's loss
         self._blowups = 0
         self._good_run = 0
+        self._judged_finite = False  # whether any image of this scale has had a finite loss
 
     @property
     def kept(self) -> Tensor:
@@ -102,6 +103,11 @@ class StepControl:
             self._sum = torch.zeros_like(self.lowest)
         self._sum.mul_(self._decay).add_(image.detach(), alpha=1.0 - self._decay)
         self._weight = self._weight * self._decay + (1.0 - self._decay)
+
+    def resume(self, lowest: Tensor, best: float) -> None:
+        """Go on from a checkpoint's lowest-loss image and its loss."""
+        self.lowest, self.best = lowest, best
+        self._judged_finite = math.isfinite(best)
 
     def new_objective(self) -> None:
         """The loss changed meaning (new weights): past losses are no yardstick for a blow-up."""
@@ -125,8 +131,15 @@ class StepControl:
         Raises:
             StyleStudioError: the run blew up ``MAX_BLOWUPS`` times in a row.
         """
+        if not math.isfinite(loss) and not self._judged_finite:
+            # No image of this scale had a finite loss: there is none to go back to, and a smaller step cannot help.
+            raise StyleStudioError(
+                f"the loss is not finite ({loss}) from the picture the run starts from: the weights are too large "
+                "for the arithmetic; lower the style, content or smoothing weight or a style layer's"
+            )
         if not math.isfinite(loss) or loss > DIVERGENCE_FACTOR * self.best:
             return self._back_off(loss, image, iteration)
+        self._judged_finite = True
         if not gradient_finite:
             image.copy_(self._candidate)
         self._blowups = 0

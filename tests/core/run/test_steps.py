@@ -47,11 +47,20 @@ def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(image)
 
 
 @pytest.mark.parametrize("loss", [math.nan, math.inf])
-def test_a_non_finite_loss_is_a_blow_up_even_at_the_first_iteration(image, loss):
+def test_a_non_finite_loss_from_the_start_ends_the_run_with_what_to_lower(image, loss):
+    """No image of the scale had a finite loss: there is nothing to go back to, and no step size helps (a style
+    weight of 1e308 wrote the start picture with status 0)."""
     control = StepControl(image, "adam", 0.02)
-    verdict = drive(control, [loss], image)[0]
+    with pytest.raises(StyleStudioError, match="not finite .* lower the style, content or smoothing weight"):
+        drive(control, [loss], image)
+
+
+@pytest.mark.parametrize("loss", [math.nan, math.inf])
+def test_a_non_finite_loss_after_a_finite_one_is_a_blow_up(image, loss):
+    control = StepControl(image, "adam", 0.02)
+    verdict = drive(control, [1.0, loss], image)[1]
     assert verdict.blew_up and "non-finite" in verdict.event
-    assert torch.equal(image, torch.zeros_like(image)), "the image did not go back to the start"
+    assert torch.equal(image, torch.zeros_like(image)), "the image did not go back to the lowest-loss one"
 
 
 def test_a_lowered_step_size_is_doubled_back_after_good_iterations_and_never_above_the_set_one(image):
