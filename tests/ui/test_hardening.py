@@ -18,7 +18,7 @@ from style_studio.core.io import files
 from style_studio.core.io.imageio import save_image
 from style_studio.core.network.device import resolve
 from style_studio.core.run import memory
-from style_studio.core.run.compute import network_for
+from style_studio.core.run.compute import shared_network
 from tests.ui.conftest import FAST
 
 
@@ -38,8 +38,8 @@ def rss_bytes() -> int:
 
 
 def vgg_hooks(window) -> int:
-    """Hooks left on the very VGG19 modules the window's runs use (its cached weights, the shared network)."""
-    vgg = network_for(window.controller.weights.get("untrained"), resolve("auto", "auto"))
+    """Hooks left on the VGG19 whose weights the window's runs share (each run hooks modules of its own)."""
+    vgg = shared_network(window.controller.weights.get("untrained"), resolve("auto", "auto"))
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in vgg.modules())
 
 
@@ -168,7 +168,10 @@ def test_dropping_an_image_with_bad_embedded_settings_applies_nothing(qtbot, win
     doc["settings"]["size"] = 900
     path = save_image(Image.new("RGB", (32, 32)), tmp_path / "tampered.png", json.dumps(doc))
     drop(window, path)
-    assert "tampered.png" in window.banner.text() and "relu1_1 weight must be a number >= 0" in window.banner.text()
+    assert (
+        "tampered.png" in window.banner.text()
+        and "relu1_1 weight must be a number from 0 to 1000000" in window.banner.text()
+    )
     assert window.state.settings == before
 
 

@@ -9,6 +9,8 @@ reads. The hooks that read it are in ``objective.capture``.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -142,6 +144,13 @@ def vgg19(features: nn.Sequential) -> FeatureNetwork:
             module = nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True)
         layers.append((name, module))
     return FeatureNetwork(layers, normalize=Normalize(), mirrored_border=MIRRORED_BORDER)
+
+
+def own_modules(network: FeatureNetwork) -> FeatureNetwork:
+    """A copy of ``network``'s modules over the same weights (no tensor is copied): a run registers its hooks on
+    modules of its own, so that two runs in one process at once never read, or feed, each other's layers."""
+    shared = {id(tensor): tensor for tensor in itertools.chain(network.parameters(), network.buffers())}
+    return copy.deepcopy(network, shared)
 
 
 class _Fp16Stored(torch.autograd.Function):

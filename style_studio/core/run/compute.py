@@ -1,4 +1,5 @@
-"""The run's device: the network on it (shared between runs), its flags, its plan target, its out-of-memory errors."""
+"""The run's device: the network on it (its weights shared between runs), its flags, its plan target, its
+out-of-memory errors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterator
 import torch
 
 from ..network.device import Compute, free_device_memory
-from ..network.vgg import FeatureNetwork, store_as_fp16
+from ..network.vgg import FeatureNetwork, own_modules, store_as_fp16
 from ..network.weights import NetworkWeights
 from . import memory
 from .plan import Target
@@ -22,11 +23,18 @@ def target_of(compute: Compute) -> Target:
 
 
 def network_for(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
-    """The network ``weights`` make, on the compute device and in its dtype, shared between runs.
+    """The network ``weights`` make, on the compute device and in its dtype: its weights shared between runs, its
+    modules the run's own (``own_modules``), so that the hooks of two runs at once (two threads calling the door)
+    never meet.
 
     Under mixed precision the weights are stored in the autocast dtype: autocast
     would otherwise cast every parameter on every forward pass.
     """
+    return own_modules(shared_network(weights, compute))
+
+
+def shared_network(weights: NetworkWeights, compute: Compute) -> FeatureNetwork:
+    """The network whose weights every run on ``compute`` shares (made once); no run hooks its modules."""
     dtype = compute.autocast_dtype or torch.float32
     return _network_on(weights, str(compute.device), compute.memory_format, dtype, compute.fp16_emulated)
 

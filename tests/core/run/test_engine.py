@@ -12,10 +12,11 @@ import torch
 from style_studio.core.errors import StyleStudioError
 from style_studio.core.io.tensors import pil_to_tensor
 from style_studio.core.network.device import Compute, resolve
+from style_studio.core.network.vgg import own_modules
 from style_studio.core.objective import color
 from style_studio.core.progress import CANCELLED, FINISHED, Progress
 from style_studio.core.run.cancel import CancelToken
-from style_studio.core.run.compute import network_for
+from style_studio.core.run.compute import network_for, shared_network
 from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.run.plan import scale_sizes
 from style_studio.core.settings import Settings
@@ -28,8 +29,28 @@ def run_all(transfer: StyleTransfer) -> list[Progress]:
 
 
 def network_hooks(weights) -> int:
-    network = network_for(weights, resolve("auto", "auto"))
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in network.modules())
+    """Hooks on the network whose weights runs share, and on the modules of every run made since ``runs_modules``
+    began recording (each run hooks modules of its own)."""
+    networks = [shared_network(weights, resolve("auto", "auto")), *_runs_modules]
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for n in networks for m in n.modules())
+
+
+_runs_modules: list = []
+
+
+@pytest.fixture
+def runs_modules(monkeypatch):
+    """Keeps the modules each run makes for itself (``own_modules``), for ``network_hooks``."""
+    from style_studio.core.run import compute
+
+    def recorded(network):
+        own = own_modules(network)
+        _runs_modules.append(own)
+        return own
+
+    monkeypatch.setattr(compute, "own_modules", recorded)
+    yield
+    _runs_modules.clear()
 
 
 def test_a_run_on_the_real_untrained_vgg19_lowers_the_loss_and_says_it_is_untrained(
@@ -149,7 +170,7 @@ def test_a_tiled_iteration_reports_each_tile_and_stops_within_one(tiny, content_
     assert transfer.result is not None and transfer.result.size == (300, 200)
 
 
-def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, content_image, style_image):
+def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, content_image, style_image, runs_modules):
     settings = dataclasses.replace(SMALL, iterations=4)
     run_all(StyleTransfer(content_image, [style_image], settings, tiny))
     assert network_hooks(tiny) == 0
@@ -178,7 +199,7 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, conte
     assert network_hooks(tiny) == 0  # ... and a consumer that walks away removes them
 
 
-def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image):
+def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image, runs_modules):
     settings = dataclasses.replace(SMALL, iterations=1)
     for _ in range(3):
         transfer = StyleTransfer(content_image, [style_image], settings, tiny)
