@@ -69,7 +69,7 @@ def _preview_folder(args: argparse.Namespace, job: Job, stderr: IO[str]) -> Prev
     def tell(message: str) -> None:
         stderr.write(f"style-studio: {message}\n")
 
-    folder = PreviewFolder(Path(args.previews), job.inputs, going_on=args.resume, tell=tell)
+    folder = PreviewFolder(Path(args.previews), job.inputs, outputs=(job.output,), going_on=args.resume, tell=tell)
     problems = folder.problems()
     if problems:
         raise UsageError(problems[0])

@@ -3,7 +3,8 @@
 NNNN is the run's step (0: the picture it starts from). Each line of the log is the preview's file name and its
 record as ``--progress json`` prints it (``elapsed``, ``scale``, ``step``, the losses, ...). The pictures go
 through the guarded writer; the log grows a whole line at a time. The folder is a new or empty one, or, for a run
-that goes on from its checkpoint, one holding only that run's previews.
+that goes on from its checkpoint, one holding only that run's previews; it is none of the run's inputs or outputs
+and holds none of them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Final
 from PIL import Image
 
 from ..errors import StyleStudioError
-from ..io.files import TEMPORARY
+from ..io.files import TEMPORARY, path_key
 from ..io.imageio import save_image
 from ..io.outputs import Output
 from ..progress import Progress
@@ -36,12 +37,18 @@ def _is_preview_file(name: str) -> bool:
     return name == LOG or (name.startswith("preview-") and name.endswith(".png") and stem.isdigit())
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies in ``folder`` or below it (links followed, case folded where the disk ignores it)."""
+    return path_key(path).startswith(path_key(folder).rstrip(os.sep) + os.sep)
+
+
 class PreviewFolder:
     """Where a run's previews are kept as it makes them.
 
     Args:
         path: the folder (made at the first preview).
         inputs: the run's input files: the folder may neither be one nor hold one.
+        outputs: the run's output files: the folder may neither be one nor hold one.
         going_on: the run goes on from a checkpoint: a folder holding only previews is that run's, and grows.
         tell: hears, once, why previews stopped being kept (a full disk, ...); the run itself goes on.
     """
@@ -51,10 +58,12 @@ class PreviewFolder:
         path: Path,
         inputs: Sequence[Path] = (),
         *,
+        outputs: Sequence[Path] = (),
         going_on: bool = False,
         tell: Callable[[str], None] | None = None,
     ) -> None:
-        self.path, self.inputs, self.going_on, self.tell = path, tuple(inputs), going_on, tell
+        self.path, self.inputs, self.outputs = path, tuple(inputs), tuple(outputs)
+        self.going_on, self.tell = going_on, tell
         #: Why previews are no longer kept; None while they are.
         self.stopped: str | None = None
 
@@ -63,7 +72,7 @@ class PreviewFolder:
 
     def problems(self) -> list[str]:
         """What forbids keeping the previews there, said for the user; empty: nothing."""
-        found = Output(self.path, self.inputs).problems(folder=True)
+        found = self._clashes()
         if found or not os.path.lexists(self.path):
             return found
         if self.path.is_symlink():
@@ -85,6 +94,23 @@ class PreviewFolder:
                 f"{self.path} already holds the previews of an earlier run; choose a new or empty folder "
                 "(or go on with that run, where its previews grow)"
             ]
+        return []
+
+    def _clashes(self) -> list[str]:
+        """The run's own files the folder is or holds: previews never replace nor sit beside them."""
+        source = Output(self.path, self.inputs).same_as_input()
+        if source is not None:
+            return [f"{self.path} is one of the run's inputs ({source.name}); choose another folder for the previews"]
+        for source in self.inputs:
+            if _inside(source, self.path):
+                return [f"{self.path} holds the run's input {source.name}; choose another folder for the previews"]
+        for output in self.outputs:
+            if path_key(output) == path_key(self.path):
+                return [f"{self.path} is the run's output too; choose another folder for the previews"]
+            if _inside(output, self.path):
+                return [
+                    f"{self.path} would hold the run's output {output.name}; choose another folder for the previews"
+                ]
         return []
 
     def check(self) -> None:
