@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 from pathlib import Path
@@ -111,13 +112,16 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     store = CheckpointStore()
     run_id = _run_id(output)
-    try:
-        with store.claim(run_id):
-            return _render_run(args, job, loaded, store, run_id, previews, stdout, stderr)
-    except Busy:
-        raise StyleStudioError(
-            f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
-        ) from None
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(store.claim(run_id))
+        except Busy:  # this lock's alone: the previews folder's says itself what is busy
+            raise StyleStudioError(
+                f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
+            ) from None
+        if previews is not None:
+            held.enter_context(previews.claim())  # held while the run keeps previews there
+        return _render_run(args, job, loaded, store, run_id, previews, stdout, stderr)
 
 
 def _render_run(

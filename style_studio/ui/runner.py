@@ -11,6 +11,7 @@ which the engine checks every iteration.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -162,11 +163,14 @@ class RenderSession:
             cancel.raise_if_cancelled()
             weights = self._weights.get(job.settings.network_weights)
             label = weights.label
-            result = run_picture(
-                RunSpec(job.pictures, job.settings, job.resume, self.run_id, deep=True, key=job.key), weights,
-                RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
-                         checkpoints=self._checkpoints, previews=Previews(0.15)),
-            )  # fmt: skip
+            with contextlib.ExitStack() as held:
+                if job.previews is not None:  # its folder is this run's alone while it runs (Busy: another's)
+                    held.enter_context(job.previews.claim())
+                result = run_picture(
+                    RunSpec(job.pictures, job.settings, job.resume, self.run_id, deep=True, key=job.key), weights,
+                    RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
+                             checkpoints=self._checkpoints, previews=Previews(0.15)),
+                )  # fmt: skip
         except Cancelled:
             return self.nothing(CANCELLED, None, label, began)
         except Exception as exc:  # a refused resume, settings that do not fit, weights that do not load, a bug

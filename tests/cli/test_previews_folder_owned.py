@@ -6,10 +6,19 @@ or clashes with the run's own files; a killed run that goes on finds it as its c
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 from PIL import Image
 
 from tests.cli.test_cli import CONTENT, FAST, STYLE, run_cli
+
+
+def refused(code, err):
+    """Whether the command was refused with status 2 and one line of error (beside what it said it loads)."""
+    return code == 2 and err.count("style-studio: error:") == 1 and "starting from the beginning" not in err
 
 
 @pytest.mark.parametrize("clash", ["is the output", "holds the output"])
@@ -44,3 +53,48 @@ def test_a_previews_folder_that_is_or_holds_an_input_is_refused_and_left_alone(t
         )
         assert code == 2 and err.count("\n") == 1 and "input" in err, err
     assert sorted(p.name for p in folder.iterdir()) == ["preview-0003.png"]
+
+
+# Its run accepted and under way, it waits before keeping its first preview: the folder is still empty.
+_ACCEPTED_THEN_WAITS = textwrap.dedent(
+    """
+    import sys, time
+    from style_studio.core.jobs import preview_folder
+
+    def keep(self, record):
+        print("under way", flush=True)
+        time.sleep(300)
+
+    preview_folder.PreviewFolder.keep = keep
+    from style_studio.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_second_render_into_a_previews_folder_in_use_is_refused(tmp_path):
+    folder = tmp_path / "previews"
+    keeping = ["render", CONTENT, STYLE, *FAST, "--previews", str(folder), "--progress", "none"]
+    first = subprocess.Popen(
+        [sys.executable, "-c", _ACCEPTED_THEN_WAITS, *keeping, "-o", str(tmp_path / "a.png")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout.readline().strip() == "under way"
+        second = subprocess.run(
+            [sys.executable, "-m", "style_studio", *keeping, "-o", str(tmp_path / "b.png")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert refused(second.returncode, second.stderr), second.stderr
+        assert f"{folder} is in use by another Style Studio process" in second.stderr
+        assert not (tmp_path / "b.png").exists() and (not folder.exists() or list(folder.iterdir()) == [])
+        assert first.poll() is None  # untouched: still under way
+    finally:
+        first.kill()
+        first.wait(timeout=60)
+    # Once the first has gone (even killed), the folder is free again.
+    assert run_cli(*keeping, "-o", str(tmp_path / "b.png"))[0] == 0

@@ -4,14 +4,16 @@ NNNN is the run's step (0: the picture it starts from). Each line of the log is 
 record as ``--progress json`` prints it (``elapsed``, ``scale``, ``step``, the losses, ...). The pictures go
 through the guarded writer; the log grows a whole line at a time. The folder is a new or empty one, or, for a run
 that goes on from its checkpoint, one holding only that run's previews; it is none of the run's inputs or outputs
-and holds none of them.
+and holds none of them; and one process at a time keeps previews there (``claim``, an operating-system lock let go
+when the process dies).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -20,6 +22,7 @@ from PIL import Image
 from ..errors import StyleStudioError
 from ..io.files import TEMPORARY, path_key
 from ..io.imageio import save_image
+from ..io.locks import folder_lock, held
 from ..io.outputs import Output
 from ..progress import Progress
 
@@ -118,6 +121,22 @@ class PreviewFolder:
         problems = self.problems()
         if problems:
             raise StyleStudioError(problems[0])
+
+    @contextlib.contextmanager
+    def claim(self) -> Iterator[None]:
+        """Hold the folder for this process while the block runs, checked again once held.
+
+        Raises:
+            Busy: another process keeps previews there.
+            StyleStudioError: the folder may not be used (``problems``).
+        """
+        with held(
+            folder_lock(self.path, "previews"),
+            f"{self.path} is in use by another Style Studio process keeping its previews there; wait for it, or "
+            "choose another folder for the previews",
+        ):
+            self.check()
+            yield
 
     def keep(self, record: Progress) -> None:
         """Keep ``record``'s preview, if it has one (the last record's repeats the last iteration's, and is not)."""
