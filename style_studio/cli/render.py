@@ -31,7 +31,7 @@ from .parser import UsageError, preset_base, settings_from_args
 from .terminal import Reporter, load_weights_shown, signals_stop_the_render
 
 if TYPE_CHECKING:
-    from ..core import CheckpointStore, LoadedWeights, Progress
+    from ..core import Checkpoint, CheckpointStore, JobInputs, LoadedWeights, Progress
 
 EXIT_INTERRUPTED = 130
 
@@ -108,7 +108,7 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
     loaded = load_weights_shown(settings.network_weights, progress_mode, stderr)
 
-    from ..core import Busy, CheckpointStore
+    from ..core import Busy, CheckpointStore, JobInputs
 
     store = CheckpointStore()
     run_id = _run_id(output)
@@ -119,26 +119,29 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             raise StyleStudioError(
                 f"{output} is being rendered by another style-studio process; wait for it, or choose another -o"
             ) from None
+        unfinished, told = _unfinished(args, store, run_id, stderr)
+        resume = unfinished if args.resume else None
+        inputs = JobInputs.read(job)
         if previews is not None:
-            held.enter_context(previews.claim())  # held while the run keeps previews there
-        return _render_run(args, job, loaded, store, run_id, previews, stdout, stderr)
+            # Judged once it is known which run goes on (previews there must be that run's), held while it runs.
+            identity = f"{run_id}:{inputs.key}"  # the same run of the same job: another output is another run
+            held.enter_context(previews.claim(identity, resume.position.step if resume is not None else None))
+        if args.resume and unfinished is None and not told:
+            stderr.write(f"style-studio: no unfinished run of {output} to resume; starting from the beginning\n")
+        elif unfinished is not None and not args.resume:
+            stderr.write(
+                f"style-studio: replacing the unfinished run of {output} ({unfinished.describe()}); "
+                "use --resume to go on with it instead\n"
+            )
+        return _render_run(args, inputs, loaded, store, run_id, resume, previews, stdout, stderr)
 
 
-def _render_run(
-    args: argparse.Namespace,
-    job: Job,
-    loaded: LoadedWeights,
-    store: CheckpointStore,
-    run_id: str,
-    previews: PreviewFolder | None,
-    stdout: IO[str],
-    stderr: IO[str],
-) -> int:
-    """The run itself, its checkpoint held by this process: resume or replace it, render, write, discard it."""
-    from ..core import JobInputs, NewerCheckpointError, render_job, write_output
+def _unfinished(
+    args: argparse.Namespace, store: CheckpointStore, run_id: str, stderr: IO[str]
+) -> tuple[Checkpoint | None, bool]:
+    """The run's checkpoint, if it has one that can be read, and whether the user was told of one that cannot."""
+    from ..core import NewerCheckpointError
 
-    output = job.output
-    progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
     notices: list[str] = []  # one that cannot be read is set aside (never deleted), and a fresh run starts
     try:
         unfinished = store.load(run_id, tell=notices.append)
@@ -149,14 +152,26 @@ def _render_run(
         unfinished = None
     for notice in notices:
         stderr.write(f"style-studio: {notice}; starting from the beginning\n")
-    if args.resume and unfinished is None and not notices:
-        stderr.write(f"style-studio: no unfinished run of {output} to resume; starting from the beginning\n")
-    elif unfinished is not None and not args.resume:
-        stderr.write(
-            f"style-studio: replacing the unfinished run of {output} ({unfinished.describe()}); "
-            "use --resume to go on with it instead\n"
-        )
-    resume = unfinished if args.resume else None
+    return unfinished, bool(notices)
+
+
+def _render_run(
+    args: argparse.Namespace,
+    inputs: JobInputs,
+    loaded: LoadedWeights,
+    store: CheckpointStore,
+    run_id: str,
+    resume: Checkpoint | None,
+    previews: PreviewFolder | None,
+    stdout: IO[str],
+    stderr: IO[str],
+) -> int:
+    """The run itself, its checkpoint (and previews folder) held by this process: render, write, discard it."""
+    from ..core import render_job, write_output
+
+    job = inputs.job
+    output = job.output
+    progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 
     def started() -> None:
         if resume is not None:
@@ -173,7 +188,7 @@ def _render_run(
     try:
         with signals_stop_the_render(cancel, stderr):
             rendered = render_job(
-                JobInputs.read(job), loaded, cancel=cancel, progress=progress, app_version=__version__,
+                inputs, loaded, cancel=cancel, progress=progress, app_version=__version__,
                 checkpoints=store, run_id=run_id, resume=resume, started=started, keep_checkpoint=True,
                 previews=Previews(args.preview_every) if previews is not None else Previews(),
             )  # fmt: skip

@@ -165,7 +165,8 @@ class RenderSession:
             label = weights.label
             with contextlib.ExitStack() as held:
                 if job.previews is not None:  # its folder is this run's alone while it runs (Busy: another's)
-                    held.enter_context(job.previews.claim())
+                    going_on_from = job.resume.position.step if job.resume is not None else None
+                    held.enter_context(job.previews.claim(self.run_id, going_on_from))
                 result = run_picture(
                     RunSpec(job.pictures, job.settings, job.resume, self.run_id, deep=True, key=job.key), weights,
                     RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,

@@ -14,11 +14,64 @@ import pytest
 from PIL import Image
 
 from tests.cli.test_cli import CONTENT, FAST, STYLE, run_cli
+from tests.cli.test_previews_and_instant import previews_log
+
+
+def snapshot(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
 
 
 def refused(code, err):
     """Whether the command was refused with status 2 and one line of error (beside what it said it loads)."""
     return code == 2 and err.count("style-studio: error:") == 1 and "starting from the beginning" not in err
+
+
+def stopped_at(monkeypatch, step):
+    """The next render in this process stops as Ctrl+C stops it once its record of ``step`` is shown (its
+    checkpoint, saved after every iteration, is kept for --resume); returns a function that lets renders run again."""
+    from style_studio.cli import terminal
+
+    show = terminal.Reporter.show
+
+    def interrupting(self, record):
+        show(self, record)
+        if record.step >= step and not record.done:
+            raise KeyboardInterrupt
+
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "0")
+    monkeypatch.setattr(terminal.Reporter, "show", interrupting)
+    return lambda: monkeypatch.setattr(terminal.Reporter, "show", show)
+
+
+def test_resume_with_nothing_to_resume_leaves_another_runs_previews_alone(tmp_path):
+    folder = tmp_path / "previews"
+    keeping = ("render", CONTENT, STYLE, *FAST, "--previews", str(folder), "--preview-every", "0")
+    assert run_cli(*keeping, "-o", str(tmp_path / "a.png"))[0] == 0
+    before = snapshot(folder)
+    # Another output, and the same one again (its run finished): neither has an unfinished run to go on with.
+    for name in ("b.png", "a.png"):
+        code, _, err = run_cli(*keeping, "-o", str(tmp_path / name), "--resume")
+        assert refused(code, err) and f"{folder} holds the previews of another run" in err
+        assert snapshot(folder) == before and not (tmp_path / "b.png").exists()
+
+
+def test_going_on_with_a_run_takes_only_its_own_previews(tmp_path, monkeypatch):
+    folder, other = tmp_path / "previews", tmp_path / "b.png"
+    render = ("render", CONTENT, STYLE, *FAST, "--iterations", "6")
+    keeping = (*render, "--previews", str(folder), "--preview-every", "0")
+    go_on = stopped_at(monkeypatch, 2)
+    assert run_cli(*keeping, "-o", str(tmp_path / "a.png"))[0] == 130
+    assert run_cli(*render, "-o", str(other))[0] == 130  # b's run, its previews kept nowhere
+    go_on()
+    before = snapshot(folder)
+    code, _, err = run_cli(*keeping, "-o", str(other), "--resume")  # b's run is unfinished, the previews are a's
+    assert refused(code, err) and f"{folder} holds the previews of another run" in err
+    assert snapshot(folder) == before and not other.exists()
+    code, _, err = run_cli(*keeping, "-o", str(tmp_path / "a.png"), "--resume")  # a's own run: its previews grow
+    assert code == 0 and "resuming" in err, err
+    lines = previews_log(folder)
+    assert [line["step"] for line in lines] == list(range(7))
+    assert sorted(p.name for p in folder.iterdir()) == [*(line["file"] for line in lines), "previews.jsonl"]
 
 
 @pytest.mark.parametrize("clash", ["is the output", "holds the output"])
