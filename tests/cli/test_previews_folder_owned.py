@@ -6,10 +6,13 @@ or clashes with the run's own files; a killed run that goes on finds it as its c
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -151,3 +154,60 @@ def test_a_second_render_into_a_previews_folder_in_use_is_refused(tmp_path):
         first.wait(timeout=60)
     # Once the first has gone (even killed), the folder is free again.
     assert run_cli(*keeping, "-o", str(tmp_path / "b.png"))[0] == 0
+
+
+# Saves checkpoints up to step 4 only, keeps previews up to step 8, then dies with SIGKILL: the previews of steps 5
+# to 8 (and their lines) describe pictures that the run going on from step 4 paints again.
+_KILLED_PAST_ITS_CHECKPOINT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from style_studio.core.jobs import preview_folder
+    from style_studio.core.run import checkpoints
+
+    save = checkpoints.CheckpointStore.save
+
+    def saving_to_step_4(self, checkpoint, inputs=None):
+        if checkpoint.position.step <= 4:
+            save(self, checkpoint, inputs)
+
+    keep = preview_folder.PreviewFolder.keep
+
+    def keeping_to_step_8(self, record):
+        keep(self, record)
+        if record.step == 8:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    checkpoints.CheckpointStore.save = saving_to_step_4
+    preview_folder.PreviewFolder.keep = keeping_to_step_8
+    from style_studio.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_killed_render_going_on_keeps_each_step_once_each_line_naming_its_picture(tmp_path, monkeypatch):
+    monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "0")
+    folder, out = tmp_path / "previews", tmp_path / "out.png"
+    args = ["render", CONTENT, STYLE, "-o", str(out), "--size", "48", "--iterations", "12", "--scales", "1",
+            "--weights", "untrained", "--previews", str(folder), "--preview-every", "0",
+            "--progress", "json"]  # fmt: skip
+    killed = subprocess.run([sys.executable, "-c", _KILLED_PAST_ITS_CHECKPOINT, *args], capture_output=True,
+                            text=True, timeout=300)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [line["step"] for line in previews_log(folder)] == list(range(9))
+    code, stdout, err = run_cli(*args, "--resume")
+    assert code == 0 and "stopped at iteration 4" in err, err
+    lines = previews_log(folder)
+    assert [line["step"] for line in lines] == list(range(13))
+    assert sorted(p.name for p in folder.iterdir()) == [*(line["file"] for line in lines), "previews.jsonl"]
+    # Steps to 4 are the killed run's, later ones the run that went on: each line is the record of its picture.
+    before = {r["step"]: r for r in map(json.loads, killed.stdout.splitlines())}
+    after = {r["step"]: r for r in map(json.loads, stdout.splitlines()) if not r["done"]}
+    assert sorted(after) == list(range(5, 13))
+    for line in lines:
+        record = (before if line["step"] <= 4 else after)[line["step"]]
+        assert (line["total_loss"], line["elapsed"]) == (record["total_loss"], record["elapsed"])
+    final = np.asarray(Image.open(out).convert("RGB"), dtype=float)
+    last = np.asarray(Image.open(folder / lines[-1]["file"]).convert("RGB"), dtype=float)
+    assert np.abs(final - last).max() <= 1

@@ -7,7 +7,9 @@ pictures go through the guarded writer; the log grows a whole line at a time.
 A run owns its folder as it owns its output: the folder is a new or empty one, or, for a run that goes on from its
 checkpoint, one holding only that same run's previews (each line names its run); it is none of the run's inputs or
 outputs and holds none of them; and one process at a time keeps previews there (``claim``, an operating-system
-lock let go when the process dies).
+lock let go when the process dies). A run that goes on from step N finds the folder as its checkpoint left it: the
+previews a killed run kept past step N are removed and their lines dropped, so that every line names a file that
+holds the picture it describes, each step once, in order.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class PreviewFolder:
         #: Why previews are no longer kept; None while they are.
         self.stopped: str | None = None
         self._run: str | None = None  # the identity of the run that holds the folder (``claim``)
+        self._last = -1  # the last step kept: a step is kept once, so that its line names the picture it describes
 
     def _output(self, name: str) -> Output:
         return Output(self.path / name, self.inputs, within=self.path)
@@ -190,13 +193,17 @@ class PreviewFolder:
 
     @contextlib.contextmanager
     def claim(self, run: str, going_on_from: int | None = None) -> Iterator[None]:
-        """Hold the folder for ``run`` while the block runs, checked once held.
+        """Hold the folder for ``run`` while the block runs: checked, and made consistent for a run that goes on.
+
+        A folder that cannot be tidied (read-only, a full disk) keeps no previews of this run (``stopped`` says why,
+        ``tell`` hears it); the run goes on.
 
         Args:
             run: the run's identity, the same for the run and each time it goes on (each line carries it), and
                 another for any other run.
-            going_on_from: the step of the checkpoint the run goes on from (None: it starts afresh): only then may
-                the folder hold previews, and only ``run``'s.
+            going_on_from: the step of the checkpoint the run goes on from (None: it starts afresh). Its previews up
+                to that step are kept; those a killed run kept after it (and any picture without its line) are
+                removed and their lines dropped. Only ``preview-NNNN.png`` files and the log are ever touched.
 
         Raises:
             Busy: another process keeps previews there.
@@ -210,23 +217,58 @@ class PreviewFolder:
             problems = self._owner_problems(run, going_on_from)
             if problems:
                 raise StyleStudioError(problems[0])
+            # A folder that cannot be tidied cannot be written either: as for a preview that cannot be written,
+            # the previews stop and the run goes on.
+            try:
+                self._last = self._tidy(going_on_from if going_on_from is not None else -1)
+            except (OSError, StyleStudioError) as exc:
+                self._stop(exc)
             self._run = run
             try:
                 yield
             finally:
                 self._run = None
 
+    def _tidy(self, step: int) -> int:
+        """Keep the previews up to ``step`` whose files are there, each step once (its last line); returns the last."""
+        if not os.path.isdir(self.path):
+            return -1
+        kept: dict[int, str] = {}
+        for line in self._lines():
+            if line.step is not None and line.step <= step and (self.path / preview_name(line.step)).is_file():
+                kept[line.step] = line.text
+        text = "".join(kept[n] + "\n" for n in sorted(kept))
+        log = self.path / LOG
+        if os.path.lexists(log) and log.read_text(encoding="utf-8", errors="replace") != text:
+            # The log first: a kill before the pictures go leaves lines that each still name their picture.
+            self._output(LOG).write_bytes(text.encode())
+        names = {preview_name(n) for n in kept}
+        for entry in sorted(self.path.iterdir()):
+            if (
+                _PREVIEW.fullmatch(entry.name)
+                and entry.name not in names
+                and entry.is_file()
+                and not entry.is_symlink()
+            ):
+                entry.unlink()
+        return max(kept, default=-1)
+
     def keep(self, record: Progress) -> None:
         """Keep ``record``'s preview, if it has one (the last record's repeats the last iteration's, and is not)."""
-        if record.preview is None or record.done or self.stopped is not None:
+        if record.preview is None or record.done or self.stopped is not None or record.step <= self._last:
             return
         name = preview_name(record.step)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             save_image(Image.fromarray(record.preview), self._output(name))
             self._output(LOG).append_line(json.dumps({"file": name, "run": self._run, **record.to_json()}))
+            self._last = record.step
         except (OSError, StyleStudioError) as exc:
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.stopped = f"previews are no longer kept in {self.path} ({detail}); the run goes on"
-            if self.tell is not None:
-                self.tell(self.stopped)
+            self._stop(exc)
+
+    def _stop(self, exc: OSError | StyleStudioError) -> None:
+        """Keep no more previews, and say why once."""
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.stopped = f"previews are no longer kept in {self.path} ({detail}); the run goes on"
+        if self.tell is not None:
+            self.tell(self.stopped)

@@ -1,4 +1,4 @@
-"""A previews folder is one run's: taken only for that run, and only where none of its files are."""
+"""A previews folder is one run's: taken only for that run, and found as its checkpoint left it when the run goes on."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from style_studio.core.errors import StyleStudioError
 from style_studio.core.jobs.preview_folder import LOG, PreviewFolder
@@ -31,6 +32,28 @@ def killed_after(folder, run, steps):
     with previews.claim(run):
         for step in steps:
             previews.keep(record(step, loss=100.0 + step))
+
+
+def test_a_run_going_on_keeps_its_previews_to_its_checkpoint_and_drops_the_rest(tmp_path):
+    folder = tmp_path / "previews"
+    killed_after(folder, "run-a", range(7))
+    (folder / "preview-0002.png").unlink()  # a picture the user removed: its line goes too
+    (folder / "preview-0009.png").write_bytes(b"killed between its picture and its line")
+    with open(folder / LOG, "a") as log:
+        log.write('{"file": "preview-0009.png", "run": "run-a", "st')  # cut short by a power cut
+    previews = PreviewFolder(folder, going_on=True)
+    with previews.claim("run-a", going_on_from=4):
+        assert [line["step"] for line in lines(folder)] == [0, 1, 3, 4]
+        assert sorted(p.name for p in folder.iterdir()) == [*(f"preview-000{n}.png" for n in (0, 1, 3, 4)), LOG]
+        for step in (4, 5, 6):  # step 4 again (a stop saved it twice) is not kept twice
+            previews.keep(record(step))
+    kept = lines(folder)
+    assert [line["step"] for line in kept] == [0, 1, 3, 4, 5, 6]
+    assert [line["total_loss"] for line in kept] == [100.0, 101.0, 103.0, 104.0, 1.0, 1.0]
+    assert {line["run"] for line in kept} == {"run-a"}
+    for line in kept:  # each file holds the picture its line describes
+        with Image.open(folder / line["file"]) as picture:
+            assert np.asarray(picture.convert("RGB"))[0, 0, 0] == line["step"]
 
 
 @pytest.mark.parametrize(
