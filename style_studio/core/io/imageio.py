@@ -73,8 +73,49 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
         image = open_image(io.BytesIO(data), name)
     except UnidentifiedImageError:
         raise ImageLoadError(f"{name}: {_not_an_image_reason(data)}") from None
+    return _read(image, name, first_frame=True)
+
+
+def picture_from(picture: Image.Image | np.ndarray, name: str = "picture") -> Image.Image:
+    """A picture already in memory as ``load_image`` reads a file's: 8-bit RGB in sRGB, upright.
+
+    ``picture``: a PIL image (read as a file of its mode is: its ICC profile and EXIF orientation applied, its
+    alpha laid on white, its pixels loaded here, so that one opened from a truncated file is refused as that file
+    is), or an array of (H, W) or (H, W, 3 or 4) values: uint8, uint16 (scaled, not clipped), or floats in [0, 1].
+    A PIL image opened from a file is named by that file in what is said.
+
+    Raises:
+        ImageLoadError: a closed image, one whose file is truncated or damaged, one over the pixel limit a file has;
+            an array of another shape, type or range, or without pixels; the message starts with the file's name,
+            else ``name``.
+    """
+    if isinstance(picture, np.ndarray):
+        return _from_array(picture, name)
+    if not isinstance(picture, Image.Image):
+        raise ImageLoadError(f"{name}: expected a file name, a PIL image or an array, not {type(picture).__name__}")
+    file = image_file(picture)
+    name = str(file) if file is not None else name
+    problem = _size_problem(name, picture.width, picture.height)
+    if problem is not None:  # one opened lazily holds only its file's header: decoding it is that file's bomb
+        raise ImageLoadError(problem)
+    return _read(picture, name, first_frame=False)  # the frame the user chose (a file gives its first)
+
+
+def image_file(picture: Image.Image) -> Path | None:
+    """The file a PIL image was opened from (``Image.open(path)``, or an open file), or None: it is that file's
+    picture, so an output may not replace it, and what is said of it names it."""
+    named = getattr(picture, "filename", None) or getattr(getattr(picture, "fp", None), "name", None)
+    if isinstance(named, (str, bytes)) and named:
+        return Path(os.fsdecode(named))
+    return None
+
+
+def _read(image: Image.Image, name: str, *, first_frame: bool) -> Image.Image:
+    """An opened image as every picture is read: its pixels loaded, upright, in sRGB, as 8-bit RGB, with its print
+    resolution when it has a sound one (ImageLoadError naming ``name`` when it cannot be)."""
     try:
-        image.seek(0)  # first frame of an animation or first page of a TIFF
+        if first_frame:
+            image.seek(0)  # first frame of an animation or first page of a TIFF
         image.load()
         dpi = _dpi_of(image)
         profile = image.info.get("icc_profile")
@@ -89,27 +130,9 @@ def decode_image(data: bytes, name: str = "image") -> Image.Image:
         detail = str(exc) or type(exc).__name__
         if "truncated" in detail or isinstance(exc, EOFError):
             detail = "the file is truncated or damaged"
+        elif "closed image" in detail:  # Pillow's own words for an image whose close() was called
+            detail = "the image was closed; give it before closing it, or give its file's name"
         raise ImageLoadError(f"{name}: {detail}") from None
-
-
-def picture_from(picture: Image.Image | np.ndarray, name: str = "picture") -> Image.Image:
-    """A picture already in memory as ``load_image`` reads a file's: 8-bit RGB in sRGB, upright.
-
-    ``picture``: a PIL image (its ICC profile and EXIF orientation applied, as a file's), or an array of (H, W) or
-    (H, W, 3 or 4) values: uint8, uint16 (scaled, not clipped), or floats in [0, 1].
-
-    Raises:
-        ImageLoadError: an array of another shape, type or range, or without pixels; the message starts with ``name``.
-    """
-    if isinstance(picture, np.ndarray):
-        return _from_array(picture, name)
-    if not isinstance(picture, Image.Image):
-        raise ImageLoadError(f"{name}: expected a file name, a PIL image or an array, not {type(picture).__name__}")
-    if picture.width < 1 or picture.height < 1:
-        raise ImageLoadError(f"{name}: the image has no pixels")
-    profile = picture.info.get("icc_profile")
-    upright = _upright(picture)
-    return _in_srgb(upright, profile, name) if profile else _to_rgb(upright)
 
 
 def _from_array(values: np.ndarray, name: str) -> Image.Image:
@@ -151,16 +174,20 @@ def open_image(source: str | os.PathLike[str] | BinaryIO, name: str) -> Image.Im
         raise
     except (OSError, ValueError, SyntaxError) as exc:
         raise ImageLoadError(f"{name}: the file is damaged ({exc})") from None
-    width, height = image.size
-    if width * height > MAX_PIXELS:
+    problem = _size_problem(name, *image.size)
+    if problem is not None:
         image.close()
-        raise ImageLoadError(
-            f"{name}: the image is {width}×{height} pixels, over the {MAX_PIXELS // 1_000_000}-megapixel limit"
-        )
-    if width < 1 or height < 1:
-        image.close()
-        raise ImageLoadError(f"{name}: the image has no pixels")
+        raise ImageLoadError(problem)
     return image
+
+
+def _size_problem(name: str, width: int, height: int) -> str | None:
+    """Why a picture of this size is not read (over the pixel limit, or without pixels); None: it is."""
+    if width * height > MAX_PIXELS:
+        return f"{name}: the image is {width}×{height} pixels, over the {MAX_PIXELS // 1_000_000}-megapixel limit"
+    if width < 1 or height < 1:
+        return f"{name}: the image has no pixels"
+    return None
 
 
 def _not_an_image_reason(data: bytes) -> str:
@@ -186,7 +213,6 @@ def _in_srgb(image: Image.Image, profile: bytes, name: str) -> Image.Image:
     try:
         source = ImageCms.ImageCmsProfile(io.BytesIO(profile))
         if image.mode not in ("RGB", "CMYK", "L"):
-            image = image.convert("RGBA" if "A" in image.mode else "RGB")
             image = _to_rgb(image)
         converted = ImageCms.profileToProfile(image, source, SRGB_PROFILE, outputMode="RGB")
     except (ImageCms.PyCMSError, OSError, ValueError) as exc:
@@ -221,9 +247,12 @@ def _to_rgb(image: Image.Image) -> Image.Image:
         top = 65535.0 if mode.startswith("I;16") or values.max(initial=0) > 255 else 255.0
         gray = np.clip(values / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
         return Image.fromarray(gray).convert("RGB")
-    if mode == "P" and "transparency" in image.info:
+    if mode in ("La", "RGBa"):  # premultiplied alpha: Pillow converts it only to its own plain kind (LA, RGBA)
+        image = image.convert(mode.upper())
+    palette_alpha = mode == "P" and image.palette is not None and image.palette.mode.endswith("A")
+    if mode == "P" and ("transparency" in image.info or palette_alpha):
         image = image.convert("RGBA")
-    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+    if image.mode in ("RGBA", "LA", "PA"):
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")

@@ -1,0 +1,113 @@
+"""The door for Python is as guarded as the command line: what ``style-studio render`` refuses, ``stylize``,
+``stylize_video`` and ``Stylized.save`` refuse too, with a ``StyleStudioError`` naming the value, by the same check;
+what it accepts (``style_layers="relu1_1:1"``), they accept the same way."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import style_studio
+from style_studio.cli import main
+from style_studio.core import ImageLoadError, load_image
+from tests.conftest import SAMPLES
+
+PHOTO = SAMPLES / "content" / "chelsea.png"
+PAINTING = SAMPLES / "style" / "starry_night.jpg"
+SCREAM = SAMPLES / "style" / "the_scream.jpg"
+FAST = {"size": 48, "iterations": 2, "weights": "untrained"}
+FAST_FLAGS = ["--size", "48", "--iterations", "2", "--weights", "untrained"]
+
+
+@pytest.fixture(autouse=True)
+def _tiny(tiny_network: None) -> None:
+    """The tiny test network for "untrained"."""
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def run_cli(*args: str | Path) -> tuple[int, str]:
+    err = io.StringIO()
+    code = main([str(a) for a in args], stdout=io.StringIO(), stderr=err)
+    return code, err.getvalue()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    """A photo and a painting of the user's, in a folder of their own."""
+    shutil.copy(PHOTO, tmp_path / "photo.png")
+    shutil.copy(PAINTING, tmp_path / "style.jpg")
+    return tmp_path / "photo.png", tmp_path / "style.jpg"
+
+
+# 1. A picture in memory is read as its file would be, or refused naming it --------------------------------------------
+
+
+def test_a_closed_pil_image_is_refused_naming_it() -> None:
+    closed = Image.open(PHOTO)
+    closed.close()
+    with pytest.raises(ImageLoadError, match="chelsea.png: the image was closed"):
+        style_studio.stylize(closed, PAINTING, **FAST)
+    style = Image.open(PAINTING)
+    style.load()
+    style.close()
+    with pytest.raises(ImageLoadError, match="starry_night.jpg: the image was closed"):
+        style_studio.stylize(PHOTO, style, **FAST)
+
+
+@pytest.mark.parametrize("name", ["half.png", "half.jpg"])
+def test_a_pil_image_of_a_truncated_file_is_refused_naming_the_file(tmp_path: Path, name: str) -> None:
+    whole = (PHOTO if name.endswith(".png") else PAINTING).read_bytes()
+    half = tmp_path / name
+    half.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ImageLoadError, match=f"{name}: the file is truncated or damaged"):
+        load_image(half)  # as the command line says it
+    with Image.open(half) as opened, pytest.raises(ImageLoadError, match=f"{name}: the file is truncated or damaged"):
+        style_studio.stylize(opened, PAINTING, **FAST)
+    with Image.open(half) as opened, pytest.raises(ImageLoadError, match=f"{name}: the file is truncated or damaged"):
+        style_studio.stylize(PHOTO, opened, **FAST)
+
+
+def _in_mode(mode: str) -> Image.Image:
+    rgba = Image.fromarray(np.asarray(Image.open(PHOTO).convert("RGBA").resize((48, 32))))  # no profile
+    rgba.putalpha(Image.linear_gradient("L").resize((48, 32)))
+    if mode == "La":
+        return rgba.convert("LA").convert("La")
+    if mode == "I;16":
+        return Image.fromarray(np.asarray(rgba.convert("L"), np.uint16) * 257)
+    if mode == "I":
+        return Image.fromarray(np.asarray(rgba.convert("L"), np.int32) * 257)
+    if mode == "PA":
+        return rgba.convert("P").convert("PA")
+    return rgba.convert(mode)
+
+
+@pytest.mark.parametrize("mode", ["La", "LA", "P", "PA", "I;16", "F", "1", "CMYK", "I", "RGBa", "L", "RGBA"])
+def test_a_pil_image_of_any_mode_is_read_as_a_file_of_that_mode(tmp_path: Path, mode: str) -> None:
+    image = _in_mode(mode)
+    picture = style_studio.stylize(image, PAINTING, **FAST)
+    assert picture.finished and picture.image.mode == "RGB"
+    stored = {"La": "LA", "PA": "RGBA", "I": "I;16", "RGBa": "RGBA"}.get(mode, mode)  # what a file can hold of it
+    file = tmp_path / ("in.tif" if stored in ("F", "CMYK") else "in.png")
+    (image.convert(stored) if stored != image.mode else image).save(file)
+    from style_studio.core.io.imageio import picture_from
+
+    assert np.array_equal(np.asarray(picture_from(image)), np.asarray(load_image(file)))
+
+
+def test_a_pil_image_over_the_pixel_limit_is_refused_as_its_file_is(tmp_path: Path, monkeypatch) -> None:
+    from style_studio.core.io import imageio
+
+    monkeypatch.setattr(imageio, "MAX_PIXELS", 1000)
+    with pytest.raises(ImageLoadError, match="chelsea.png: the image is .* over the"):
+        load_image(PHOTO)
+    with Image.open(PHOTO) as opened, pytest.raises(ImageLoadError, match="chelsea.png: the image is .* over the"):
+        style_studio.stylize(opened, PAINTING, **FAST)
