@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from PIL import Image
 
 import style_studio
 from style_studio.cli import main
-from style_studio.core import ImageLoadError, load_image
+from style_studio.core import ImageLoadError, OutputError, SettingsError, load_image, read_metadata
+from tests.clips import camera_pan, write_clip
 from tests.conftest import SAMPLES
 
 PHOTO = SAMPLES / "content" / "chelsea.png"
@@ -111,3 +113,31 @@ def test_a_pil_image_over_the_pixel_limit_is_refused_as_its_file_is(tmp_path: Pa
         load_image(PHOTO)
     with Image.open(PHOTO) as opened, pytest.raises(ImageLoadError, match="chelsea.png: the image is .* over the"):
         style_studio.stylize(opened, PAINTING, **FAST)
+
+
+# 2. A PIL image opened from a file is that file: a save never replaces it ---------------------------------------------
+
+
+def test_a_save_never_replaces_a_photo_or_style_given_as_a_pil_image_of_the_file(files: tuple[Path, Path]) -> None:
+    photo, style = files
+    before = {path: md5(path) for path in files}
+    with Image.open(photo) as opened_photo, Image.open(style) as opened_style:
+        picture = style_studio.stylize(opened_photo, opened_style, **FAST)
+    for target in files:
+        with pytest.raises(OutputError, match=target.name):
+            picture.save(target)
+        with pytest.raises(OutputError, match=target.name):
+            picture.save(str(target))
+    assert {path: md5(path) for path in files} == before
+    document = json.loads(read_metadata(picture.save(photo.with_name("out.png"))))
+    assert document["content"] == "photo.png" and document["styles"] == ["style.jpg"]
+
+
+def test_a_video_never_replaces_a_style_given_as_a_pil_image_of_the_file(tmp_path: Path) -> None:
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(2))
+    style = tmp_path / "style.gif"
+    Image.open(PAINTING).convert("RGB").resize((40, 32)).save(style)
+    before = md5(style)
+    with Image.open(style) as opened, pytest.raises(SettingsError, match="style.gif is one of the job's inputs"):
+        style_studio.stylize_video(clip, opened, output=style, **FAST, frame_iterations=1)
+    assert md5(style) == before

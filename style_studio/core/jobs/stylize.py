@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from ..errors import Cancelled, SettingsError
-from ..io.imageio import load_image, picture_from, save_image
+from ..io.imageio import image_file, load_image, picture_from, save_image
 from ..io.outputs import Output
 from ..network.weights import WeightsCache, load_weights
 from ..progress import Progress, StopReason
@@ -221,8 +221,7 @@ def stylize_video(
     options = _video_options(video or VideoOptions(), {k: v for k, v in fields.items() if k in video_names})
     chosen = settings_for(preset, settings, {k: v for k, v in fields.items() if k not in video_names})
     chosen.blend_weights(len(styles))
-    style_files = tuple(Path(s) if isinstance(s, (str, os.PathLike)) else Path(f"<style {n}>")
-                        for n, s in enumerate(styles, 1))  # fmt: skip
+    style_files = tuple(_file_of(s) or Path(f"<style {n}>") for n, s in enumerate(styles, 1))
     pictures = [_picture(style, f"style {n}") for n, style in enumerate(styles, 1)]
     job = Job("1", Path(clip), style_files, chosen, Path(output), video=options)
     problems = job.output_problems()
@@ -255,6 +254,16 @@ def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOption
     return options
 
 
+def _file_of(source: PictureSource) -> Path | None:
+    """The file a picture comes from: its name, or the file a PIL image was opened from (``image_file``): an input
+    of the run, as a path would be, so that no output replaces it. None for pixels that came from no file."""
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    if isinstance(source, Image.Image):
+        return image_file(source)
+    return None
+
+
 def _picture(source: PictureSource, name: str) -> Image.Image:
     if isinstance(source, (str, os.PathLike)):
         return load_image(source)
@@ -264,9 +273,8 @@ def _picture(source: PictureSource, name: str) -> Image.Image:
 def _pictures(photo: PictureSource, styles: tuple[PictureSource, ...], regions: Regions | None) -> Pictures:
     sources = (photo, *styles)
     labels = ("photo", *(f"style {n}" for n in range(1, len(styles) + 1)))
-    names = tuple(
-        Path(s).name if isinstance(s, (str, os.PathLike)) else label for s, label in zip(sources, labels, strict=True)
-    )
-    files = tuple(Path(s) for s in sources if isinstance(s, (str, os.PathLike)))
+    from_files = [_file_of(source) for source in sources]
+    names = tuple(file.name if file is not None else label for file, label in zip(from_files, labels, strict=True))
+    files = tuple(file for file in from_files if file is not None)
     content, *style_pictures = (_picture(source, label) for source, label in zip(sources, labels, strict=True))
     return Pictures(content, tuple(style_pictures), names, regions, files)
