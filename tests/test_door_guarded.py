@@ -16,6 +16,7 @@ from PIL import Image
 
 import style_studio
 from style_studio.cli import main
+from style_studio.cli.parser import build_parser, preset_base, settings_from_args
 from style_studio.core import ImageLoadError, OutputError, SettingsError, load_image, read_metadata
 from tests.clips import camera_pan, write_clip
 from tests.conftest import SAMPLES
@@ -141,3 +142,28 @@ def test_a_video_never_replaces_a_style_given_as_a_pil_image_of_the_file(tmp_pat
     with Image.open(style) as opened, pytest.raises(SettingsError, match="style.gif is one of the job's inputs"):
         style_studio.stylize_video(clip, opened, output=style, **FAST, frame_iterations=1)
     assert md5(style) == before
+
+
+# 3. Settings go in as the command line reads them, by the command line's own reading ----------------------------------
+
+
+def _cli_settings(*flags: str, styles: int = 1) -> style_studio.Settings:
+    args = build_parser().parse_args(["render", str(PHOTO), *[str(PAINTING)] * styles, "-o", "o.png", *flags])
+    return settings_from_args(args, preset_base(args))
+
+
+def test_the_command_line_s_text_for_layers_and_blend_is_read_as_it_reads_it() -> None:
+    picture = style_studio.stylize(PHOTO, PAINTING, SCREAM, **FAST, style_layers="relu1_1:1,relu2_1:0.5",
+                                   content_layers="relu4_2,relu3_1", style_blend="2,1")  # fmt: skip
+    command_line = _cli_settings(*FAST_FLAGS, "--style-layers", "relu1_1:1,relu2_1:0.5",
+                                 "--content-layers", "relu4_2,relu3_1", "--style-blend", "2,1", styles=2)  # fmt: skip
+    assert picture.settings.style_layers == (("relu1_1", 1.0), ("relu2_1", 0.5))
+    assert picture.settings.content_layers == ("relu4_2", "relu3_1") and picture.settings.style_blend == (2.0, 1.0)
+    assert picture.settings == command_line
+
+
+def test_the_command_line_s_bad_layer_text_is_refused_by_the_same_reading() -> None:
+    with pytest.raises(SettingsError) as door:
+        style_studio.stylize(PHOTO, PAINTING, **FAST, style_layers="relu1_1:x")
+    code, err = run_cli("render", PHOTO, PAINTING, "-o", "o.png", *FAST_FLAGS, "--style-layers", "relu1_1:x")
+    assert code == 2 and str(door.value) in err, err

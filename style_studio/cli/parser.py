@@ -299,39 +299,11 @@ def _as_typed(name: str, value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _parse_style_layers(text: str) -> dict[str, float]:
-    layers: dict[str, float] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, weight = item.partition(":")
-        try:
-            layers[name.strip()] = float(weight) if weight else 1.0
-        except ValueError:
-            raise UsageError(f"--style-layers: {weight!r} is not a number (in {item!r})") from None
-    return layers
-
-
-def _parse_floats(text: str, option: str) -> list[float]:
-    try:
-        return [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UsageError(f"{option}: expected numbers separated by commas, got {text!r}") from None
-
-
 def settings_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings the options give, as ``settings.to_dict`` names them; options not typed are left out."""
-    data: dict[str, Any] = {}
-    for field in dataclasses.fields(settings_mod.Settings):
-        value = getattr(args, field.name, None)
-        if value is None:
-            continue
-        if field.name == "content_layers":
-            value = [n.strip() for n in value.split(",") if n.strip()]
-        elif field.name == "style_layers":
-            value = _parse_style_layers(value)
-        elif field.name == "style_blend":
-            value = _parse_floats(value, "--style-blend")
-        data[field.name] = value
-    return data
+    """The settings the options give, by their names, as typed (``settings.from_fields`` reads the text ones);
+    options not typed are left out."""
+    names = (field.name for field in dataclasses.fields(settings_mod.Settings))
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def preset_base(args: argparse.Namespace) -> settings_mod.Settings:
@@ -351,7 +323,7 @@ def settings_from_args(
     args: argparse.Namespace, base: settings_mod.Settings = settings_mod.DEFAULTS
 ) -> settings_mod.Settings:
     """The Settings a command line asks for, over ``base`` (validated)."""
-    settings = settings_mod.from_dict(settings_data(args), base=base)
+    settings = settings_mod.from_fields(settings_data(args), base=base)
     styles = getattr(args, "styles", None)
     if styles is not None and settings.style_blend and len(settings.style_blend) != len(styles):
         raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for {len(styles)} style images")

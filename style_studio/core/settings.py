@@ -512,6 +512,71 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
     return type(base)(**merged)
 
 
+def parse_style_layers(text: str) -> dict[str, float]:
+    """Style layers as the command line types them, ``relu1_1:1,relu2_1:0.5`` (a layer without a weight gets 1).
+
+    Raises:
+        SettingsError: a weight that is not a number (the layers' names are checked by ``from_dict``).
+    """
+    layers: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, weight = item.partition(":")
+        try:
+            layers[name.strip()] = float(weight) if weight else 1.0
+        except ValueError:
+            raise SettingsError(f"style_layers: {weight!r} is not a number (in {item!r})") from None
+    return layers
+
+
+def _parse_names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _parse_blend(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SettingsError(f"style_blend must be numbers separated by commas, got {shown(text)}") from None
+
+
+#: The settings the command line types as text, each with its reading: ``from_fields`` reads them so for the
+#: command line's options and the door's keywords alike.
+_TEXT_FORMS: Final = {"style_layers": parse_style_layers, "content_layers": _parse_names, "style_blend": _parse_blend}
+
+
+def from_fields(fields: Mapping[str, Any], base: Settings = DEFAULTS) -> Settings:
+    """Settings by the command line's names over ``base``: the command line's options, the door's keywords.
+
+    A setting given as text is read as the command line reads it (``style_layers="relu1_1:1,relu2_1:0.5"``,
+    ``content_layers="relu4_2,relu3_1"``, ``style_blend="2,1"``); style layers may also be a mapping of names to
+    weights or (name, weight) pairs, as ``Settings.style_layers`` holds them. Then ``from_dict`` checks them all.
+
+    Raises:
+        SettingsError: listing every value that cannot be read or is invalid, each named; nothing is applied.
+    """
+    data = dict(fields)
+    problems: list[str] = []
+    for name, read in _TEXT_FORMS.items():
+        if isinstance(data.get(name), str):
+            try:
+                data[name] = read(data[name])
+            except SettingsError as exc:
+                problems += exc.problems
+                del data[name]  # said once, as it was given: not again as from_dict would see it
+    layers = data.get("style_layers")
+    if isinstance(layers, (list, tuple)) and all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str) for pair in layers
+    ):
+        data["style_layers"] = dict(layers)
+    try:
+        settings = from_dict(data, base=base)
+    except SettingsError as exc:
+        raise SettingsError(problems + exc.problems) from None
+    if problems:
+        raise SettingsError(problems)
+    return settings
+
+
 def _floats(kind: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind) if f.type == "float")
 
@@ -574,12 +639,12 @@ def _check(d: Mapping[str, Any], kind: type) -> list[str]:
 
     content = d["content_layers"]
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):
-        problems.append("content_layers must be a list of layer names")
+        problems.append(f"content_layers must be a list of layer names, got {shown(content)}")
     else:
         problems += [f"unknown content layer {shown(n)}" for n in content if not is_layer(n)]
     style, layers = d["style_layers"], _described["style_layers"]
     if not isinstance(style, Mapping):
-        problems.append("style_layers must map layer names to weights")
+        problems.append(f"style_layers must map layer names to weights, got {shown(style)}")
     else:
         for name, weight in style.items():
             if not (isinstance(name, str) and is_layer(name)):

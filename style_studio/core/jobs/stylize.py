@@ -29,7 +29,7 @@ from ..io.imageio import image_file, load_image, picture_from, save_image
 from ..io.outputs import Output
 from ..network.weights import WeightsCache, load_weights
 from ..progress import Progress, StopReason
-from ..settings import DEFAULTS, Settings, from_dict, preset
+from ..settings import DEFAULTS, Settings, from_fields, preset
 from .job import Job, VideoOptions
 from .picture import PictureResult, Pictures, RunHooks, RunSpec, run_picture
 from .video_job import FrameRecord, RenderedVideo, render_video
@@ -161,7 +161,9 @@ def stylize(
         progress: hears each record of the run (``Progress``): the step, the losses, a preview now and then.
         cancel: a ``CancelToken``; cancelled, the run stops within an iteration and the picture so far is returned.
         fields: settings by the command line's names: ``size=384``, ``iterations=100``, ``style_weight=1e4``,
-            ``weights="untrained"``, ``style_layers={"relu1_1": 1.0, ...}``, ``style_blend=(2, 1)``.
+            ``weights="untrained"``, ``style_layers={"relu1_1": 1.0, ...}``, ``style_blend=(2, 1)``; a value may be
+            typed as on the command line, read by its reading (``style_layers="relu1_1:1,relu2_1:0.5"``,
+            ``style_blend="2,1"``, ``content_layers="relu4_2"``: ``settings.from_fields``).
 
     The ImageNet weights are downloaded the first time they are needed (548 MB), as the command line does.
 
@@ -238,12 +240,7 @@ def settings_for(
     if preset_name is not None and base is not None:
         raise SettingsError("give a preset or settings to start from, not both")
     start = preset(preset_name) if preset_name is not None else base or DEFAULTS
-    data = dict(fields)
-    if "style_layers" in data and not isinstance(data["style_layers"], Mapping):
-        data["style_layers"] = dict(data["style_layers"])
-    if isinstance(data.get("content_layers"), str):
-        data["content_layers"] = [data["content_layers"]]
-    return from_dict(data, base=start)
+    return from_fields(fields, base=start)  # read as the command line reads its options
 
 
 def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOptions:
