@@ -167,3 +167,60 @@ def test_the_command_line_s_bad_layer_text_is_refused_by_the_same_reading() -> N
         style_studio.stylize(PHOTO, PAINTING, **FAST, style_layers="relu1_1:x")
     code, err = run_cli("render", PHOTO, PAINTING, "-o", "o.png", *FAST_FLAGS, "--style-layers", "relu1_1:x")
     assert code == 2 and str(door.value) in err, err
+
+
+# 4. An argument the door cannot use is refused naming it --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"style_layers": 5}, "style_layers must map layer names to weights.*got 5"),
+        ({"style_layers": [1, 2]}, r"style_layers must map layer names to weights.*got \[1, 2\]"),
+        ({"style_layers": "relu1_1:x"}, "'x' is not a number"),
+        ({"content_layers": 5}, "content_layers must be a list of layer names.*got 5"),
+        ({"style_blend": "2,x"}, "style_blend.*'2,x'"),
+        ({"settings": {"size": 64}}, "settings must be a Settings.*dict.*by name"),
+        ({"regions": "mask.png"}, "regions must be a Regions.*'mask.png'"),
+        ({"progress": 5}, "progress must be a function.*5"),
+        ({"cancel": 5}, "cancel must be a CancelToken.*5"),
+    ],
+)
+def test_a_value_the_door_cannot_use_is_refused_with_a_settings_error_naming_it(fields, said) -> None:
+    with pytest.raises(SettingsError, match=said):
+        style_studio.stylize(PHOTO, PAINTING, **{**FAST, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"output": None}, "output must be"),
+        ({"output": 3}, "output must be.*3"),
+        ({"video": {"start": 1}}, "video must be a VideoOptions.*dict"),
+        ({"resume": "no"}, "resume must be True or False.*'no'"),
+        ({"settings": {"size": 64}}, "settings must be a Settings"),
+        ({"progress": "yes"}, "progress must be a function"),
+    ],
+)
+def test_a_video_s_arguments_the_door_cannot_use_are_refused(tmp_path: Path, fields, said) -> None:
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(2))
+    arguments = {"output": tmp_path / "out.mp4", **FAST, **fields}
+    with pytest.raises(SettingsError, match=said):
+        style_studio.stylize_video(clip, PAINTING, **arguments)
+    assert not (tmp_path / "out.mp4").exists()
+
+
+@pytest.mark.parametrize("clip", [None, 3])
+def test_a_clip_that_is_not_a_file_name_is_refused(clip) -> None:
+    with pytest.raises(SettingsError, match=f"clip must be a video file's name.*{clip}"):
+        style_studio.stylize_video(clip, PAINTING, output="out.mp4", **FAST)
+
+
+def test_a_video_to_a_folder_name_with_a_video_s_ending_is_refused_as_video_refuses_it(tmp_path: Path) -> None:
+    clip = write_clip(tmp_path / "pan.mp4", camera_pan(2))
+    named = f"{tmp_path}/new.gif/"
+    with pytest.raises(SettingsError, match="names a folder of frames") as refused:
+        style_studio.stylize_video(clip, PAINTING, output=named, **FAST, frame_iterations=1)
+    assert not (tmp_path / "new.gif").exists()
+    code, err = run_cli("video", clip, PAINTING, "-o", named, *FAST_FLAGS, "--frame-iterations", "1")
+    assert code == 2 and str(refused.value) in err, err

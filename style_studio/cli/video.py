@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import __version__
-from ..core import Cancelled, CancelToken, Job, names_a_folder
+from ..core import Cancelled, CancelToken, Job, frames_name_problem
 from .parser import UsageError, as_flags, chunking, preset_base, settings_from_args, video_options
 from .terminal import BarReporter, handling, load_weights_shown
 
@@ -74,12 +74,9 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio video``; returns the exit status."""
     from ..core import Busy, check_video_job, render_video
 
-    named = Path(args.output)
-    if names_a_folder(args.output) and named.suffix:
-        raise UsageError(
-            f"{args.output}: names a folder of frames, but its name ends in '{named.suffix}', as a video file's does: "
-            f"name the folder without an ending ({named.stem}-frames/), or drop the '{args.output[-1]}' for a file"
-        )
+    named = frames_name_problem(args.output)
+    if named is not None:
+        raise UsageError(named)
     settings = settings_from_args(args, preset_base(args))
     options = video_options(args)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, Path(args.output),

@@ -36,6 +36,7 @@ from .io.locks import folder_lock as folder_lock
 from .io.locks import held as held
 from .io.outputs import FrameFolder as FrameFolder
 from .io.outputs import Output as Output
+from .io.outputs import frames_name_problem as frames_name_problem
 from .io.outputs import names_a_folder as names_a_folder
 from .io.video import ClipInfo as ClipInfo
 from .io.video import VideoError as VideoError

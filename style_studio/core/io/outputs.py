@@ -97,6 +97,18 @@ def names_a_folder(text: str) -> bool:
     return text.endswith(("/", os.sep))
 
 
+def frames_name_problem(text: str) -> str | None:
+    """Why a video's output typed as ``text`` is refused: it ends with a separator, so it names a folder of frames,
+    but its name ends as a video file's does (``new.gif/``); None: it is not. ``video -o`` and the door say it."""
+    named = Path(text)
+    if not (names_a_folder(text) and named.suffix):
+        return None
+    return (
+        f"{text}: names a folder of frames, but its name ends in '{named.suffix}', as a video file's does: name the "
+        f"folder without an ending ({named.stem}-frames/), or drop the '{text[-1]}' for a file"
+    )
+
+
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` (a real path) lies in ``folder`` (a real path) or below it."""
     inner, outer = os.path.normcase(str(path)), os.path.normcase(str(folder)).rstrip(os.sep)

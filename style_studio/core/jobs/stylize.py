@@ -24,11 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 from PIL import Image
 
+from ..about import shown
 from ..errors import Cancelled, SettingsError
 from ..io.imageio import image_file, load_image, picture_from, save_image
-from ..io.outputs import Output
+from ..io.outputs import Output, frames_name_problem
 from ..network.weights import WeightsCache, load_weights
+from ..objective.regions import Regions
 from ..progress import Progress, StopReason
+from ..run.cancel import CancelToken
 from ..settings import DEFAULTS, Settings, from_fields, preset
 from .job import Job, VideoOptions
 from .picture import PictureResult, Pictures, RunHooks, RunSpec, run_picture
@@ -36,8 +39,6 @@ from .video_job import FrameRecord, RenderedVideo, render_video
 
 if TYPE_CHECKING:
     from ..network.weights import LoadedWeights
-    from ..objective.regions import Regions
-    from ..run.cancel import CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,7 @@ def stylize(
     """
     if not styles:
         raise SettingsError("give at least one style picture")
+    _refuse(_hook_problems(progress, cancel) + _regions_problems(regions))
     chosen = settings_for(preset, settings, fields)
     chosen.blend_weights(len(styles))
     pictures = _pictures(photo, styles, regions)
@@ -219,13 +221,22 @@ def stylize_video(
     """
     if not styles:
         raise SettingsError("give at least one style picture")
+    clip_file = _file_name(clip, "clip", "a video file's name")
+    output_path = _file_name(output, "output", "a video file's name, or a folder's for its frames")
+    problems = _hook_problems(progress, cancel)
+    if video is not None and not isinstance(video, VideoOptions):
+        problems.append(f"video must be a VideoOptions, got {_given(video)}; or give its fields by name (start=2, ...)")
+    if not isinstance(resume, bool):
+        problems.append(f"resume must be True or False, got {_given(resume)}")
+    frames = frames_name_problem(output) if isinstance(output, str) else None  # a Path has lost the separator
+    _refuse(problems + ([frames] if frames is not None else []))
     video_names = {f.name for f in dataclasses.fields(VideoOptions)}
     options = _video_options(video or VideoOptions(), {k: v for k, v in fields.items() if k in video_names})
     chosen = settings_for(preset, settings, {k: v for k, v in fields.items() if k not in video_names})
     chosen.blend_weights(len(styles))
     style_files = tuple(_file_of(s) or Path(f"<style {n}>") for n, s in enumerate(styles, 1))
     pictures = [_picture(style, f"style {n}") for n, style in enumerate(styles, 1)]
-    job = Job("1", Path(clip), style_files, chosen, Path(output), video=options)
+    job = Job("1", clip_file, style_files, chosen, output_path, video=options)
     problems = job.output_problems()
     if problems:
         raise SettingsError(problems)
@@ -237,10 +248,54 @@ def settings_for(
     preset_name: str | os.PathLike[str] | None, base: Settings | None, fields: Mapping[str, Any]
 ) -> Settings:
     """The settings a call asks for: the preset's or ``base`` (else the defaults), then ``fields`` by name."""
+    if base is not None and not isinstance(base, Settings):
+        raise SettingsError(
+            f"settings must be a Settings (a Stylized's .settings, say), got {_given(base)}; or give the fields by "
+            "name (size=384, style_weight=10, ...)"
+        )
     if preset_name is not None and base is not None:
         raise SettingsError("give a preset or settings to start from, not both")
     start = preset(preset_name) if preset_name is not None else base or DEFAULTS
     return from_fields(fields, base=start)  # read as the command line reads its options
+
+
+def _given(value: object) -> str:
+    """A value a call gave, as a refusal names it: ``5 (int)``, ``{'size': 64} (dict)``."""
+    return f"{shown(value)} ({type(value).__name__})"
+
+
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        raise SettingsError(problems)
+
+
+def _hook_problems(progress: object, cancel: object) -> list[str]:
+    """What is wrong with a call's ``progress`` and ``cancel``, each named: said before the run, not from inside it."""
+    problems = []
+    if progress is not None and not callable(progress):
+        problems.append(f"progress must be a function that hears each record, got {_given(progress)}")
+    if cancel is not None and not isinstance(cancel, CancelToken):
+        problems.append(f"cancel must be a CancelToken, got {_given(cancel)}")
+    return problems
+
+
+def _regions_problems(regions: object) -> list[str]:
+    """A mask file is not taken for regions: it needs what each of its colours gets, as ``--regions`` needs its
+    ``--region``s, and the door has no argument for that; the message says how to read one."""
+    if regions is None or isinstance(regions, Regions):
+        return []
+    return [
+        f"regions must be a Regions, got {_given(regions)}; read a mask with what each colour gets: "
+        "style_studio.core.regions_from_mask(mask, [RegionSpec.parse('white=1')], style_count)[0]"
+    ]
+
+
+def _file_name(value: object, what: str, kind: str) -> Path:
+    """``value`` as the file it names (SettingsError naming it when it names none: None, a number, bytes, "")."""
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str) or not text:
+        raise SettingsError(f"{what} must be {kind} (a str or a Path), got {_given(value)}")
+    return Path(text)
 
 
 def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOptions:
