@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from PIL import Image
 import style_studio
 from style_studio.cli import main
 from style_studio.cli.parser import build_parser, preset_base, settings_from_args
-from style_studio.core import ImageLoadError, OutputError, SettingsError, load_image, read_metadata
+from style_studio.core import ImageLoadError, OutputError, SettingsError, StyleStudioError, load_image, read_metadata
 from tests.clips import camera_pan, write_clip
 from tests.conftest import SAMPLES
 
@@ -224,3 +225,81 @@ def test_a_video_to_a_folder_name_with_a_video_s_ending_is_refused_as_video_refu
     assert not (tmp_path / "new.gif").exists()
     code, err = run_cli("video", clip, PAINTING, "-o", named, *FAST_FLAGS, "--frame-iterations", "1")
     assert code == 2 and str(refused.value) in err, err
+
+
+# 5. A save is checked as the command line's -o is, by the same check --------------------------------------------------
+
+
+@pytest.fixture
+def stylized() -> style_studio.Stylized:
+    return style_studio.stylize(PHOTO, PAINTING, **FAST)
+
+
+@pytest.mark.parametrize("dpi", [-1, math.nan, math.inf, "300", 0.001, 1e6, 0, True])
+def test_a_print_resolution_out_of_range_is_refused_as_dpi_is(tmp_path: Path, stylized, dpi) -> None:
+    target = tmp_path / "print.png"
+    with pytest.raises(OutputError, match="the print resolution must be from 1 to 10000 dpi, got") as refused:
+        stylized.save(target, dpi=dpi)
+    assert not target.exists() and repr(dpi)[:8] in str(refused.value)
+    if isinstance(dpi, float):  # the command line takes only numbers: it says the same of the same number
+        code, err = run_cli("render", PHOTO, PAINTING, "-o", target, *FAST_FLAGS, "--dpi", repr(dpi))
+        assert code == 2 and str(refused.value) in err, err
+
+
+def test_a_print_resolution_in_range_is_written(tmp_path: Path, stylized) -> None:
+    with Image.open(stylized.save(tmp_path / "print.png", dpi=1.5)) as saved:
+        assert saved.info["dpi"][0] == pytest.approx(1.5, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"bit_depth": 12}, "the bit depth must be 8 or 16, not 12"),
+        ({"bit_depth": 16.0}, "the bit depth must be 8 or 16, not 16.0"),
+        ({"bit_depth": "16"}, "the bit depth must be 8 or 16, not '16'"),
+        ({"quality": 0}, "the quality must be a whole number from 1 to 100, got 0"),
+        ({"quality": 101}, "the quality must be a whole number from 1 to 100, got 101"),
+        ({"quality": "90"}, "the quality must be a whole number from 1 to 100, got '90'"),
+        ({"quality": 95.5}, "the quality must be a whole number from 1 to 100, got 95.5"),
+    ],
+)
+def test_a_bit_depth_or_quality_out_of_range_is_refused(tmp_path: Path, stylized, options, said) -> None:
+    target = tmp_path / "out.jpg"
+    with pytest.raises(OutputError, match=said):
+        stylized.save(target, **options)
+    assert not target.exists()
+
+
+def test_a_bit_depth_the_command_line_refuses_the_door_refuses_with_its_words(tmp_path: Path, stylized) -> None:
+    with pytest.raises(OutputError) as refused:
+        stylized.save(tmp_path / "out.jpg", bit_depth=16)
+    code, err = run_cli("render", PHOTO, PAINTING, "-o", tmp_path / "out.jpg", *FAST_FLAGS, "--bit-depth", "16")
+    assert code == 2 and str(refused.value) in err, err
+
+
+def test_a_save_to_a_name_ending_in_a_slash_is_refused_as_render_refuses_it(tmp_path: Path, stylized) -> None:
+    named = f"{tmp_path}/new.png/"
+    with pytest.raises(OutputError, match="so it names a folder") as refused:
+        stylized.save(named)
+    assert not (tmp_path / "new.png").exists()
+    code, err = run_cli("render", PHOTO, PAINTING, "-o", named, *FAST_FLAGS)
+    assert code == 2 and str(refused.value) in err, err
+    assert not (tmp_path / "new.png").exists()
+
+
+@pytest.mark.parametrize("path", [None, 3, b"out.png"])
+def test_a_save_to_what_is_not_a_file_name_is_refused(stylized, path) -> None:
+    with pytest.raises(OutputError, match="must be a file's name"):
+        stylized.save(path)
+
+
+def test_every_refusal_is_a_style_studio_error(tmp_path: Path, stylized) -> None:
+    """What a script catches: ``StyleStudioError``, never a ValueError, TypeError or OverflowError."""
+    for call in (
+        lambda: stylized.save(tmp_path / "a.png", dpi=-1),
+        lambda: stylized.save(tmp_path / "a.png", quality=None),
+        lambda: style_studio.stylize(PHOTO, PAINTING, **FAST, style_layers="relu1_1"[::-1]),
+        lambda: style_studio.stylize(PHOTO, PAINTING, **FAST, settings="quick"),
+    ):
+        with pytest.raises(StyleStudioError):
+            call()

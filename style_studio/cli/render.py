@@ -20,11 +20,10 @@ from ..core import (
     Regions,
     RegionSpec,
     StyleStudioError,
-    folder_problem,
     is_video_path,
     load_image,
-    names_a_folder,
     path_key,
+    picture_output_refusal,
     regions_from_mask,
 )
 from .parser import UsageError, preset_base, settings_from_args
@@ -36,15 +35,11 @@ if TYPE_CHECKING:
 EXIT_INTERRUPTED = 130
 
 
-def _check_output(job: Job) -> None:
-    path = job.output
-    problems = job.output_problems()
-    if problems:
-        first = problems[0]
-        raise UsageError(first if first.startswith(str(path)) else f"{path}: {first.removeprefix(path.name + ': ')}")
-    folder = folder_problem(path, path.parent)
-    if folder is not None:
-        raise UsageError(folder)
+def _check_output(job: Job, named: str) -> None:
+    """Refuse ``-o`` (typed as ``named``) by the check ``Stylized.save`` makes too."""
+    refusal = picture_output_refusal(job.target(), named, bit_depth=job.bit_depth, dpi=job.dpi)
+    if refusal is not None:
+        raise UsageError(refusal)
 
 
 def _regions(args: argparse.Namespace, size: tuple[int, int], style_count: int, stderr: IO[str]) -> Regions | None:
@@ -88,16 +83,11 @@ def render(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         raise UsageError(
             f"{args.content} is a video: style it with `style-studio video {args.content} STYLE... -o OUT.mp4`"
         )
-    if names_a_folder(args.output):
-        raise UsageError(
-            f"{args.output}: ends with '{args.output[-1]}', so it names a folder, and render writes one picture: give "
-            f"its file name ({args.output.rstrip(args.output[-1])}, or a name inside that folder)"
-        )
     settings = settings_from_args(args, preset_base(args))
     output = Path(args.output)
     job = Job("1", Path(args.content), tuple(Path(p) for p in args.styles), settings, output,
               bit_depth=args.bit_depth, dpi=args.dpi, mask=Path(args.regions) if args.regions else None)  # fmt: skip
-    _check_output(job)
+    _check_output(job, args.output)
     previews = _preview_folder(args, job, stderr)
     progress_mode = args.progress or ("bar" if stderr.isatty() else "none")
 

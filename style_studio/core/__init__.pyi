@@ -36,6 +36,7 @@ from .io.locks import folder_lock as folder_lock
 from .io.locks import held as held
 from .io.outputs import FrameFolder as FrameFolder
 from .io.outputs import Output as Output
+from .io.outputs import file_name_problem as file_name_problem
 from .io.outputs import frames_name_problem as frames_name_problem
 from .io.outputs import names_a_folder as names_a_folder
 from .io.video import ClipInfo as ClipInfo
@@ -70,6 +71,8 @@ from .jobs.job import input_files as input_files
 from .jobs.job import job_key as job_key
 from .jobs.job import output_key as output_key
 from .jobs.job import picture_metadata as picture_metadata
+from .jobs.job import picture_output_problems as picture_output_problems
+from .jobs.job import picture_output_refusal as picture_output_refusal
 from .jobs.job import video_key as video_key
 from .jobs.kept import KeptResult as KeptResult
 from .jobs.kept import KeptResults as KeptResults

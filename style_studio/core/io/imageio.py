@@ -269,6 +269,9 @@ def fit_size(width: int, height: int, longest: int) -> tuple[int, int]:
 BIT_DEPTHS: Final = (8, 16)
 #: The resolution written when neither the photo nor the user gives one.
 DEFAULT_DPI: Final = 72.0
+#: The JPEG and WebP quality a picture may be written at (Pillow's scale), and the one used unless told.
+QUALITIES: Final = range(1, 101)
+DEFAULT_QUALITY: Final = 95
 
 
 def save_image(
@@ -276,7 +279,7 @@ def save_image(
     path: str | os.PathLike[str] | Output,
     metadata: str | None = None,
     *,
-    quality: int = 95,
+    quality: int = DEFAULT_QUALITY,
     software: str = "Style Studio",
     bit_depth: int = 8,
     dpi: tuple[float, float] | None = None,

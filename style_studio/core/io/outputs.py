@@ -97,6 +97,17 @@ def names_a_folder(text: str) -> bool:
     return text.endswith(("/", os.sep))
 
 
+def file_name_problem(text: str) -> str | None:
+    """Why a picture's output typed as ``text`` is refused: it ends with a separator, so it names a folder, and a
+    picture is one file (``render -o new.png/``); None: it is not. ``render`` and ``Stylized.save`` say it."""
+    if not names_a_folder(text):
+        return None
+    return (
+        f"{text}: ends with '{text[-1]}', so it names a folder, and a picture is one file: give its file name "
+        f"({text.rstrip(text[-1])}, or a name inside that folder)"
+    )
+
+
 def frames_name_problem(text: str) -> str | None:
     """Why a video's output typed as ``text`` is refused: it ends with a separator, so it names a folder of frames,
     but its name ends as a video file's does (``new.gif/``); None: it is not. ``video -o`` and the door say it."""

@@ -26,10 +26,11 @@ from PIL import Image
 
 from .. import settings as settings_mod
 from ..about import about as _about
-from ..about import check_fields, keyed_when_set
+from ..about import check_fields, is_int, is_number, keyed_when_set, shown
 from ..errors import StyleStudioError
-from ..io.imageio import BIT_DEPTHS, FORMATS, decode_image, image_hash, read_metadata
-from ..io.outputs import Output
+from ..io.files import folder_problem
+from ..io.imageio import BIT_DEPTHS, DEFAULT_QUALITY, FORMATS, QUALITIES, decode_image, image_hash, read_metadata
+from ..io.outputs import Output, file_name_problem
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
 from ..settings import FLOW_METHODS, Settings
@@ -170,19 +171,57 @@ class Job:
             from ..io.video import output_is_folder
 
             return self._video_output_problems() + self.target().problems(folder=output_is_folder(self.output))
-        problems = self.target().problems()
-        suffix = self.output.suffix.lower()
-        if suffix not in FORMATS:
-            problems.append(
-                f"{self.output.name}: unknown output type {suffix or '(none)'}; use .png, .jpg, .webp or .tif"
-            )
-        if self.bit_depth not in BIT_DEPTHS:
-            problems.append(f"the bit depth must be 8 or 16, not {self.bit_depth}")
-        elif self.bit_depth == 16 and suffix in FORMATS and suffix not in DEEP_FORMATS:
-            problems.append(f"{self.output.name}: 16-bit pictures can be saved as .png or .tif, not {suffix}")
-        if self.dpi is not None and not 1 <= self.dpi <= MAX_DPI:
-            problems.append(f"the print resolution must be from 1 to {MAX_DPI} dpi, got {self.dpi:g}")
-        return problems
+        return picture_output_problems(self.target(), bit_depth=self.bit_depth, dpi=self.dpi)
+
+
+def picture_output_problems(
+    output: Output, *, bit_depth: object = 8, dpi: object = None, quality: object = DEFAULT_QUALITY
+) -> list[str]:
+    """What forbids writing a picture to ``output`` with these options, each said for the user; empty: nothing.
+
+    The one list of a picture output's rules: a job's (``render -o``, a batch's, the queue's) and
+    ``Stylized.save``'s. ``dpi`` None: the photo's own. A value of any type gives a message, never an exception: a
+    script's arguments are not type-checked.
+    """
+    problems = output.problems()
+    path = output.path
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        problems.append(f"{path.name}: unknown output type {suffix or '(none)'}; use .png, .jpg, .webp or .tif")
+    if not (is_int(bit_depth) and bit_depth in BIT_DEPTHS):
+        problems.append(f"the bit depth must be 8 or 16, not {shown(bit_depth)}")
+    elif bit_depth == 16 and suffix in FORMATS and suffix not in DEEP_FORMATS:
+        problems.append(f"{path.name}: 16-bit pictures can be saved as .png or .tif, not {suffix}")
+    if dpi is not None and not (isinstance(dpi, (int, float)) and is_number(dpi) and 1 <= dpi <= MAX_DPI):
+        problems.append(f"the print resolution must be from 1 to {MAX_DPI} dpi, got {shown(dpi)}")
+    if not (is_int(quality) and quality in QUALITIES):
+        problems.append(f"the quality must be a whole number from 1 to 100, got {shown(quality)}")
+    return problems
+
+
+def picture_output_refusal(
+    output: Output,
+    named: str | None = None,
+    *,
+    bit_depth: object = 8,
+    dpi: object = None,
+    quality: object = DEFAULT_QUALITY,
+) -> str | None:
+    """Why a picture may not be written to ``output``, in one line that names it; None: it may. The check that
+    ``render -o`` and ``Stylized.save`` share.
+
+    ``named``: the output as it was typed, whose trailing separator ``Path`` forgets (it names a folder). Then the
+    first of ``picture_output_problems``, else a folder that is missing or read-only.
+    """
+    problem = file_name_problem(named) if named is not None else None
+    if problem is not None:
+        return problem
+    path = output.path
+    problems = picture_output_problems(output, bit_depth=bit_depth, dpi=dpi, quality=quality)
+    if problems:
+        first = problems[0]
+        return first if first.startswith(str(path)) else f"{path}: {first.removeprefix(path.name + ': ')}"
+    return folder_problem(path, path.parent)
 
 
 def input_files(content: Path | None, styles: Iterable[Path | None], mask: Path | None = None) -> tuple[Path, ...]:

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from ..about import shown
-from ..errors import Cancelled, SettingsError
+from ..errors import Cancelled, OutputError, SettingsError, StyleStudioError
 from ..io.imageio import image_file, load_image, picture_from, save_image
 from ..io.outputs import Output, frames_name_problem
 from ..network.weights import WeightsCache, load_weights
@@ -33,7 +33,7 @@ from ..objective.regions import Regions
 from ..progress import Progress, StopReason
 from ..run.cancel import CancelToken
 from ..settings import DEFAULTS, Settings, from_fields, preset
-from .job import Job, VideoOptions
+from .job import Job, VideoOptions, picture_output_refusal
 from .picture import PictureResult, Pictures, RunHooks, RunSpec, run_picture
 from .video_job import FrameRecord, RenderedVideo, render_video
 
@@ -120,23 +120,31 @@ class Stylized:
         """Write the picture with its settings embedded, atomically: a file there already stays as it was until the
         new one is whole, and the picture's own photo and styles are never written over.
 
+        Checked first as ``render -o`` is, by the same check (``picture_output_refusal``).
+
         Args:
             path: .png, .jpg, .webp or .tif.
-            bit_depth: 16 for print (.png and .tif), from the run's own values rather than the 8-bit picture.
-            dpi: the print resolution to record (default: the photo's own, else 72).
+            bit_depth: 8, or 16 for print (.png and .tif), from the run's own values rather than the 8-bit picture.
+            dpi: the print resolution to record, from 1 to ``MAX_DPI`` (default: the photo's own, else 72).
+            quality: of a .jpg or .webp, from 1 to 100.
 
         Raises:
-            OutputError: ``path`` is the photo or a style, or a folder.
-            ImageSaveError: an unknown type, 16 bits in a format without them, a missing or read-only folder, a full
-                disk.
+            OutputError: nothing was written: ``path`` is not a file's name, names a folder (``new.png/``), is the
+                photo or a style (by any name), is read-only, is in a missing or read-only folder, has an unknown
+                type; or ``bit_depth``, ``dpi`` or ``quality`` is not one the file can have. The message names it.
+            ImageSaveError: the file could not be written (a full disk, ...); one that was there is as it was.
         """
         from ... import __version__
 
-        output = Output(Path(path), self._result.pictures.files)  # checked by the writer, again as it replaces
+        named = _file_name(path, "the output", "a file's name", OutputError)
+        output = Output(Path(named), self._result.pictures.files)  # checked by the writer, again as it replaces
+        refusal = picture_output_refusal(output, named, bit_depth=bit_depth, dpi=dpi, quality=quality)
+        if refusal is not None:
+            raise OutputError(refusal)
         pixels: Image.Image | np.ndarray = self.image
         if bit_depth == 16 and self._result.deep is not None:
             pixels = self._result.deep
-        resolution = (dpi, dpi) if dpi else self._result.pictures.content.info.get("dpi")
+        resolution = (dpi, dpi) if dpi is not None else self._result.pictures.content.info.get("dpi")
         return save_image(pixels, output, self.metadata, quality=quality, software=f"Style Studio {__version__}",
                           bit_depth=bit_depth, dpi=resolution)  # fmt: skip
 
@@ -221,8 +229,8 @@ def stylize_video(
     """
     if not styles:
         raise SettingsError("give at least one style picture")
-    clip_file = _file_name(clip, "clip", "a video file's name")
-    output_path = _file_name(output, "output", "a video file's name, or a folder's for its frames")
+    clip_file = Path(_file_name(clip, "clip", "a video file's name"))
+    output_path = Path(_file_name(output, "output", "a video file's name, or a folder's for its frames"))
     problems = _hook_problems(progress, cancel)
     if video is not None and not isinstance(video, VideoOptions):
         problems.append(f"video must be a VideoOptions, got {_given(video)}; or give its fields by name (start=2, ...)")
@@ -290,12 +298,13 @@ def _regions_problems(regions: object) -> list[str]:
     ]
 
 
-def _file_name(value: object, what: str, kind: str) -> Path:
-    """``value`` as the file it names (SettingsError naming it when it names none: None, a number, bytes, "")."""
+def _file_name(value: object, what: str, kind: str, refused: type[StyleStudioError] = SettingsError) -> str:
+    """``value`` as the file's name it is, as typed (``refused`` naming it when it is none: None, a number, bytes,
+    "")."""
     text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(text, str) or not text:
-        raise SettingsError(f"{what} must be {kind} (a str or a Path), got {_given(value)}")
-    return Path(text)
+        raise refused(f"{what} must be {kind} (a str or a Path), got {_given(value)}")
+    return text
 
 
 def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOptions:
