@@ -251,6 +251,18 @@ def test_a_print_resolution_in_range_is_written(tmp_path: Path, stylized) -> Non
         assert saved.info["dpi"][0] == pytest.approx(1.5, abs=0.01)
 
 
+@pytest.mark.parametrize("own", [0.01, 50_000.0])
+def test_a_photo_s_own_resolution_out_of_range_is_not_carried_into_an_output(tmp_path: Path, own: float) -> None:
+    photo = tmp_path / "photo.tif"
+    Image.open(PHOTO).convert("RGB").save(photo, dpi=(own, own))
+    saved = style_studio.stylize(photo, PAINTING, **FAST).save(tmp_path / "door.png")
+    code, err = run_cli("render", photo, PAINTING, "-o", tmp_path / "cli.png", *FAST_FLAGS)
+    assert code == 0, err
+    for made in (saved, tmp_path / "cli.png"):
+        with Image.open(made) as image:
+            assert image.info["dpi"][0] == pytest.approx(72, abs=0.01)
+
+
 @pytest.mark.parametrize(
     ("options", "said"),
     [

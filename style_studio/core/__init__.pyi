@@ -25,6 +25,7 @@ from .io.files import folder_problem as folder_problem
 from .io.files import path_key as path_key
 from .io.files import write_atomically as write_atomically
 from .io.imageio import FORMATS as FORMATS
+from .io.imageio import MAX_DPI as MAX_DPI
 from .io.imageio import decode_image as decode_image
 from .io.imageio import fit_size as fit_size
 from .io.imageio import image_hash as image_hash
@@ -56,7 +57,6 @@ from .jobs.batch import summary_rows as summary_rows
 from .jobs.job import CHUNK_FRAMES as CHUNK_FRAMES
 from .jobs.job import CHUNK_OVERLAP as CHUNK_OVERLAP
 from .jobs.job import JOB_KEY as JOB_KEY
-from .jobs.job import MAX_DPI as MAX_DPI
 from .jobs.job import Job as Job
 from .jobs.job import JobInputs as JobInputs
 from .jobs.job import Made as Made

@@ -230,7 +230,9 @@ def _dpi_of(image: Image.Image) -> tuple[float, float] | None:
         x, y = float(dpi[0]), float(dpi[1])
     except (TypeError, ValueError, IndexError):
         return None
-    return (x, y) if x > 0 and y > 0 else None
+    # A file's own resolution out of what an output may record (0.01, 1e12, NaN) is not carried into one: the
+    # default stands in for it, as for a file without one.
+    return (x, y) if 1 <= x <= MAX_DPI and 1 <= y <= MAX_DPI else None
 
 
 def _upright(image: Image.Image) -> Image.Image:
@@ -269,6 +271,8 @@ def fit_size(width: int, height: int, longest: int) -> tuple[int, int]:
 BIT_DEPTHS: Final = (8, 16)
 #: The resolution written when neither the photo nor the user gives one.
 DEFAULT_DPI: Final = 72.0
+#: The highest print resolution an output records (``--dpi``'s bound; a photo's own beyond it is not carried).
+MAX_DPI: Final = 10_000
 #: The JPEG and WebP quality a picture may be written at (Pillow's scale), and the one used unless told.
 QUALITIES: Final = range(1, 101)
 DEFAULT_QUALITY: Final = 95

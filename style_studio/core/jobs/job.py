@@ -29,7 +29,16 @@ from ..about import about as _about
 from ..about import check_fields, is_int, is_number, keyed_when_set, shown
 from ..errors import StyleStudioError
 from ..io.files import folder_problem
-from ..io.imageio import BIT_DEPTHS, DEFAULT_QUALITY, FORMATS, QUALITIES, decode_image, image_hash, read_metadata
+from ..io.imageio import (
+    BIT_DEPTHS,
+    DEFAULT_QUALITY,
+    FORMATS,
+    MAX_DPI,
+    QUALITIES,
+    decode_image,
+    image_hash,
+    read_metadata,
+)
 from ..io.outputs import Output, file_name_problem
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
@@ -41,7 +50,6 @@ log = logging.getLogger(__name__)
 JOB_KEY: Final = "job_key"
 #: Formats that hold 16 bits per channel.
 DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
-MAX_DPI: Final = 10_000
 
 
 #: A clip rendered in chunks (on a cluster): each chunk's frames, and the frames before its own that it fades in over.
