@@ -177,8 +177,9 @@ def stylize(
     The ImageNet weights are downloaded the first time they are needed (548 MB), as the command line does.
 
     Raises:
-        SettingsError: an unknown setting, a value out of its range, blend weights that do not match the styles.
-        ImageLoadError: a picture that cannot be read.
+        SettingsError: an unknown setting, a value out of its range or of the wrong kind, blend weights that do not
+            match the styles; ``settings``, ``regions``, ``progress`` or ``cancel`` of the wrong kind (each named).
+        ImageLoadError: a picture that cannot be read (a PIL image closed, or of a truncated file), named.
         WeightsError: weights that cannot be had.
         Cancelled: ``cancel`` was set before the run began.
         StyleStudioError: anything else the run could not do (out of memory, ...), said for the user.
@@ -225,6 +226,8 @@ def stylize_video(
 
     Raises:
         Cancelled: ``cancel`` was set; the frames made so far are kept for the next call.
+        SettingsError: as ``stylize``'s, and ``clip``, ``output``, ``video`` or ``resume`` of the wrong kind, an
+            output that may not be written (one of the inputs, ``new.gif/``, ...).
         The rest as ``stylize``'s, and VideoError for a clip that cannot be read or a video that cannot be written.
     """
     if not styles:
