@@ -57,6 +57,7 @@ from .jobs.batch import summary_rows as summary_rows
 from .jobs.job import CHUNK_FRAMES as CHUNK_FRAMES
 from .jobs.job import CHUNK_OVERLAP as CHUNK_OVERLAP
 from .jobs.job import JOB_KEY as JOB_KEY
+from .jobs.job import PRINT_DPI as PRINT_DPI
 from .jobs.job import Job as Job
 from .jobs.job import JobInputs as JobInputs
 from .jobs.job import Made as Made
@@ -128,7 +129,9 @@ from .objective.masks import RegionSpec as RegionSpec
 from .objective.masks import regions_from_mask as regions_from_mask
 from .objective.masks import regions_from_picture as regions_from_picture
 from .objective.regions import DEFAULT_FEATHER as DEFAULT_FEATHER
+from .objective.regions import FEATHER as FEATHER
 from .objective.regions import PALETTE as PALETTE
+from .objective.regions import STRENGTH as STRENGTH
 from .objective.regions import Region as Region
 from .objective.regions import RegionError as RegionError
 from .objective.regions import Regions as Regions

@@ -25,8 +25,8 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
+from ..about import About, bound_text, check_fields, is_int, keyed_when_set, shown
 from ..about import about as _about
-from ..about import check_fields, is_int, is_number, keyed_when_set, shown
 from ..errors import StyleStudioError
 from ..io.files import folder_problem
 from ..io.imageio import (
@@ -51,6 +51,14 @@ JOB_KEY: Final = "job_key"
 #: Formats that hold 16 bits per channel.
 DEEP_FORMATS: Final = (".png", ".tif", ".tiff")
 
+
+#: The print resolution an output records, described once: the check of a picture output and the window's control.
+PRINT_DPI: Final = About(
+    "the print resolution recorded in the picture, in dots per inch", low=1, high=MAX_DPI, zero="photo's own",
+    unit="dpi", step=50, label="Print resolution",
+    tip="The print resolution recorded in exported pictures: how many pixels make an inch on paper. "
+    "Photo's own: the photo's, or 72 when it has none.",
+)  # fmt: skip
 
 #: A clip rendered in chunks (on a cluster): each chunk's frames, and the frames before its own that it fades in over.
 CHUNK_FRAMES: Final = 48
@@ -200,8 +208,10 @@ def picture_output_problems(
         problems.append(f"the bit depth must be 8 or 16, not {shown(bit_depth)}")
     elif bit_depth == 16 and suffix in FORMATS and suffix not in DEEP_FORMATS:
         problems.append(f"{path.name}: 16-bit pictures can be saved as .png or .tif, not {suffix}")
-    if dpi is not None and not (isinstance(dpi, (int, float)) and is_number(dpi) and 1 <= dpi <= MAX_DPI):
-        problems.append(f"the print resolution must be from 1 to {MAX_DPI} dpi, got {shown(dpi)}")
+    # 0 is the window's "photo's own"; a job says that with None.
+    if dpi is not None and (PRINT_DPI.check("dpi", dpi, float) is not None or dpi == 0):
+        low, high = bound_text(PRINT_DPI.low or 0), bound_text(PRINT_DPI.high or 0)
+        problems.append(f"the print resolution must be from {low} to {high} dpi, got {shown(dpi)}")
     if not (is_int(quality) and quality in QUALITIES):
         problems.append(f"the quality must be a whole number from 1 to 100, got {shown(quality)}")
     return problems

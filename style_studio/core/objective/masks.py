@@ -19,7 +19,6 @@ from ..errors import ImageLoadError
 from ..io.imageio import open_image
 from .regions import (
     COLOUR_TOLERANCE,
-    MAX_STRENGTH,
     PALETTE,
     Region,
     RegionError,
@@ -28,6 +27,7 @@ from .regions import (
     colour_hex,
     coverage,
     parse_colour,
+    strength_problem,
 )
 
 
@@ -60,8 +60,9 @@ class RegionSpec:
             strength = float(strength_text) if strength_text else 1.0
         except ValueError:
             raise RegionError(f"--region {text!r}: {strength_text!r} is not a strength") from None
-        if not 0 <= strength <= MAX_STRENGTH:
-            raise RegionError(f"--region {text!r}: the strength must be from 0 to {MAX_STRENGTH:g}")
+        problem = strength_problem(strength)
+        if problem is not None:
+            raise RegionError(f"--region {text!r}: {problem}")
         return cls(colour, style=style - 1, strength=strength)
 
     def region(self, style_count: int) -> Region:

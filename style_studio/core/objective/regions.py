@@ -40,6 +40,7 @@ from typing import Any, Final
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from ..about import About, bound_text
 from ..errors import ImageLoadError, StyleStudioError
 from ..io.imageio import open_image
 
@@ -48,6 +49,28 @@ DEFAULT_FEATHER: Final = 0.01
 MAX_FEATHER: Final = 0.1
 #: The largest strength a region may multiply its style weight by.
 MAX_STRENGTH: Final = 10.0
+
+#: A region's strength, described once: its check here, the command line's ``--region`` and the window's control
+#: take its range from it.
+STRENGTH: Final = About(
+    "how strongly the style applies in the region (1: as elsewhere)", low=0, high=MAX_STRENGTH, step=0.1,
+    label="Strength", tip="How strongly the style applies in this region (1: as elsewhere)",
+)  # fmt: skip
+#: The regions' feather, described once: its check here and the window's control (in steps of 0.001).
+FEATHER: Final = About(
+    "the edge softness between regions, as a share of the picture's longest side", low=0, high=MAX_FEATHER,
+    step=0.001, label="Blend edges",
+    tip="Edge softness between regions, as a share of the picture (no seam where they meet)",
+)  # fmt: skip
+
+
+def strength_problem(strength: object) -> str | None:
+    """Why ``strength`` cannot be a region's (NaN and infinity too: the loss would be NaN or inf); None: it can."""
+    if STRENGTH.check("strength", strength, float) is None:
+        return None
+    return f"the strength must be from {bound_text(STRENGTH.low or 0)} to {bound_text(STRENGTH.high or 0)}"
+
+
 #: A region's colour in a colour-coded mask matches pixels this close to it (per channel):
 #: anti-aliased edges and JPEG-like noise still count.
 COLOUR_TOLERANCE: Final = 24
@@ -232,10 +255,13 @@ class Regions:
                 problems.append(f"region {region.name!r} has a style weight that is not a number >= 0")
             elif sum(region.blend) <= 0:
                 problems.append(f"region {region.name!r} has no style: give one of its style weights a value above 0")
-            if not 0 <= region.strength <= MAX_STRENGTH:  # NaN and infinity too: the loss would be NaN or inf
-                problems.append(f"region {region.name!r}'s strength must be from 0 to {MAX_STRENGTH:g}")
-        if not 0 <= self.feather <= MAX_FEATHER:
-            problems.append(f"the feather must be from 0 to {MAX_FEATHER}, got {self.feather}")
+            problem = strength_problem(region.strength)
+            if problem is not None:
+                problems.append(f"region {region.name!r}'s {problem.removeprefix('the ')}")
+        if FEATHER.check("feather", self.feather, float) is not None:
+            problems.append(
+                f"the feather must be from {bound_text(FEATHER.low or 0)} to {FEATHER.high}, got {self.feather}"
+            )
         if self.regions and all(r.keep for r in self.regions) and self.unpainted_share() < 1e-3:
             problems.append("every region keeps the photo: there is nothing left to stylise")
         if problems:
