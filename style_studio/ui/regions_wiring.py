@@ -97,9 +97,8 @@ class RegionsWiring:
         self.state.set_style_map(layer if self.actions.style_map.isChecked() else None)
 
     def _show_style_map(self, layer: str | None) -> None:
-        """The state's style map changed: the runs send it (or stop), the command says so, the picture loses an
-        old one."""
-        self.controller.set_style_map(layer)
+        """The state's style map changed (the runs take it from the state: ``RunController.follow``): the command
+        says so, the picture loses an old one."""
         blocked = self.actions.style_map.blockSignals(True)
         self.actions.style_map.setChecked(layer is not None)
         self.actions.style_map.blockSignals(blocked)

@@ -47,11 +47,10 @@ from ..core import (
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .qt_images import array_to_qimage
-from .state import RunStatus
+from .state import RunStatus, WindowState
 
 if TYPE_CHECKING:
     from ..core import Checkpoint, CheckpointStore, PreviewFolder
-    from .state import SettingsState
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +242,7 @@ class RunController(QObject):
         self._session: RenderSession | None = None
         self._pending: RunRequest | None = None
         self._stopping = False
-        self.style_map_layer: str | None = None
+        self._state: WindowState | None = None  # what the runs read the style map from (``follow``)
 
     @property
     def running(self) -> bool:
@@ -266,7 +265,7 @@ class RunController(QObject):
             return
         self._stopping = False
         session = RenderSession(render, self.weights, self.checkpoints)
-        session.set_style_map(self.style_map_layer)
+        session.set_style_map(self._state.style_map if self._state is not None else None)
         job = BackgroundTask(session, "style-studio-render", failure="the run failed unexpectedly")
         job.progressed.connect(self._on_report)
         job.finished.connect(self._on_finished)
@@ -290,9 +289,11 @@ class RunController(QObject):
         """Whose the run under way is (``RunRequest.owner``); None when none runs."""
         return self._session.job.owner if self._session is not None else None
 
-    def follow(self, state: SettingsState, owner: str, failed: Callable[[str], None]) -> None:
+    def follow(self, state: WindowState, owner: str, failed: Callable[[str], None]) -> None:
         """Forward each live setting ``state`` changes to the run under way when it is ``owner``'s (a queued job
-        keeps its own settings); ``failed`` hears why a value was refused."""
+        keeps its own settings), and the style map to every run (each starts with the state's); ``failed`` hears
+        why a value was refused."""
+        self._state = state
 
         def forward(name: str, value: object) -> None:
             if name in settings_mod.LIVE_FIELDS and self.running and self.owner == owner:
@@ -302,15 +303,15 @@ class RunController(QObject):
                     failed(str(exc))
 
         state.setting_changed.connect(forward)
+        state.style_map_changed.connect(self._send_style_map)
 
     def change(self, fields: Mapping[str, object]) -> None:
         """Live settings changed (only those): the run under way takes them at its next iteration."""
         if self._session is not None and not self._stopping:
             self._session.change(fields)
 
-    def set_style_map(self, layer: str | None) -> None:
-        """The style map the run sends with its previews (None: none), also for the runs to come."""
-        self.style_map_layer = layer
+    def _send_style_map(self, layer: str | None) -> None:
+        """The state's style map changed: the run under way sends that layer's with its previews (None: none)."""
         if self._session is not None:
             self._session.set_style_map(layer)
 

@@ -159,23 +159,35 @@ def test_the_style_map_is_drawn_over_the_preview_only_while_asked_for(qtbot, win
     assert window.regions_panel.map_layer.count() == 5
     assert window.commands.style_map.shortcut() == QKeySequence("M")
     window.commands.style_map.trigger()
-    assert window.controller.style_map_layer == window.regions_panel.map_layer.currentText()
+    assert window.state.style_map == window.regions_panel.map_layer.currentText()
     run_to_end(qtbot, window)
     shown = window.view.overlay("style map")
     assert shown is not None and not shown.isNull()
     window.commands.style_map.trigger()
-    assert window.view.overlay("style map") is None and window.controller.style_map_layer is None
+    assert window.view.overlay("style map") is None and window.state.style_map is None
 
 
 def test_the_style_map_is_the_states_and_the_command_follows_it(window):
-    """A style map set in the state (not by the command) reaches the runs and checks the command."""
+    """A style map set in the state (not by the command) checks the command; the runs read the state's."""
     layer = window.regions_panel.map_layer.itemText(0)
     window.state.set_style_map(layer)
-    assert window.commands.style_map.isChecked() and window.controller.style_map_layer == layer
+    assert window.commands.style_map.isChecked()
     window.state.set_style_map(None)
-    assert not window.commands.style_map.isChecked() and window.controller.style_map_layer is None
+    assert not window.commands.style_map.isChecked()
     window.commands.style_map.trigger()
     assert window.state.style_map == window.regions_panel.map_layer.currentText()
+
+
+def test_a_style_map_asked_for_during_a_run_reaches_the_run(qtbot, window):
+    """The run reads the state's layer (no copy of it elsewhere): set during the run, its records carry the map."""
+    window.state.set_style_map(None)
+    records = []
+    window.controller.progressed.connect(records.append)
+    start_long_run(qtbot, window)
+    window.state.set_style_map(window.regions_panel.map_layer.itemText(0))
+    qtbot.waitUntil(lambda: any(r.style_map is not None for r in records), timeout=30_000)
+    with qtbot.waitSignal(window.controller.finished, timeout=30_000):
+        window.commands.stop.trigger()
 
 
 def test_the_regions_overlay_shows_while_painting_and_on_its_toggle_only(qtbot, window):
