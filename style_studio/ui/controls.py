@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QMenu,
     QPushButton,
-    QSpinBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -26,8 +25,8 @@ from superqt import QCollapsible
 from ..core import (
     IMAGENET,
     LAYER_NAMES,
-    MAX_DPI,
     PRIMARY_STYLE_LAYERS,
+    PRINT_DPI,
     UNTRAINED,
     Settings,
     receptive_field,
@@ -36,7 +35,7 @@ from ..core import (
 from ..core import settings as settings_mod
 from ..core.about import About
 from .qt_images import pil_to_qimage
-from .settings_form import FieldControl, FormBinding, choice_box, controls_for, grouped, select
+from .settings_form import FieldControl, FormBinding, choice_box, control_for, controls_for, grouped, select
 from .state import WindowState, shapes_the_plan
 from .widgets import LayerSlider, WrappedLabel, wheel_scrolls_the_panel
 
@@ -52,17 +51,12 @@ SIZE_PRESETS = (
     ("A3 print at 300 dpi (4961 px)", 4961, 300),
 )
 
-#: Tooltips of the fields that are not settings (each setting's is its ``About.tooltip``).
-PRINT_DPI_TIP = (
-    "The print resolution recorded in exported pictures: how many pixels make an inch on paper. "
-    "Photo's own: the photo's, or 72 when it has none."
-)
-
 
 class ControlsPanel(QWidget):
-    """Shows and edits the settings in ``state`` (``style_blend`` belongs to the style list, not here).
+    """Shows and edits the settings in ``state`` (``style_blend`` belongs to the style list, not here), and the
+    print resolution.
 
-    The form is made from the descriptions of ``type(settings)``' fields: each control writes its one setting
+    The form is made from the descriptions of the state's settings' fields: each control writes its one setting
     into the state when the user moves it, and shows the state's value when the state changes.
 
     Attributes:
@@ -84,17 +78,17 @@ class ControlsPanel(QWidget):
 
     def __init__(
         self,
-        settings: Settings,
+        state: WindowState,
         parent: QWidget | None = None,
         *,
         show_all_layers: bool = False,
         show_more: bool = False,
-        state: WindowState | None = None,
     ) -> None:
         super().__init__(parent)
-        self.state = state if state is not None else WindowState(settings)
+        self.state = state
+        kind = type(state.settings)
         self.fields = controls_for(
-            type(settings), {"layers": self._layers_control, "layer": self._layer_control,
+            kind, {"layers": self._layers_control, "layer": self._layer_control,
                              "weights": self._weights_control}
         )  # fmt: skip
         self._size_row(self.fields["size"])
@@ -104,7 +98,8 @@ class ControlsPanel(QWidget):
         self.needs.setToolTip(
             "The memory the run will need, and how long it will take at the speed the last run measured"
         )
-        self.print_dpi = _print_dpi_box()
+        print_dpi = control_for("print_dpi", PRINT_DPI, "int")  # the window's, not a setting of the picture
+        self.print_dpi = print_dpi.widget
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         self.more = QCollapsible("More settings")
@@ -114,11 +109,11 @@ class ControlsPanel(QWidget):
         for part in (self.more.layout(), self.more.content().layout()):  # its groups as wide as those above
             if part is not None:
                 part.setContentsMargins(0, 0, 0, 0)
-        for group, everyday, more in grouped(type(settings), settings_mod.FORM_GROUPS):
+        for group, everyday, more in grouped(kind, settings_mod.FORM_GROUPS):
             after = {"Picture": [("", self.schedule), ("", self.needs)]}.get(group, [])
             if everyday:
                 layout.addWidget(self._group(group, everyday, after))
-            extra = [("Print resolution", self.print_dpi)] if group == "Picture" else []
+            extra = [(PRINT_DPI.label, self.print_dpi)] if group == "Picture" else []
             if more or extra:
                 self.more.addWidget(self._group(group, more, extra))
         if show_more:
@@ -144,11 +139,10 @@ class ControlsPanel(QWidget):
         self._binding = FormBinding(self.fields, self.state.set)
         self.state.setting_changed.connect(self._show_field)
         self.state.styles_changed.connect(lambda _: self._show_patches())
-        self.state.load(settings)
         self._show_all(self.state.settings)
-        self.print_dpi.setValue(self.state.print_dpi)
-        self.print_dpi.valueChanged.connect(self.state.set_print_dpi)
-        self.state.print_dpi_changed.connect(lambda dpi: self.print_dpi.setValue(dpi))
+        dpi = FormBinding({"print_dpi": print_dpi}, lambda _, value: self.state.set_print_dpi(value))
+        dpi.show("print_dpi", self.state.print_dpi)
+        self.state.print_dpi_changed.connect(lambda value: dpi.show("print_dpi", value))
 
     def widget(self, name: str) -> QWidget:
         """Setting ``name``'s control."""
@@ -342,14 +336,3 @@ def _row(control: QWidget, helper: QWidget) -> QWidget:
     line.addWidget(control, 1)
     line.addWidget(helper)
     return row
-
-
-def _print_dpi_box() -> QSpinBox:
-    """The print resolution exports carry (the window's, not a setting of the picture)."""
-    spin = QSpinBox()
-    spin.setRange(0, MAX_DPI)  # the job's own bound: what the window sets, a batch accepts
-    spin.setSingleStep(50)
-    spin.setSpecialValueText("Photo's own")
-    spin.setSuffix(" dpi")
-    spin.setToolTip(PRINT_DPI_TIP)
-    return spin

@@ -201,10 +201,7 @@ class MainWindow(QMainWindow):
         middle_layout.addWidget(self.run_bar)
 
         self.controls = ControlsPanel(
-            stored,
-            show_all_layers=self.store.show_all_layers(),
-            show_more=self.store.show_more_settings(),
-            state=self.state,
+            self.state, show_all_layers=self.store.show_all_layers(), show_more=self.store.show_more_settings()
         )
         weights_file = self.store.weights_file()
         if weights_file is not None:

@@ -216,11 +216,15 @@ class WholeNumberEdit(QLineEdit):
         self.setText(str(value))
 
 
+#: How a whole number's unit is shown after it.
+_SUFFIXES = {"pixels": " px", "dpi": " dpi"}
+
+
 def _whole_spin(about: About) -> QSpinBox:
     spin = QSpinBox()
     spin.setSingleStep(round(about.step))
-    if about.unit == "pixels":
-        spin.setSuffix(" px")
+    if about.unit in _SUFFIXES:
+        spin.setSuffix(_SUFFIXES[about.unit])
     elif about.percent:
         spin.setSuffix(" %")
     bounded(spin, about, scale=100.0 if about.percent else 1.0)

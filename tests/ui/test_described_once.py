@@ -13,7 +13,7 @@ from PIL import Image
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QSpinBox
 
 from style_studio.cli.parser import build_parser
-from style_studio.core import MAX_DPI, Settings, VideoOptions
+from style_studio.core import MAX_DPI, PRINT_DPI, Settings, VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.about import About, _number_kind, described
 from style_studio.core.about import about as described_as
@@ -59,7 +59,7 @@ def test_a_value_out_of_its_range_is_refused_by_the_description_everywhere() -> 
 
 
 def test_the_windows_controls_take_their_kind_range_and_tooltip_from_the_description(qtbot) -> None:
-    panel = ControlsPanel(settings_mod.DEFAULTS)
+    panel = ControlsPanel(WindowState(settings_mod.DEFAULTS))
     qtbot.addWidget(panel)
     for name, (about, annotation) in in_form(Settings).items():
         widget = panel.widget(name)
@@ -72,12 +72,13 @@ def test_the_windows_controls_take_their_kind_range_and_tooltip_from_the_descrip
             assert isinstance(widget, QCheckBox) and widget.text() == about.label, name
         if about.slider is not None:
             assert isinstance(widget, LogSlider), name
-    assert panel.print_dpi.maximum() == MAX_DPI  # what a batch's --dpi accepts, not 2400
+    assert panel.print_dpi.maximum() == MAX_DPI == PRINT_DPI.high  # what a batch's --dpi accepts, not 2400
+    assert panel.print_dpi.toolTip() == PRINT_DPI.tooltip and panel.print_dpi.specialValueText() == "Photo's own"
 
 
 def test_the_seed_takes_every_value_its_description_allows(qtbot) -> None:
     """The window's seed was clamped to a spin box's 2**31 - 1; the description allows 2**63 - 1."""
-    panel = ControlsPanel(settings_mod.DEFAULTS)
+    panel = ControlsPanel(WindowState(settings_mod.DEFAULTS))
     qtbot.addWidget(panel)
     largest = int(settings_mod.about("seed").high or 0)
     qtbot.keyClicks(panel.widget("seed"), "\b" * 3 + str(largest))
@@ -107,7 +108,7 @@ def test_the_settings_the_form_leaves_out_are_edited_elsewhere() -> None:
 
 
 def test_the_form_shows_the_everyday_settings_and_keeps_the_rest_under_more(qtbot) -> None:
-    panel = ControlsPanel(settings_mod.DEFAULTS)
+    panel = ControlsPanel(WindowState(settings_mod.DEFAULTS))
     qtbot.addWidget(panel)
     panel.show()
     for name, (about, _) in in_form(Settings).items():
@@ -145,7 +146,7 @@ def test_a_new_setting_gets_its_option_jobs_file_key_control_and_tooltip(qtbot, 
     with pytest.raises(BatchError, match="grain must be a number from 0 to 1, got 3"):
         jobs_from_file(jobs_file, tmp_path / "out", extended())
 
-    panel = ControlsPanel(extended())
+    panel = ControlsPanel(WindowState(extended()))
     qtbot.addWidget(panel)
     control = panel.widget("grain")
     assert isinstance(control, QDoubleSpinBox) and control.toolTip() == "The canvas's grain, over the picture."
@@ -156,7 +157,7 @@ def test_a_new_setting_gets_its_option_jobs_file_key_control_and_tooltip(qtbot, 
 
 
 def test_the_windows_choice_boxes_offer_exactly_the_descriptions_choices(qtbot) -> None:
-    panel = ControlsPanel(settings_mod.DEFAULTS)
+    panel = ControlsPanel(WindowState(settings_mod.DEFAULTS))
     qtbot.addWidget(panel)
     for name in ("optimizer", "init", "pooling", "style_loss"):
         box = panel.widget(name)

@@ -28,7 +28,7 @@ def test_the_state_emits_the_one_field_that_changed_and_nothing_for_the_same_val
 
 def test_a_slider_writes_its_one_setting_and_a_loaded_document_shows_in_every_widget(qtbot):
     state = WindowState()
-    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    panel = ControlsPanel(state)
     qtbot.addWidget(panel)
     events = heard(state)
     panel.widget("style_weight").spin.setValue(50)
@@ -97,7 +97,7 @@ def _wheel_down(widget) -> None:
 def test_the_wheel_scrolls_the_settings_past_a_number_it_was_not_aimed_at(qtbot) -> None:
     """Scrolling down the settings over the size box used to shrink the picture to 32 px on the way."""
     state = WindowState(settings_mod.DEFAULTS)
-    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    panel = ControlsPanel(state)
     qtbot.addWidget(panel)
     panel.show()
     qtbot.waitExposed(panel)
@@ -124,7 +124,7 @@ def test_each_layer_slider_shows_the_patch_of_the_style_its_layer_sees(qtbot) ->
         return sum(image.pixelColor(x, y).lightness() for x in range(4, 16) for y in range(4, 16)) / 144
 
     state = WindowState(settings_mod.DEFAULTS)
-    panel = ControlsPanel(settings_mod.DEFAULTS, state=state)
+    panel = ControlsPanel(state)
     qtbot.addWidget(panel)
     shallow, deep = panel.layer_sliders["relu1_1"], panel.layer_sliders["relu5_1"]
     assert shallow.patch.pixmap().isNull() and "about 3 px" in shallow.toolTip()

@@ -79,7 +79,7 @@ def test_the_print_resolution_is_the_states_and_the_panel_shows_it_both_ways(qtb
     from style_studio.ui.controls import ControlsPanel
 
     state = WindowState(FAST)
-    panel = ControlsPanel(FAST, state=state)
+    panel = ControlsPanel(state)
     qtbot.addWidget(panel)
     panel.print_dpi.setValue(300)
     assert state.print_dpi == 300
