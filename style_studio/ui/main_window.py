@@ -111,7 +111,8 @@ class MainWindow(QMainWindow):
         self.planner = RunPlanner(self.store)
         self.documents = Documents(self)
         self._compare: HistoryEntry | None = None  # a history entry shown beside the result, in the split view
-        self.regions = RegionEditor(self)
+        self.state = self._stored_state()
+        self.regions = RegionEditor(self.state, self)
         self.queue = QueueController(RenderQueue(queue_folder), self.controller, self)
 
         self._build_ui()
@@ -181,14 +182,18 @@ class MainWindow(QMainWindow):
 
     # -- construction ----------------------------------------------------------------
 
-    def _build_ui(self) -> None:
+    def _stored_state(self) -> WindowState:
+        """The window's state as the last session left it: the settings, the video's options, the print dpi."""
         # The blend is the style rows' (equal until they are restored and moved), as the state's first value.
         stored = dataclasses.replace(self.store.load_settings(), style_blend=())
-        self.state = WindowState(stored)
+        state = WindowState(stored)
         self._planned = stored.plan_key()  # what of the settings the needs shown were planned for
+        state.load_video(self.store.video_options())
+        state.set_print_dpi(self.store.print_dpi())
+        return state
+
+    def _build_ui(self) -> None:
         self.inputs = InputsPanel(self.state)
-        self.state.load_video(self.store.video_options())
-        self.state.set_print_dpi(self.store.print_dpi())
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -240,7 +245,9 @@ class MainWindow(QMainWindow):
         )  # fmt: skip
         self.loss_dock = self._dock("Loss", "lossDock", self.loss_plot, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.history.lay_out(vertical=True)
-        self.regions_panel = RegionsPanel(self.regions, lambda: [row.item.name for row in self.inputs.style_rows])
+        self.regions_panel = RegionsPanel(
+            self.regions, self.state, lambda: [row.item.name for row in self.inputs.style_rows]
+        )
         self.regions_dock = self._dock(
             "Regions", "regionsDock", self.regions_panel, Qt.DockWidgetArea.RightDockWidgetArea
         )

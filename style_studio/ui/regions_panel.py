@@ -2,20 +2,22 @@
 
 ``RegionEditor`` owns the photo's ``Regions`` and a ``QUndoStack``: every
 change (a stroke, a fill, a region added, renamed or given another style, a
-mask loaded) is a command that can be undone and redone. The panel shows the
-regions and the brush; the picture view (``ImageView``) sends the strokes.
+mask loaded) is a command that can be undone and redone. The brush, the eraser
+and the region being painted are the window's state's (``WindowState.brush``,
+``selected_region``): the editor paints with them, the panel shows and sets
+them. The picture view (``ImageView``) sends the strokes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
-from PySide6.QtCore import QObject, QPointF, Qt, Signal
+from PySide6.QtCore import QObject, QPointF, Signal
 from PySide6.QtGui import QColor, QIcon, QImage, QPixmap, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -28,7 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core import DEFAULT_FEATHER, PALETTE, Region, Regions, Stroke, cleared, filled, parse_colour
+from ..core import FEATHER, PALETTE, STRENGTH, Region, Regions, Stroke, cleared, described, filled, parse_colour
+from .settings_form import FormBinding, control_for, slider_for
+from .state import Brush, WindowState
 
 KEEP = "keep"
 #: The longest side of the regions' overlay, in pixels.
@@ -72,28 +76,29 @@ class _RegionsCommand(QUndoCommand):
 
 
 class RegionEditor(QObject):
-    """The photo's regions, painted with strokes, with undo and redo.
+    """The photo's regions, painted with strokes, with undo and redo; the brush and the region painted are
+    ``state``'s.
 
     Signals:
         changed(): the regions changed (a stroke ended, a region changed, undo, redo): the run takes them.
         painting(): a stroke in progress changed the masks (redraw the overlay only).
-        selectionChanged(int): the region being painted.
     """
 
     changed = Signal()
     painting = Signal()
-    selectionChanged = Signal(int)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, state: WindowState, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        self.state = state
         self.undo_stack = QUndoStack(self)
         self.regions = Regions.empty(1, 1)
         self.style_count = 1
-        self.selected = -1
-        self.brush_radius = 20.0
-        self.brush_hardness = 0.5
-        self.erasing = False
         self._stroke: Stroke | None = None
+
+    @property
+    def selected(self) -> int:
+        """The region being painted (the state's; -1: none)."""
+        return self.state.selected_region
 
     # -- the photo and the styles ------------------------------------------------------
 
@@ -151,8 +156,8 @@ class RegionEditor(QObject):
             self.undo_stack.push(_RegionsCommand(self, "Edge softness", self.regions, after))
 
     def select(self, index: int) -> None:
-        self.selected = index if 0 <= index < len(self.regions) else -1
-        self.selectionChanged.emit(self.selected)
+        """Paint region ``index`` next (-1, or one that is not there: none)."""
+        self.state.select_region(index if 0 <= index < len(self.regions) else -1)
 
     def fill(self, index: int) -> None:
         """The selected region takes all of the unpainted area."""
@@ -171,14 +176,16 @@ class RegionEditor(QObject):
     # -- strokes (in the picture's relative coordinates, 0 to 1) ---------------------------------
 
     def can_paint(self) -> bool:
-        return self.selected >= 0 or (self.erasing and bool(self.regions))
+        return self.selected >= 0 or (self.state.brush.erasing and bool(self.regions))
 
     def begin_stroke(self, point: QPointF) -> bool:
-        """Start a stroke at ``point``; False when there is nothing to paint (no region chosen)."""
+        """Start a stroke at ``point`` with the state's brush; False when there is nothing to paint (no region
+        chosen)."""
         if not self.can_paint():
             return False
+        brush = self.state.brush
         self._stroke = Stroke(
-            self.regions.masks, max(self.selected, 0), self.brush_radius, self.brush_hardness, erase=self.erasing
+            self.regions.masks, max(self.selected, 0), brush.radius, brush.hardness, erase=brush.erasing
         )
         self.stroke_to(point)
         return True
@@ -257,6 +264,10 @@ def _swatch(colour: tuple[int, int, int], keep: bool = False) -> QIcon:
 class RegionsPanel(QWidget):
     """The regions: list, what each gets, the brush; and a hint of what unpainted areas get.
 
+    It shows the editor's regions and the state's brush and selection, and writes them: the region's name, what
+    it gets, its strength and the regions' edge through the editor (each an undoable command); the brush and the
+    region painted into the state. Every value control is made from its ``About``.
+
     Signals:
         loadMaskRequested(): the user asked to load a mask file.
         paintToggled(bool): paint mode on or off.
@@ -265,101 +276,126 @@ class RegionsPanel(QWidget):
     loadMaskRequested = Signal()
     paintToggled = Signal(bool)
 
-    def __init__(self, editor: RegionEditor, style_names: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, editor: RegionEditor, state: WindowState, style_names: Callable[[], Sequence[str]]) -> None:
         super().__init__()
-        self.editor = editor
+        self.editor, self.state = editor, state
         self._style_names = style_names
         self._updating = False
         layout = QVBoxLayout(self)
+        layout.addWidget(self._region_list())
+        layout.addLayout(self._list_buttons())
+        form = QFormLayout()
+        self._region_form(form)
+        form.addRow(self._tools())
+        self._brush_form(form)
+        layout.addLayout(form)
+        self.hint = QLabel("Unpainted areas get the global style (the blend under Styles).")
+        self.hint.setWordWrap(True)
+        layout.addWidget(self.hint)
+        layout.addLayout(self._map_row())
+        layout.addStretch(1)
+        self._connect_buttons()
+        self._connect_region_form()
+        self._bind_brush()
+        editor.changed.connect(self.refresh)
+        state.region_selected.connect(self._selected)
+        self.refresh()
 
+    # -- building ----------------------------------------------------------------------------
+
+    def _region_list(self) -> QListWidget:
         self.list = QListWidget()
         self.list.setToolTip(
             "Regions: each gets a style (or a blend), or keeps the photo. Unpainted areas get the global style"
         )
         self.list.setMaximumHeight(130)
-        layout.addWidget(self.list)
-        buttons = QHBoxLayout()
+        return self.list
+
+    def _list_buttons(self) -> QHBoxLayout:
         self.add_button = QPushButton("Add")
         self.add_button.setToolTip("A new region to paint (Ctrl+Shift+N)")
         self.remove_button = QPushButton("Remove")
         self.load_button = QPushButton("Load mask…")
         self.load_button.setToolTip("A colour-coded PNG (a region per colour) or a greyscale one (one region)")
-        for button in (self.add_button, self.remove_button, self.load_button):
-            buttons.addWidget(button)
-        layout.addLayout(buttons)
+        return _in_a_row(self.add_button, self.remove_button, self.load_button)
 
-        form = QFormLayout()
+    def _region_form(self, form: QFormLayout) -> None:
+        """What the selected region is called, gets and how strongly."""
         self.name = QLineEdit()
         self.gets = QComboBox()
         self.gets.setToolTip("What the region gets: one style, all styles blended as under Styles, or the photo kept")
-        self.strength = QDoubleSpinBox()
-        self.strength.setRange(0.0, 5.0)
-        self.strength.setSingleStep(0.1)
-        self.strength.setToolTip("How strongly the style applies in this region (1: as elsewhere)")
+        self._strength = control_for("strength", STRENGTH, "float")
+        self.strength = self._strength.widget
         form.addRow("Name", self.name)
         form.addRow("Gets", self.gets)
-        form.addRow("Strength", self.strength)
+        form.addRow(STRENGTH.label, self.strength)
 
+    def _tools(self) -> QHBoxLayout:
         self.paint_button = QPushButton("Paint")
         self.paint_button.setCheckable(True)
         self.paint_button.setToolTip("Paint the selected region on the picture (P); right-drag pans")
-        self.erase_button = QPushButton("Eraser")
+        self.erase_button = QPushButton(described(Brush)["erasing"].label)
         self.erase_button.setCheckable(True)
-        self.erase_button.setToolTip("Take paint away from every region (E)")
+        self.erase_button.setToolTip(described(Brush)["erasing"].tooltip)
         self.fill_button = QPushButton("Fill rest")
         self.fill_button.setToolTip("The selected region takes every unpainted part of the picture")
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("Unpaint the selected region")
-        tools = QHBoxLayout()
-        for button in (self.paint_button, self.erase_button, self.fill_button, self.clear_button):
-            tools.addWidget(button)
-        form.addRow(tools)
-        self.brush_size = QSlider(Qt.Orientation.Horizontal)
-        self.brush_size.setRange(1, 400)
-        self.brush_size.setValue(int(editor.brush_radius))
-        self.brush_size.setToolTip("Brush radius in pixels of the photo ([ and ] change it)")
-        self.softness = QSlider(Qt.Orientation.Horizontal)
-        self.softness.setRange(0, 100)
-        self.softness.setValue(round((1 - editor.brush_hardness) * 100))
-        self.softness.setToolTip("Soft edge: the share of the brush that fades out")
-        self.feather = QSlider(Qt.Orientation.Horizontal)
-        self.feather.setRange(0, 50)
-        self.feather.setValue(round(DEFAULT_FEATHER * 1000))
-        self.feather.setToolTip("Edge softness between regions, as a share of the picture (no seam where they meet)")
-        form.addRow("Brush size", self.brush_size)
-        form.addRow("Soft edge", self.softness)
-        form.addRow("Blend edges", self.feather)
-        layout.addLayout(form)
-        self.hint = QLabel("Unpainted areas get the global style (the blend under Styles).")
-        self.hint.setWordWrap(True)
-        layout.addWidget(self.hint)
-        map_row = QFormLayout()
+        return _in_a_row(self.paint_button, self.erase_button, self.fill_button, self.clear_button)
+
+    def _brush_form(self, form: QFormLayout) -> None:
+        """The brush's size and soft edge (the state's), and the regions' edge (the editor's, undoable)."""
+        about = described(Brush)
+        self.brush_fields = {name: slider_for(name, about[name], annotation)
+                             for name, annotation in (("radius", "int"), ("softness", "float"))}  # fmt: skip
+        self.brush_size = self.brush_fields["radius"].widget
+        self.softness = self.brush_fields["softness"].widget
+        self._feather = slider_for("feather", FEATHER, "float")
+        self.feather = self._feather.widget
+        # One undoable change when the slider is let go (or stepped by the keys), not one per pixel dragged.
+        cast(QSlider, self.feather).setTracking(False)
+        for control in (*self.brush_fields.values(), self._feather):
+            form.addRow(control.about.label, control.widget)
+
+    def _map_row(self) -> QFormLayout:
         self.map_layer = QComboBox()
         self.map_layer.setToolTip(
             "Style map (M): where the picture is still furthest from the style at this layer, "
             "drawn over the preview while a run goes on. Raise this layer's weight or paint there"
         )
-        map_row.addRow("Style map layer", self.map_layer)
-        layout.addLayout(map_row)
-        layout.addStretch(1)
+        row = QFormLayout()
+        row.addRow("Style map layer", self.map_layer)
+        return row
 
+    # -- wiring ------------------------------------------------------------------------------
+
+    def _connect_buttons(self) -> None:
         self.add_button.clicked.connect(self._add)
         self.remove_button.clicked.connect(lambda: self.editor.remove_region(self.editor.selected))
         self.load_button.clicked.connect(self.loadMaskRequested)
+        self.paint_button.toggled.connect(self._paint_toggled)
+        self.erase_button.toggled.connect(lambda on: self.state.set_brush("erasing", on))
+        self.fill_button.clicked.connect(lambda: self.editor.fill(self.editor.selected))
+        self.clear_button.clicked.connect(lambda: self.editor.clear(self.editor.selected))
+
+    def _connect_region_form(self) -> None:
         self.list.currentRowChanged.connect(self._row_changed)
         self.name.editingFinished.connect(self._edited)
         self.gets.activated.connect(lambda _: self._edited())
-        self.strength.valueChanged.connect(lambda _: self._edited())
-        self.paint_button.toggled.connect(self._paint_toggled)
-        self.erase_button.toggled.connect(self._erase_toggled)
-        self.fill_button.clicked.connect(lambda: self.editor.fill(self.editor.selected))
-        self.clear_button.clicked.connect(lambda: self.editor.clear(self.editor.selected))
-        self.brush_size.valueChanged.connect(lambda v: setattr(self.editor, "brush_radius", float(v)))
-        self.softness.valueChanged.connect(lambda v: setattr(self.editor, "brush_hardness", 1 - v / 100))
-        self.feather.sliderReleased.connect(lambda: self.editor.set_feather(self.feather.value() / 1000))
-        editor.changed.connect(self.refresh)
-        editor.selectionChanged.connect(self._selected)
-        self.refresh()
+        for signal in self._strength.changes:
+            signal.connect(lambda *_: self._edited())
+        for signal in self._feather.changes:
+            signal.connect(lambda *_: self._feather_moved())
+
+    def _bind_brush(self) -> None:
+        """The brush's sliders write the state's brush and show it; the eraser's button follows it too."""
+        binding = FormBinding(self.brush_fields, self.state.set_brush)
+        brush = self.state.brush
+        for name in self.brush_fields:
+            binding.show(name, getattr(brush, name))
+        self.state.brush_changed.connect(binding.show)
+        self.state.brush_changed.connect(lambda name, on: self._erasing(on) if name == "erasing" else None)
+        self._erasing(brush.erasing)
 
     def _add(self) -> None:
         self.editor.add_region()
@@ -367,13 +403,20 @@ class RegionsPanel(QWidget):
 
     def _paint_toggled(self, on: bool) -> None:
         if not on:
-            self.erase_button.setChecked(False)
+            self.state.set_brush("erasing", False)
         self.paintToggled.emit(on)
 
-    def _erase_toggled(self, on: bool) -> None:
-        self.editor.erasing = on
+    def _erasing(self, on: bool) -> None:
+        """The state's eraser turned on or off: its button says so, and painting is on while it erases."""
+        self.erase_button.setChecked(on)
         if on:
             self.paint_button.setChecked(True)
+
+    def _feather_moved(self) -> None:
+        if not self._updating:
+            self.editor.set_feather(self._feather.read())
+
+    # -- showing -----------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Show the editor's regions."""
@@ -391,7 +434,7 @@ class RegionsPanel(QWidget):
             if len(names) > 1:
                 self.gets.addItem("All styles, blended", ALL_STYLES)
             self.gets.addItem("Keep the photo", KEEP)
-            self.feather.setValue(round(self.editor.regions.feather * 1000))
+            self._feather.show(self.editor.regions.feather)
             self._show_selected()
         finally:
             self._updating = False
@@ -418,7 +461,7 @@ class RegionsPanel(QWidget):
         region = self.editor.regions.regions[index]
         self.name.setText(region.name)
         self.gets.setCurrentIndex(self.gets.findData(_gets_of(region)))
-        self.strength.setValue(region.strength)
+        self._strength.show(region.strength)
         self.strength.setEnabled(not region.keep)
         self._updating = was
 
@@ -437,8 +480,15 @@ class RegionsPanel(QWidget):
         else:
             blend = tuple(1.0 if n == gets else 0.0 for n in range(count))
         name = self.name.text().strip() or region.name
-        changed = Region(name, region.colour, keep, blend, self.strength.value())
+        changed = Region(name, region.colour, keep, blend, self._strength.read())
         self.editor.change_region(index, changed, f"Change {name}")
+
+
+def _in_a_row(*buttons: QPushButton) -> QHBoxLayout:
+    row = QHBoxLayout()
+    for button in buttons:
+        row.addWidget(button)
+    return row
 
 
 def _gets_of(region: Region) -> object:

@@ -63,7 +63,7 @@ class RegionsWiring:
         panel.erase_button.toggled.connect(a.eraser.setChecked)
         panel.paintToggled.connect(self.paint_mode)
         panel.loadMaskRequested.connect(self.load_mask_dialog)
-        panel.brush_size.valueChanged.connect(lambda _: self.show_brush())
+        self.state.brush_changed.connect(lambda name, _: self.show_brush() if name == "radius" else None)
         self.view.strokeStarted.connect(self.stroke_started)
         self.view.strokeMoved.connect(editor.stroke_to)
         self.view.strokeEnded.connect(editor.end_stroke)
@@ -129,11 +129,10 @@ class RegionsWiring:
 
     def show_brush(self) -> None:
         width = self.regions.size[0]
-        self.view.set_brush(self.regions.brush_radius / max(width, 1))
+        self.view.set_brush(self.state.brush.radius / max(width, 1))
 
     def resize_brush(self, factor: float) -> None:
-        slider = self.panel.brush_size
-        slider.setValue(max(1, round(slider.value() * factor + (1 if factor > 1 else -1) * 0.5)))
+        self.state.set_brush("radius", self.state.brush.resized(factor))
 
     def stroke_started(self, point: object) -> None:
         if not self.regions.begin_stroke(point):  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.about import About, described
-from .widgets import SPIN_MAX, LogSlider, bounded
+from .widgets import SPIN_MAX, LogSlider, bounded, slider_position, slider_value, stepped_slider
 
 #: A choice's box is this many characters wide at least, whatever its longest choice (the list shows them whole):
 #: the settings column stays narrow, and the picture wide.
@@ -125,6 +125,22 @@ def control_for(name: str, about: About, annotation: str) -> FieldControl:
         raise ValueError(f"{name}: no control for a field of type {annotation}; give its About a control kind")
     widget.setToolTip(about.tooltip)
     return FieldControl(name, about, widget, read, show, changes, widget)
+
+
+def slider_for(name: str, about: About, annotation: str) -> FieldControl:
+    """A plain slider over the range ``about`` describes, in its steps (a brush's size, a region's edge), where a
+    number beside it would say more than the user needs."""
+    slider = stepped_slider(about)
+    whole = annotation == "int"
+
+    def read() -> float:
+        value = slider_value(slider.value(), about)
+        return int(value) if whole else value
+
+    def show(value: float) -> None:
+        slider.setValue(slider_position(value, about))
+
+    return FieldControl(name, about, slider, read, show, (slider.valueChanged,), slider)
 
 
 def controls_for(kind: type, own: Mapping[str, Callable[[str, About], FieldControl]]) -> dict[str, FieldControl]:

@@ -8,9 +8,10 @@ only when it shapes the plan (``PLANNED``). Nothing rebuilds ``Settings`` from
 the widgets. Loading a whole settings document (a preset, Reset, a restored
 picture) emits each field that changed.
 
-``WindowState`` adds the rest of what the window shows: the photo and the
-styles the user gave, the result in the picture area, the print resolution,
-and whether a picture, a video or an export is under way. What the commands
+``WindowState`` adds the rest of what the window shows and the user edits: the
+photo and the styles the user gave, the result in the picture area, the print
+resolution, the style map's layer, the regions with their brush and the region
+being painted, and whether a picture, a video or an export is under way. What the commands
 may do follows from it alone (``can_start``, ``can_stop``, ``can_export``,
 ``can_render_video``, ``can_play``); it says when that may have changed
 (``commands_changed``), and the window's actions listen.
@@ -20,13 +21,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from psygnal import Signal, SignalInstance
 
-from ..core import Settings, StyleStudioError, VideoOptions, check_image_fits, input_files
+from ..core import About, Settings, StyleStudioError, VideoOptions, check_image_fits, described, input_files
 from ..core import settings as settings_mod
+from ..core.about import about
 
 if TYPE_CHECKING:
     from ..core import Regions
@@ -94,6 +97,46 @@ def regions_for_run(regions: Regions | None, *, painted_only: bool = True) -> Re
     return regions.copy() if regions else None
 
 
+#: A style's blend weight as its row shows it: a share of the largest weight (the settings keep the weights).
+BLEND_SHARE: Final = About(
+    "a style's blend weight, as a share of the largest", low=0, high=1, step=0.01,
+    tip="Blend: how much of this style goes into the picture, relative to the other styles",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Brush:
+    """How the regions are painted: the window's, not the picture's (a stroke's result is in the masks)."""
+
+    radius: int = dataclasses.field(default=20, metadata=about(
+        "the brush's radius in pixels of the photo", low=1, high=400, unit="pixels", label="Brush size",
+        tip="Brush radius in pixels of the photo ([ and ] change it)"))  # fmt: skip
+    softness: float = dataclasses.field(default=0.5, metadata=about(
+        "the share of the brush's radius that fades out", low=0, high=1, step=0.01, label="Soft edge",
+        tip="Soft edge: the share of the brush that fades out"))  # fmt: skip
+    erasing: bool = dataclasses.field(default=False, metadata=about(
+        "take paint away from every region rather than paint the one selected", label="Eraser",
+        tip="Take paint away from every region (E)"))  # fmt: skip
+
+    @property
+    def hardness(self) -> float:
+        """The share of the radius painted at full coverage (``Stroke``'s hardness)."""
+        return 1 - self.softness
+
+    def resized(self, factor: float) -> int:
+        """The radius ``factor`` times this one, a pixel at least further each way, within its range."""
+        return int(within(round(self.radius * factor + (1 if factor > 1 else -1) * 0.5), described(Brush)["radius"]))
+
+
+def within(value: float, described_as: About) -> float:
+    """``value`` brought into the range ``described_as`` says (a bound it lacks does not bound)."""
+    if described_as.low is not None:
+        value = max(value, described_as.low)
+    if described_as.high is not None:
+        value = min(value, described_as.high)
+    return value
+
+
 class RunStatus(enum.Enum):
     """Where a run (a picture's or a video's) stands."""
 
@@ -113,6 +156,9 @@ class WindowState(SettingsState):
         video_changed(str, object): one of the video's options took a new value (its name, the value).
         style_map_changed(object): the layer whose style map lies over the picture (None: none).
         regions_changed(): the painted regions changed (a stroke ended, a region changed, undo, a mask loaded).
+        mask_changed(object): the mask file the regions were loaded from (None: none).
+        brush_changed(str, object): one of the brush's fields took a new value (its name, the value).
+        region_selected(int): the region being painted (-1: none).
         commands_changed(): what can be started, stopped, exported or rendered may differ now.
     """
 
@@ -123,6 +169,9 @@ class WindowState(SettingsState):
     video_changed = Signal(str, object)
     style_map_changed = Signal(object)
     regions_changed = Signal()
+    mask_changed = Signal(object)
+    brush_changed = Signal(str, object)
+    region_selected = Signal(int)
     commands_changed = Signal()
 
     def __init__(self, settings: Settings = settings_mod.DEFAULTS) -> None:
@@ -135,6 +184,8 @@ class WindowState(SettingsState):
         self._video = VideoOptions()
         self._style_map: str | None = None
         self._regions: Regions | None = None
+        self._brush = Brush()
+        self._selected_region = -1
         self._picture_run = RunStatus.IDLE
         self._video_run = RunStatus.IDLE
         self._exporting = False
@@ -210,6 +261,16 @@ class WindowState(SettingsState):
         return regions_for_run(self._regions, painted_only=painted_only)
 
     @property
+    def brush(self) -> Brush:
+        """How the regions are painted: the brush's size and soft edge, and whether it erases."""
+        return self._brush
+
+    @property
+    def selected_region(self) -> int:
+        """The index of the region being painted (-1: none)."""
+        return self._selected_region
+
+    @property
     def picture_run(self) -> RunStatus:
         """The still run under way (the user's or the queue's)."""
         return self._picture_run
@@ -274,7 +335,9 @@ class WindowState(SettingsState):
 
     def set_mask(self, mask: Path | None) -> None:
         """The regions were loaded from ``mask`` (None: they are gone, or not from a file)."""
-        self._mask = mask
+        if mask != self._mask:
+            self._mask = mask
+            self.mask_changed.emit(mask)
 
     def show(self, entry: HistoryEntry | None) -> None:
         """Show a result (a finished run's, a history entry) in the picture area; None shows the photo."""
@@ -307,6 +370,18 @@ class WindowState(SettingsState):
         """The regions' editor changed them (it keeps their undo)."""
         self._regions = regions
         self.regions_changed.emit()
+
+    def set_brush(self, name: str, value: Any) -> None:
+        """Take a new value of one of the brush's fields; emits only when it changed."""
+        before, self._brush = self._brush, _with_field(self._brush, name, value)
+        if self._brush is not before:
+            self.brush_changed.emit(name, value)
+
+    def select_region(self, index: int) -> None:
+        """Paint region ``index`` (-1: none); the regions' editor says which exist."""
+        if index != self._selected_region:
+            self._selected_region = index
+            self.region_selected.emit(index)
 
     def set_picture_run(self, status: RunStatus) -> None:
         self._put("_picture_run", status)

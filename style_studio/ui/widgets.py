@@ -1,4 +1,4 @@
-"""Small widgets: weight sliders and image drop zones."""
+"""Small widgets: weight sliders, sliders made from a value's description, and image drop zones."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from superqt import QElidingLabel
 from ..core import About, ImageLoadError
 from .pictures import InputImage
 from .qt_images import can_accept, images_from_mime, pil_to_qimage
+from .state import BLEND_SHARE
 
 _STEPS = 1000
 
@@ -275,10 +276,8 @@ class StyleRow(QWidget):
         name.setToolTip(str(item.path) if item.path else item.name)
         size = QLabel(item.size_text)
         size.setEnabled(False)  # drawn quieter than the name
-        self.blend = QSlider(Qt.Orientation.Horizontal)
-        self.blend.setRange(0, 100)
-        self.blend.setValue(round(blend * 100))
-        self.blend.setToolTip("Blend: how much of this style goes into the picture, relative to the other styles")
+        self.blend = stepped_slider(BLEND_SHARE)
+        self.blend.setValue(slider_position(blend, BLEND_SHARE))
         self.blend.setAccessibleName(f"Blend weight of {item.name}")
         self.blend_label = QLabel()
         self.blend_label.setMinimumWidth(34)
@@ -306,11 +305,11 @@ class StyleRow(QWidget):
         wheel_scrolls_the_panel(self)
 
     def blend_weight(self) -> float:
-        return self.blend.value() / 100
+        return slider_value(self.blend.value(), BLEND_SHARE)
 
     def set_blend_weight(self, weight: float) -> None:
         """Show ``weight`` (0 to 1) on the slider; emits ``blendChanged`` when it moves."""
-        self.blend.setValue(round(weight * 100))
+        self.blend.setValue(slider_position(weight, BLEND_SHARE))
 
     def _show_blend(self) -> None:
         self.blend_label.setText(f"{self.blend_weight():.2f}")
@@ -476,6 +475,36 @@ def bounded(spin: QSpinBox | QDoubleSpinBox, about: About, scale: float = 1.0) -
     if about.zero is not None:
         spin.setSpecialValueText(about.zero.capitalize() if about.zero != "automatic" else "Auto")
     spin.setToolTip(about.tooltip)
+
+
+def stepped_slider(about: About) -> QSlider:
+    """A slider over the range ``about`` describes, a position a step (``about.step``): a share from 0 to 1 in
+    steps of 0.01 is positions 0 to 100; its tooltip is ``about``'s.
+
+    Raises:
+        ValueError: ``about`` gives no upper bound (a slider has two ends).
+    """
+    if about.high is None:
+        raise ValueError(f"a slider needs a range: {about.help!r} has no upper bound")
+    slider = QSlider(Qt.Orientation.Horizontal)
+    slider.setRange(slider_position(about.low or 0.0, about), slider_position(about.high, about))
+    slider.setToolTip(about.tooltip)
+    return slider
+
+
+def slider_position(value: float, about: About) -> int:
+    """Where ``value`` stands on a ``stepped_slider`` of ``about``."""
+    return round(value * _per_unit(about)) if about.step < 1 else round(value / about.step)
+
+
+def slider_value(position: int, about: About) -> float:
+    """The value a ``stepped_slider`` of ``about`` at ``position`` shows."""
+    # A step under 1 divides (25 / 100 is 0.25; 25 * 0.01 is 0.25000000000000006).
+    return position / _per_unit(about) if about.step < 1 else position * about.step
+
+
+def _per_unit(about: About) -> int:
+    return round(1 / about.step)
 
 
 class _WheelScrollsThePanel(QObject):

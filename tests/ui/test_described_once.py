@@ -8,21 +8,34 @@ import argparse
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QSpinBox
 
 from style_studio.cli.parser import build_parser
-from style_studio.core import MAX_DPI, PRINT_DPI, Settings, VideoOptions
+from style_studio.core import (
+    FEATHER,
+    MAX_DPI,
+    PRINT_DPI,
+    STRENGTH,
+    Region,
+    RegionError,
+    Regions,
+    Settings,
+    VideoOptions,
+)
 from style_studio.core import settings as settings_mod
 from style_studio.core.about import About, _number_kind, described
 from style_studio.core.about import about as described_as
 from style_studio.core.jobs.batch import VIDEO_KEYS, BatchError, jobs_from_file
 from style_studio.ui.controls import ControlsPanel
 from style_studio.ui.inputs_panel import VideoOptionsBox
+from style_studio.ui.pictures import InputImage
+from style_studio.ui.regions_panel import RegionEditor, RegionsPanel
 from style_studio.ui.settings_form import in_form
-from style_studio.ui.state import WindowState
-from style_studio.ui.widgets import LogSlider
+from style_studio.ui.state import BLEND_SHARE, Brush, WindowState
+from style_studio.ui.widgets import LogSlider, StyleRow
 
 
 def options_of(command: str) -> dict[str, argparse.Action]:
@@ -74,6 +87,27 @@ def test_the_windows_controls_take_their_kind_range_and_tooltip_from_the_descrip
             assert isinstance(widget, LogSlider), name
     assert panel.print_dpi.maximum() == MAX_DPI == PRINT_DPI.high  # what a batch's --dpi accepts, not 2400
     assert panel.print_dpi.toolTip() == PRINT_DPI.tooltip and panel.print_dpi.specialValueText() == "Photo's own"
+
+
+def test_the_regions_and_blend_controls_take_their_range_from_the_description_the_core_checks(qtbot) -> None:
+    """A region's strength and the regions' edge are checked by the core and shown by the window from one
+    description; the brush's and a style's blend share are the window's model's."""
+    state = WindowState(settings_mod.DEFAULTS)
+    panel = RegionsPanel(RegionEditor(state), state, lambda: ["style"])
+    qtbot.addWidget(panel)
+    assert (panel.strength.minimum(), panel.strength.maximum()) == (STRENGTH.low, STRENGTH.high)
+    assert panel.strength.toolTip() == STRENGTH.tooltip
+    assert panel.feather.maximum() == round((FEATHER.high or 0) / FEATHER.step)  # in steps of 0.001
+    brush = described(Brush)
+    assert (panel.brush_size.minimum(), panel.brush_size.maximum()) == (brush["radius"].low, brush["radius"].high)
+    assert panel.softness.maximum() == round((brush["softness"].high or 0) / brush["softness"].step)
+    with pytest.raises(RegionError, match="strength must be from 0 to 10"):
+        sky = Region("sky", (255, 0, 0), strength=(STRENGTH.high or 0) + 0.5)
+        Regions((sky,), np.full((1, 4, 4), 255, np.uint8)).check(1)
+    row = StyleRow(InputImage(Image.new("RGB", (8, 8)), "style.png"))
+    qtbot.addWidget(row)
+    assert row.blend.maximum() == round((BLEND_SHARE.high or 0) / BLEND_SHARE.step) and row.blend_weight() == 1.0
+    assert row.blend.toolTip() == BLEND_SHARE.tooltip
 
 
 def test_the_seed_takes_every_value_its_description_allows(qtbot) -> None:

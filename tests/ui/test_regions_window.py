@@ -48,7 +48,7 @@ def test_painting_a_region_with_the_mouse_then_undo_and_redo(qtbot, window):
     # The eraser (E) takes the paint away; undo brings it back.
     assert window.commands.eraser.shortcut() == QKeySequence("E")
     window.commands.eraser.trigger()
-    assert window.regions.erasing and window.regions_panel.erase_button.isChecked()
+    assert window.state.brush.erasing and window.regions_panel.erase_button.isChecked()
     drag(qtbot, window.view, QPointF(0.2, 0.5), QPointF(0.8, 0.5))
     assert window.regions.regions.masks[0, 150, 225] == 0
     window.commands.undo.trigger()
@@ -57,10 +57,10 @@ def test_painting_a_region_with_the_mouse_then_undo_and_redo(qtbot, window):
 
 def test_the_brush_keys_and_what_a_region_gets(qtbot, window):
     window.painting.add_region()
-    size = window.regions_panel.brush_size.value()
+    size = window.state.brush.radius
     assert window.commands.brush_larger.shortcut() == QKeySequence("]")
     window.commands.brush_larger.trigger()
-    assert window.regions_panel.brush_size.value() > size and window.regions.brush_radius > size
+    assert window.state.brush.radius > size and window.regions_panel.brush_size.value() == window.state.brush.radius
     panel = window.regions_panel
     panel.gets.setCurrentIndex(panel.gets.findData(KEEP))
     panel.gets.activated.emit(panel.gets.currentIndex())
@@ -79,7 +79,7 @@ def paint_two_regions(window) -> None:
     masks = editor.regions.masks
     masks[0, :, 225:] = 0
     editor.add_region()
-    editor.brush_radius = 30
+    window.state.set_brush("radius", 30)
     editor.begin_stroke(QPointF(0.75, 0.5))
     editor.end_stroke()
     panel = window.regions_panel

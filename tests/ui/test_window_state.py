@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from PIL import Image
 
+from style_studio.core import described
 from style_studio.ui.pictures import ClipFrameRef, HistoryEntry, InputImage
-from style_studio.ui.state import RunStatus, WindowState
+from style_studio.ui.state import Brush, RunStatus, WindowState
 from tests.ui.conftest import FAST
 
 PHOTO = InputImage(Image.new("RGB", (64, 48), "gray"), "photo.png")
@@ -140,3 +142,59 @@ def test_the_regions_a_run_takes_are_the_states_painted_ones_copied() -> None:
     masks[0, :, :] = 0  # painting on goes on in the editor's masks: the run's copy stays
     assert taken.masks[0].max() == 255
     assert [r.name for r in state.regions_for_run(painted_only=False).regions] == ["sky", "sea"]
+
+
+def test_the_brush_the_eraser_and_the_region_painted_are_the_states_each_with_its_event() -> None:
+    """What the user edits to paint lives in the model: each field says it changed, once, by name."""
+    state = WindowState(FAST)
+    heard: list[tuple[str, object]] = []
+    state.brush_changed.connect(lambda name, value: heard.append((name, value)))
+    state.region_selected.connect(lambda index: heard.append(("selected", index)))
+    state.mask_changed.connect(lambda mask: heard.append(("mask", mask)))
+    state.set_brush("radius", 30)
+    state.set_brush("radius", 30)  # the same again says nothing
+    state.set_brush("softness", 0.2)
+    state.set_brush("erasing", True)
+    state.select_region(1)
+    state.set_mask(Path("mask.png"))
+    state.set_mask(None)
+    assert heard == [("radius", 30), ("softness", 0.2), ("erasing", True), ("selected", 1),
+                     ("mask", Path("mask.png")), ("mask", None)]  # fmt: skip
+    assert state.brush == Brush(radius=30, softness=0.2, erasing=True) and state.brush.hardness == 0.8
+    assert state.selected_region == 1
+
+
+def test_the_brush_grows_and_shrinks_within_its_described_range() -> None:
+    about = described(Brush)["radius"]
+    assert Brush(radius=20).resized(1.25) == 26 and Brush(radius=20).resized(0.8) == 16
+    assert Brush(radius=int(about.high or 0)).resized(1.25) == about.high
+    assert Brush(radius=1).resized(0.8) == about.low
+
+
+def test_the_regions_panel_writes_the_states_brush_and_selection_and_shows_them(qtbot) -> None:
+    """The panel and the editor read and write the model; undo stays the editor's."""
+    from style_studio.ui.regions_panel import RegionEditor, RegionsPanel
+
+    state = WindowState(FAST)
+    editor = RegionEditor(state)
+    panel = RegionsPanel(editor, state, lambda: ["style"])
+    qtbot.addWidget(panel)
+    editor.set_photo(64, 48)
+    panel.brush_size.setValue(40)
+    panel.softness.setValue(25)
+    assert state.brush.radius == 40 and state.brush.softness == 0.25
+    state.set_brush("radius", 12)
+    assert panel.brush_size.value() == 12
+    panel.erase_button.setChecked(True)
+    assert state.brush.erasing and panel.paint_button.isChecked()
+    panel.paint_button.setChecked(False)  # done painting: the eraser is put down too
+    assert not state.brush.erasing and not panel.erase_button.isChecked()
+    panel.add_button.click()
+    panel.add_button.click()
+    assert state.selected_region == 1 and panel.list.currentRow() == 1
+    panel.list.setCurrentRow(0)
+    assert state.selected_region == 0
+    state.select_region(1)
+    assert panel.list.currentRow() == 1
+    editor.undo_stack.undo()  # the second region goes: the selection follows the regions there are
+    assert state.selected_region == 0 and panel.list.currentRow() == 0
