@@ -310,6 +310,17 @@ class MainWindow(QMainWindow):
         self.move(screen.x() + (screen.width() - width) // 2, screen.y() + (screen.height() - height) // 2)
 
     def _connect(self) -> None:
+        """Wire the parts to one another: the commands, the state, the controls, the runs, the history."""
+        self._connect_commands()
+        self._connect_state()
+        self._connect_controls()
+        self._connect_runs()
+        self._connect_history()
+        self._connect_messages()
+        self.painting.connect()
+
+    def _connect_commands(self) -> None:
+        """Each command (menu, toolbar, shortcut) to what it does."""
         a = self.commands
         for action, slot in (
             (a.open, self.inputs.open_content),
@@ -344,32 +355,47 @@ class MainWindow(QMainWindow):
             (a.about, self.about),
         ):
             action.triggered.connect(slot)
-        self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
+        a.timelapse.setChecked(self.store.timelapse_folder() is not None)
+        a.timelapse.toggled.connect(lambda on: a.timelapse.setChecked(self.files.choose_timelapse_folder(on)))
+
+    def _connect_state(self) -> None:
+        """The state's changes to the views that show them, and the live settings to the run under way."""
         self.state.photo_changed.connect(self._content_changed)
         self.state.photo_changed.connect(self.video.show_result)
         self.state.styles_changed.connect(lambda _: self._inputs_changed())
         self.state.shown_changed.connect(self._shown_changed)
         self.state.commands_changed.connect(self._show_commands)
-        self.inputs.error.connect(self.show_error)
-        self.run_bar.startRequested.connect(self.runs.start)
-        self.run_bar.stopRequested.connect(self.runs.stop)
-        self.run_bar.stopRequested.connect(self.video.stop)
         self.state.setting_changed.connect(self._setting_changed)
         # An error stays until the user's next action; connected first, so that one the action causes stays.
         self.state.setting_changed.connect(lambda *_: self.banner.clear_error())
         self.controller.follow(self.state, USER, self.show_error)
+
+    def _connect_controls(self) -> None:
+        """The settings panel's buttons and what it remembers opened."""
         self.controls.chooseWeightsFile.connect(self.files.choose_weights_file)
         self.controls.resetRequested.connect(self.reset_settings)
         self.controls.savePresetRequested.connect(self.files.save_preset_dialog)
         self.controls.loadPresetRequested.connect(self.files.load_preset_dialog)
         self.controls.showAllLayersToggled.connect(self.store.save_show_all_layers)
         self.controls.showMoreToggled.connect(self.store.save_show_more_settings)
+
+    def _connect_runs(self) -> None:
+        """The run bar's buttons, and a run's reports to the user's runs."""
+        self.run_bar.startRequested.connect(self.runs.start)
+        self.run_bar.stopRequested.connect(self.runs.stop)
+        self.run_bar.stopRequested.connect(self.video.stop)
         self.controller.planned.connect(self.runs.on_planned)
         self.controller.progressed.connect(self.runs.on_progress)
         self.controller.preview.connect(self.runs.on_preview)
         self.controller.finished.connect(self.runs.on_finished)
         self.controller.status_changed.connect(self.state.set_picture_run)
         self.controller.started.connect(lambda _: self.video.player.pause())  # the run's previews take the picture
+        if self.instant is not None:
+            self.instant.shown.connect(lambda _: self.run_bar.show_text(INSTANT_LOOK_NOTE))
+            self.instant.unavailable.connect(self.show_info)
+
+    def _connect_history(self) -> None:
+        """The history's entries: shown, compared, restored, exported, removed."""
         self.history.entrySelected.connect(self.state.show)
         self.history.compareRequested.connect(self.compare_entry)
         self.history.restoreRequested.connect(
@@ -377,18 +403,15 @@ class MainWindow(QMainWindow):
         )
         self.history.exportRequested.connect(lambda e: self.files.export_dialog(entry=e))
         self.history.removeRequested.connect(self.kept.remove)
-        self.commands.timelapse.setChecked(self.store.timelapse_folder() is not None)
-        self.commands.timelapse.toggled.connect(
-            lambda on: self.commands.timelapse.setChecked(self.files.choose_timelapse_folder(on))
-        )
-        if self.instant is not None:
-            self.instant.shown.connect(lambda _: self.run_bar.show_text(INSTANT_LOOK_NOTE))
-            self.instant.unavailable.connect(self.show_info)
+
+    def _connect_messages(self) -> None:
+        """What the parts tell the user, and the zoom in the status bar."""
+        self.view.zoomChanged.connect(lambda zoom: self.zoom_label.setText(f"{zoom * 100:.0f} %"))
+        self.inputs.error.connect(self.show_error)
         self.history.failed.connect(self.show_error)
         self.documents.info.connect(self.show_info)
         self.documents.error.connect(self.show_error)
         self.documents.exportFinished.connect(self.files.exported)
-        self.painting.connect()
         self.queue.message.connect(self.show_info)
         self.queue.error.connect(self.show_error)
 
