@@ -121,19 +121,9 @@ class ControlsPanel(QWidget):
         if show_all_layers:
             self.more_layers.expand(animate=False)
         layout.addWidget(self.more)
-        buttons = QHBoxLayout()
-        self.reset_button = QPushButton("Reset")
-        self.reset_button.setToolTip("Restore every setting to its default")
-        self.save_preset_button = QPushButton("Save preset…")
-        self.load_preset_button = QPushButton("Load preset…")
-        for b in (self.reset_button, self.save_preset_button, self.load_preset_button):
-            buttons.addWidget(b)
-        self.reset_button.clicked.connect(self.resetRequested)
-        self.save_preset_button.clicked.connect(self.savePresetRequested)
-        self.load_preset_button.clicked.connect(self.loadPresetRequested)
         self.more_layers.toggled.connect(lambda: self.showAllLayersToggled.emit(self.more_layers.isExpanded()))
         self.more.toggled.connect(lambda: self.showMoreToggled.emit(self.more.isExpanded()))
-        layout.addLayout(buttons)
+        layout.addLayout(self._document_buttons())
         layout.addStretch(1)
         wheel_scrolls_the_panel(self)
         self._binding = FormBinding(self.fields, self.state.set)
@@ -158,6 +148,20 @@ class ControlsPanel(QWidget):
         for label, widget in after:
             form.addRow(label, widget)
         return group
+
+    def _document_buttons(self) -> QHBoxLayout:
+        """Reset, Save preset… and Load preset…: the settings as a whole."""
+        buttons = QHBoxLayout()
+        self.reset_button = QPushButton("Reset")
+        self.reset_button.setToolTip("Restore every setting to its default")
+        self.save_preset_button = QPushButton("Save preset…")
+        self.load_preset_button = QPushButton("Load preset…")
+        for b in (self.reset_button, self.save_preset_button, self.load_preset_button):
+            buttons.addWidget(b)
+        self.reset_button.clicked.connect(self.resetRequested)
+        self.save_preset_button.clicked.connect(self.savePresetRequested)
+        self.load_preset_button.clicked.connect(self.loadPresetRequested)
+        return buttons
 
     def _layers_control(self, name: str, about: About) -> FieldControl:
         """A slider per layer: the primary ones, and every VGG19 layer under "All layers"."""

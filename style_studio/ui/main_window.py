@@ -120,6 +120,31 @@ class MainWindow(QMainWindow):
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
+        self._make_parts()
+        self.instant = InstantPreview(self.state, self) if instant_look else None
+        self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
+        for action in self.findChildren(QAction):  # before the commands' own slots: an error they cause stays
+            action.triggered.connect(self.banner.clear_error)
+        self._connect()
+        self._restore_layout()
+        self._save_timer = QTimer(self)
+        self._save_timer.setSingleShot(True)
+        self._save_timer.setInterval(400)
+        self._save_timer.timeout.connect(self._persist)
+        self.state.video_changed.connect(lambda *_: self._save_timer.start())
+        self.state.print_dpi_changed.connect(lambda _: self._save_timer.start())
+        if load_defaults:
+            given = content is not None or bool(styles)
+            self.inputs.load_initial(
+                content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
+            )
+        self._show_commands()
+        self.unfinished.offer(self.kept.notices)
+
+    # -- construction ----------------------------------------------------------------
+
+    def _make_parts(self) -> None:
+        """The parts that do the window's work, each handed the objects and callbacks it needs by name."""
         self.painting = RegionsWiring(
             regions=self.regions, panel=self.regions_panel, dock=self.regions_dock, actions=self.commands,
             view=self.view, state=self.state, controller=self.controller,
@@ -156,31 +181,14 @@ class MainWindow(QMainWindow):
             follow_frame=self.inputs.follow_frame, rest_on_frame=self.inputs.show_frame, keep=self.kept.add,
             parent=self,
         )  # fmt: skip
-        self.instant = InstantPreview(self.state, self) if instant_look else None
-        self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
-        for action in self.findChildren(QAction):  # before the commands' own slots: an error they cause stays
-            action.triggered.connect(self.banner.clear_error)
-        self._connect()
+
+    def _restore_layout(self) -> None:
+        """The window's size and docks as the last session left them, else the default ones."""
         geometry, docks = self.store.geometry()
         if geometry is None or not self.restoreGeometry(geometry):
             self._fit_to_screen()
         if docks is None or not self.restoreState(docks, LAYOUT_VERSION):  # another version's: the default
             self.reset_layout()
-        self._save_timer = QTimer(self)
-        self._save_timer.setSingleShot(True)
-        self._save_timer.setInterval(400)
-        self._save_timer.timeout.connect(self._persist)
-        self.state.video_changed.connect(lambda *_: self._save_timer.start())
-        self.state.print_dpi_changed.connect(lambda _: self._save_timer.start())
-        if load_defaults:
-            given = content is not None or bool(styles)
-            self.inputs.load_initial(
-                content or self.store.content_path(), list(styles) or self.store.style_paths(), given=given
-            )
-        self._show_commands()
-        self.unfinished.offer(self.kept.notices)
-
-    # -- construction ----------------------------------------------------------------
 
     def _stored_state(self) -> WindowState:
         """The window's state as the last session left it: the settings, the video's options, the print dpi."""
@@ -194,6 +202,30 @@ class MainWindow(QMainWindow):
 
     def _build_ui(self) -> None:
         self.inputs = InputsPanel(self.state)
+        middle, right = self._picture_area(), self._settings_column()
+
+        # The picture first: the centre is the picture and the settings; the photo, the styles, the history and
+        # the loss curves share the left column; regions and the queue open beside the settings when used.
+        splitter = QSplitter()
+        splitter.setChildrenCollapsible(False)
+        for part in (middle, right):
+            splitter.addWidget(part)
+        splitter.setStretchFactor(0, 1)
+        splitter.setSizes([1000, right.minimumWidth()])
+        self.setCentralWidget(splitter)
+
+        self._build_docks()
+
+        self.weights_label = QLabel()
+        self.device_label = QLabel()
+        self.zoom_label = QLabel()
+        self.zoom_label.setToolTip("Preview zoom: wheel to zoom, Ctrl+0 to fit, Ctrl+1 for 100 %")
+        for label in (self.zoom_label, self.device_label, self.weights_label):
+            self.statusBar().addPermanentWidget(label)
+        self.setAcceptDrops(True)
+
+    def _picture_area(self) -> QWidget:
+        """The picture, a banner over its top, and the run bar under it."""
         self.view = ImageView()
         self.view.setAcceptDrops(False)
         self.banner = MessageBanner()
@@ -204,7 +236,10 @@ class MainWindow(QMainWindow):
         middle_layout.addWidget(self.view, 1)
         self.banner.overlay(self.view)
         middle_layout.addWidget(self.run_bar)
+        return middle
 
+    def _settings_column(self) -> QScrollArea:
+        """The settings panel on the state, in a column that scrolls down, never sideways."""
         self.controls = ControlsPanel(
             self.state, show_all_layers=self.store.show_all_layers(), show_more=self.store.show_more_settings()
         )
@@ -222,17 +257,10 @@ class MainWindow(QMainWindow):
             self.controls.minimumSizeHint().width() + right.verticalScrollBar().sizeHint().width()
             + 2 * right.frameWidth()
         )  # fmt: skip
+        return right
 
-        # The picture first: the centre is the picture and the settings; the photo, the styles, the history and
-        # the loss curves share the left column; regions and the queue open beside the settings when used.
-        splitter = QSplitter()
-        splitter.setChildrenCollapsible(False)
-        for part in (middle, right):
-            splitter.addWidget(part)
-        splitter.setStretchFactor(0, 1)
-        splitter.setSizes([1000, right.minimumWidth()])
-        self.setCentralWidget(splitter)
-
+    def _build_docks(self) -> None:
+        """The panels beside the picture: the photo and styles, the history, the loss, the regions, the queue."""
         self.inputs_dock = self._dock(
             "Photo and styles", "inputsDock", self.inputs, Qt.DockWidgetArea.LeftDockWidgetArea
         )
@@ -253,14 +281,6 @@ class MainWindow(QMainWindow):
         )
         self.queue_panel = QueuePanel(self.queue)
         self.queue_dock = self._dock("Queue", "queueDock", self.queue_panel, Qt.DockWidgetArea.RightDockWidgetArea)
-
-        self.weights_label = QLabel()
-        self.device_label = QLabel()
-        self.zoom_label = QLabel()
-        self.zoom_label.setToolTip("Preview zoom: wheel to zoom, Ctrl+0 to fit, Ctrl+1 for 100 %")
-        for label in (self.zoom_label, self.device_label, self.weights_label):
-            self.statusBar().addPermanentWidget(label)
-        self.setAcceptDrops(True)
 
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
