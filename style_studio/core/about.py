@@ -57,8 +57,8 @@ class About:
             any other value it is given too.
         step, decimals: a number's step and decimals, as shown.
         percent: a share shown as a percentage (0.5: 50 %).
-        slider: a weight's slider range (a logarithmic slider over it, with the number beside it), where the check's
-            range is open.
+        slider: a weight's slider range, where the check's range is open: a logarithmic slider over it, with the
+            number beside it (the style layers': a linear one, in ``step``s).
         control: a control of its own kind, made by the form's owner ("layers", "layer", "weights"), where the
             field's type and the above do not say it.
     """

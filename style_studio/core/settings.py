@@ -185,7 +185,7 @@ class Settings:
     style_layers: tuple[tuple[str, float], ...] = field(
         default_factory=_default_style_layers,
         metadata=_about("style layers with weights, e.g. relu1_1:1,relu2_1:0.5 (a layer absent or at 0 is not "
-                        "computed)", metavar="L:W,...", low=0, high=MAX_WEIGHT,
+                        "computed)", metavar="L:W,...", low=0, high=MAX_WEIGHT, slider=(0, 5), step=0.05,
                         tip="How strongly this layer's textures are matched. Early layers (relu1_1, relu2_1) carry "
                         "colour and fine grain; deep layers (relu4_1, relu5_1) carry larger strokes and shapes. "
                         "0 turns the layer off. Changes apply to a running optimisation at once.", live=True,

@@ -174,7 +174,7 @@ class ControlsPanel(QWidget):
         self.more_layers.setExpandedIcon("▾")
         self.more_layers.setToolTip("Show a slider for every VGG19 layer")
         for layer in LAYER_NAMES:
-            slider = LayerSlider(layer, 0.0)
+            slider = LayerSlider(layer, 0.0, about)
             self.layer_sliders[layer] = slider
             if layer in PRIMARY_STYLE_LAYERS:
                 column.addWidget(slider)

@@ -119,24 +119,26 @@ class LogSlider(QWidget):
 
 class LayerSlider(QWidget):
     """One style layer's weight, with its name, a patch of the style as much of it as the layer sees
-    (``show_patch``), and its number. The slider moves from 0 to 5 in steps of 0.05; the number shows any weight
-    the setting allows (a preset's 1000 too, the slider then at its end)."""
+    (``show_patch``), and its number. The slider moves over its ``About``'s ``slider`` range in its ``step``s; the
+    number shows any weight the setting allows (a preset's 1000 too, the slider then at its end)."""
 
     #: The patch's side on screen, in pixels.
     PATCH = 22
 
     valueChanged = Signal(str, float)
 
-    def __init__(self, layer: str, value: float, parent: QWidget | None = None) -> None:
+    def __init__(self, layer: str, value: float, about: About, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.layer = layer
+        self._step = about.step
+        self._top = about.slider[1] if about.slider is not None else 5.0
         self.label = QLabel(layer)
         self.label.setMinimumWidth(56)
         self.patch = QLabel()
         self.patch.setFixedSize(self.PATCH, self.PATCH)
         self.patch.setFrameShape(QFrame.Shape.Box)
         self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setRange(0, 100)
+        self.slider.setRange(0, round(self._top / self._step))
         self.number = QLabel()
         self.number.setMinimumWidth(34)
         self.number.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -154,10 +156,10 @@ class LayerSlider(QWidget):
         return self._value
 
     def setValue(self, value: float) -> None:  # noqa: N802 - Qt naming
-        """Show ``value``: the number says it, the slider stands at it or, beyond its 0 to 5, at its end."""
+        """Show ``value``: the number says it, the slider stands at it or, beyond its range, at its end."""
         self._value = value
         blocked = self.slider.blockSignals(True)
-        self.slider.setValue(round(min(max(value, 0.0), self.slider.maximum() / 20) * 20))
+        self.slider.setValue(round(min(max(value, 0.0), self._top) / self._step))
         self.slider.blockSignals(blocked)
         self._show()
 
@@ -174,7 +176,7 @@ class LayerSlider(QWidget):
         self.label.setEnabled(self._value > 0)
 
     def _changed(self, position: int) -> None:
-        self._value = position / 20
+        self._value = round(position * self._step, 6)
         self._show()
         self.valueChanged.emit(self.layer, self._value)
 

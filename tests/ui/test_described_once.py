@@ -83,8 +83,10 @@ def test_the_windows_controls_take_their_kind_range_and_tooltip_from_the_descrip
             assert widget.minimum() == pytest.approx(0 if about.zero is not None else (about.low or 0) * scale), name
         if annotation == "bool":
             assert isinstance(widget, QCheckBox) and widget.text() == about.label, name
-        if about.slider is not None:
+        if about.slider is not None and not about.control:
             assert isinstance(widget, LogSlider), name
+    layer = panel.layer_sliders["relu1_1"]  # a layer's slider: linear over the description's range, in its steps
+    assert layer.slider.maximum() * settings_mod.about("style_layers").step == pytest.approx(5.0)
     assert panel.print_dpi.maximum() == MAX_DPI == PRINT_DPI.high  # what a batch's --dpi accepts, not 2400
     assert panel.print_dpi.toolTip() == PRINT_DPI.tooltip and panel.print_dpi.specialValueText() == "Photo's own"
 
