@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -315,3 +316,77 @@ def test_every_refusal_is_a_style_studio_error(tmp_path: Path, stylized) -> None
     ):
         with pytest.raises(StyleStudioError):
             call()
+
+
+# 6. What a hostile review found --------------------------------------------------------------------------------------
+
+
+def test_a_save_after_changing_folder_never_replaces_the_photo(files: tuple[Path, Path], monkeypatch) -> None:
+    """The inputs were kept as given, relative: after ``%cd sub``, ``save("../photo.png")`` replaced the photo."""
+    photo = files[0]
+    (photo.parent / "sub").mkdir()
+    before = md5(photo)
+    monkeypatch.chdir(photo.parent)
+    by_name = style_studio.stylize("photo.png", "style.jpg", **FAST)
+    with Image.open("photo.png") as opened:
+        by_image = style_studio.stylize(opened, "style.jpg", **FAST)
+    monkeypatch.chdir(photo.parent / "sub")
+    for picture in (by_name, by_image):
+        with pytest.raises(OutputError, match="photo.png"):
+            picture.save("../photo.png")
+    assert md5(photo) == before
+
+
+@pytest.mark.parametrize("name", ["x" * 300 + ".png", "o.png\0x"])
+def test_a_save_to_a_name_the_system_cannot_take_is_refused_in_one_short_line(tmp_path, stylized, name) -> None:
+    with pytest.raises(OutputError) as refused:
+        stylized.save(tmp_path / name if "\0" not in name else name)
+    assert len(str(refused.value)) <= 400
+
+
+def test_a_photo_that_is_a_pipe_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe blocked the read for ever; /dev/zero filled the memory."""
+    os.mkfifo(tmp_path / "pipe.png")
+    for photo in (tmp_path / "pipe.png", Path("/dev/zero")):
+        with pytest.raises(ImageLoadError, match="not a plain file"):
+            style_studio.stylize(photo, PAINTING, **FAST)
+    with pytest.raises(SettingsError, match="not a plain file"):
+        style_studio.stylize(PHOTO, PAINTING, preset="/dev/zero", **FAST)
+
+
+def test_a_photo_name_too_long_for_the_system_is_one_short_line_on_the_command_line(tmp_path: Path) -> None:
+    code, err = run_cli("x" * 5000 + ".png", PAINTING, "-o", tmp_path / "o.png", *FAST_FLAGS)
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) <= 401, err[:500]
+    code, err = run_cli("render", PHOTO, PAINTING, "-o", tmp_path / ("x" * 300 + ".png"), *FAST_FLAGS)
+    assert code == 2 and len(err.splitlines()) == 1 and len(err) <= 401 and "too long" in err, err[:500]
+
+
+def test_numpy_numbers_and_big_endian_pixels_are_taken_as_python_s() -> None:
+    plain = style_studio.stylize(PHOTO, PAINTING, **FAST, seed=3)
+    numpy = style_studio.stylize(PHOTO, PAINTING, **{**FAST, "size": np.int64(48)}, seed=np.int64(3))
+    assert numpy.settings == plain.settings and type(numpy.settings.size) is int
+    assert np.array_equal(np.asarray(numpy.image), np.asarray(plain.image))
+    pixels = (np.asarray(Image.open(PHOTO).convert("RGB")).astype(np.uint16) * 257).astype(">u2")
+    assert np.array_equal(np.asarray(style_studio.stylize(pixels, PAINTING, **FAST).image),
+                          np.asarray(style_studio.stylize(PHOTO, PAINTING, **FAST).image))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"average": "yes"}, "average must be true or false"),
+        ({"average": None}, "average must be true or false"),
+        ({"device": "cuda:00"}, "device must be"),
+        ({"device": "cuda:99999999999999999999"}, "device must be"),
+        ({"device": "cpu\n"}, "device must be"),
+        ({"step_size": 1e-200}, "step_size must be a number from 1e-06"),
+    ],
+)
+def test_a_value_another_surface_would_break_on_is_refused_where_it_enters(fields, said) -> None:
+    with pytest.raises(SettingsError, match=said):
+        style_studio.stylize(PHOTO, PAINTING, **FAST, **fields)
+    flags = [f"--{name.replace('_', '-')}" for name in fields]
+    if "average" in fields:
+        return  # a true/false option on the command line takes no value
+    code, err = run_cli("render", PHOTO, PAINTING, "-o", "never.png", *FAST_FLAGS, flags[0], str(*fields.values()))
+    assert code == 2 and said.split(" must")[0] in err

@@ -46,11 +46,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             with handling([signal.SIGTERM], interrupt):  # kill, a job scheduler, a logout: as Ctrl+C
                 return batch(args, stdout, stderr)
     except UsageError as exc:
-        message = short_lines(str(exc))  # argparse quotes what was typed, whatever its length
-        stderr.write(f"{message if message.startswith('style-studio:') else f'style-studio: error: {message}'}\n")
+        message = str(exc)  # argparse quotes what was typed, whatever its length
+        stderr.write(_error_line(message if message.startswith("style-studio:") else f"style-studio: error: {message}"))
         return EXIT_USAGE
     except StyleStudioError as exc:
-        stderr.write(f"style-studio: error: {exc}\n")
+        stderr.write(_error_line(f"style-studio: error: {exc}"))
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader of --progress json went away (e.g. `| head`): not an error of
@@ -61,3 +61,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
     from ..ui.app import run_app
 
     return run_app(content=getattr(args, "content", None), styles=getattr(args, "styles", None) or [])
+
+
+def _error_line(text: str) -> str:
+    """The error as it is printed: each line, the prefix included, at most ``MAX_MESSAGE`` characters."""
+    return short_lines(text) + "\n"

@@ -326,5 +326,8 @@ def settings_from_args(
     settings = settings_mod.from_fields(settings_data(args), base=base)
     styles = getattr(args, "styles", None)
     if styles is not None and settings.style_blend and len(settings.style_blend) != len(styles):
-        raise UsageError(f"--style-blend has {len(settings.style_blend)} weights for {len(styles)} style images")
+        raise UsageError(
+            f"the style blend has {len(settings.style_blend)} weights for {len(styles)} style images (from "
+            "--style-blend, or the preset's)"
+        )
     return settings

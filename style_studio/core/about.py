@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,7 +114,9 @@ class About:
         what = "a whole number" if whole else "a number"
         if self.unit:
             what += f" of {self.unit}"
-        if self.low is not None and self.high is not None:
+        if self.low is not None and self.high is not None and self.above:
+            span = f"above {bound_text(self.low)} and at most {bound_text(self.high)}"
+        elif self.low is not None and self.high is not None:
             span = f"from {bound_text(self.low)} to {bound_text(self.high)}"
         elif self.low is not None:
             span = f"{'>' if self.above else '>='} {bound_text(self.low)}"
@@ -149,12 +152,15 @@ def keyed_when_set(kind: type) -> dict[str, object]:
 
 
 def check_fields(kind: type, values: Mapping[str, Any]) -> list[str]:
-    """Every bounded field of ``kind`` whose value in ``values`` is outside what its ``About`` allows."""
+    """Every field of ``kind`` whose value in ``values`` is outside what its ``About`` allows: a number out of its
+    range, a choice not among its choices, a true/false setting that is neither."""
     problems = []
     for f in dataclasses.fields(kind):
         about = f.metadata["about"]
         number = _number_kind(f.type)
-        if number is not None and f.name in values:
+        if str(f.type) == "bool" and f.name in values and not isinstance(values[f.name], bool):
+            problems.append(f"{f.name} must be true or false, got {shown(values[f.name])}")
+        elif number is not None and f.name in values:
             problem = about.check(f.name, values[f.name], number[0], optional=number[1])
             if problem is not None:
                 problems.append(problem)
@@ -175,7 +181,8 @@ def _number_kind(annotation: object) -> tuple[type, bool] | None:
 
 
 def is_number(value: object) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    """A finite real number: an int or a float, or numpy's (``np.int64``, ``np.float32``), never a bool."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
         return False
     try:
         return math.isfinite(value)
@@ -199,4 +206,5 @@ _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 40, 40, 
 
 
 def is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """A whole number: an int, or numpy's (``np.int64``), never a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -24,6 +24,7 @@ from typing import Any, Final
 from .about import About, check_fields, described, shown
 from .about import about as _about
 from .errors import SettingsError
+from .io.files import read_given_file
 from .network.layers import LAYER_NAMES, PRIMARY_STYLE_LAYERS, is_layer
 from .network.weights import NO_NETWORK
 
@@ -57,7 +58,8 @@ STYLE_LOSSES: Final = tuple(STYLE_LOSS_KINDS)
 #: Optical-flow methods for a video's frames (``VideoOptions.flow``): OpenCV's DIS at two presets, and Farneback.
 FLOW_METHODS: Final = ("dis", "dis-fast", "farneback")
 PRECISIONS: Final = ("auto", "fp32", "bf16", "fp16")
-DEVICE_PATTERN: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+#: A device by name; a GPU's number as torch reads it (no leading zero, at most 999).
+DEVICE_PATTERN: Final = re.compile(r"^(auto|cpu|mps|cuda(:(0|[1-9][0-9]{0,2}))?)\Z")
 
 MIN_SIZE: Final = 32
 MAX_SIZE: Final = 8192
@@ -71,6 +73,10 @@ MIN_SCALE_SIDE: Final = 64
 MAX_STEPPED_SCALES: Final = 16
 #: The smallest tile core ``tile`` may ask for, in pixels.
 MIN_TILE: Final = 128
+#: The smallest step size: below it a step moves no pixel by a level in a lifetime of iterations.
+MIN_STEP: Final = 1e-6
+#: The largest preset file read (the window's are about 1 kB).
+MAX_PRESET_BYTES: Final = 16 << 20
 #: The largest weight of a loss term, a style layer or a style's blend. The losses are normalised, so the useful
 #: weights lie within 0.001 to 1000; far above, the loss overflows and the picture cannot be judged.
 MAX_WEIGHT: Final = 1_000_000
@@ -283,7 +289,7 @@ class Settings:
     )  # fmt: skip
     step_size: float | None = field(
         default=None,
-        metadata=_about("the optimiser's step size (default: automatic)", low=0, high=MAX_WEIGHT, above=True),
+        metadata=_about("the optimiser's step size (default: automatic)", low=MIN_STEP, high=MAX_WEIGHT),
     )
     tile: int = field(
         default=0,
@@ -450,15 +456,17 @@ def preset(name_or_file: str | os.PathLike[str]) -> Settings:
     if not isinstance(name_or_file, (str, os.PathLike)):
         raise SettingsError(f"a preset is one of {choices} or a preset file's path, got {shown(name_or_file)}")
     path = Path(name_or_file)
-    if not path.exists():
+    try:
+        if not str(name_or_file).strip():
+            raise FileNotFoundError(name_or_file)  # "" would be the current folder
+        data = read_given_file(path, MAX_PRESET_BYTES)
+    except FileNotFoundError:
         raise SettingsError(
             f"unknown preset {shown(str(name_or_file))}: choose {choices}, or a preset file the window saved "
             "(named as a path: ./name or name.json)"
-        )
-    try:
-        data = path.read_bytes()
+        ) from None
     except OSError as exc:
-        raise SettingsError(f"the preset cannot be read ({exc.strerror or exc})", str(name_or_file)) from None
+        raise SettingsError(f"the preset cannot be read ({exc.strerror or exc})", str(path)) from None
     return loads(data, source=path.name)
 
 
@@ -507,6 +515,8 @@ def from_dict(data: Mapping[str, Any], *, source: str | None = None, base: Setti
     merged["style_blend"] = tuple(float(w) for w in merged["style_blend"])
     for key in _floats(type(base)):  # JSON may give a float as a whole number
         merged[key] = float(merged[key])
+    for key in _ints(type(base)):  # numpy's whole numbers become Python's (a JSON document holds them)
+        merged[key] = int(merged[key])
     if merged["step_size"] is not None:
         merged["step_size"] = float(merged["step_size"])
     return type(base)(**merged)
@@ -581,6 +591,10 @@ def _floats(kind: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind) if f.type == "float")
 
 
+def _ints(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind) if f.type == "int")
+
+
 def dumps(settings: Settings, **extra: Any) -> str:
     """The JSON document for presets and exported metadata.
 
@@ -606,7 +620,7 @@ def loads(text: str | bytes, *, source: str | None = None) -> Settings:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SettingsError("not a Style Studio settings file", source)
     version = doc.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise SettingsError("the settings file has no valid version number", source)
     if version > FORMAT_VERSION:
         raise SettingsError(
@@ -634,8 +648,6 @@ def _check(d: Mapping[str, Any], kind: type) -> list[str]:
         isinstance(d["weights"], str) and d["weights"].strip() != "",
         "weights must be 'imagenet', 'untrained' or a file path",
     )
-    for key in ("preserve_colors", "deterministic"):
-        need(isinstance(d[key], bool), f"{key} must be true or false, got {shown(d[key])}")
 
     content = d["content_layers"]
     if not isinstance(content, (list, tuple)) or not all(isinstance(n, str) for n in content):

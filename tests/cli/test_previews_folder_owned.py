@@ -211,3 +211,24 @@ def test_a_killed_render_going_on_keeps_each_step_once_each_line_naming_its_pict
     final = np.asarray(Image.open(out).convert("RGB"), dtype=float)
     last = np.asarray(Image.open(folder / lines[-1]["file"]).convert("RGB"), dtype=float)
     assert np.abs(final - last).max() <= 1
+
+
+def test_a_previews_folder_reached_through_a_missing_folder_and_dots_is_the_folder_it_names(tmp_path, monkeypatch):
+    """``--previews ghost/../P1`` was checked as a folder that did not exist, then written into ``P1`` (another run's
+    previews, or a user's files), leaving a stray ``ghost`` behind."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "P1").mkdir()
+    (tmp_path / "P1" / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path / "P1")
+    code, _, err = run_cli("render", CONTENT, STYLE, *FAST, "-o", "w.png", "--previews", "ghost/../P1")
+    assert refused(code, err) and "not previews" in err
+    assert snapshot(tmp_path / "P1") == before and not (tmp_path / "ghost").exists()
+
+
+def test_a_previews_folder_inside_the_output_s_name_is_refused_before_the_run(tmp_path, monkeypatch):
+    """``-o zz.png --previews zz.png/sub`` ran the whole render into ``zz.png/sub/``, then failed on the output, and
+    left a folder named zz.png that refused every later ``-o zz.png``."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("render", CONTENT, STYLE, *FAST, "-o", "zz.png", "--previews", "zz.png/sub")
+    assert refused(code, err) and "would make the run's output zz.png a folder" in err
+    assert not (tmp_path / "zz.png").exists()

@@ -58,6 +58,12 @@ def test_malformed_json_is_named():
         s.loads("{oops", source="preset.json")
 
 
+@pytest.mark.parametrize("version", [-5, 0, 1.0, "1", True])
+def test_a_version_that_is_no_version_is_refused(version):
+    with pytest.raises(SettingsError, match="no valid version"):
+        s.loads(json.dumps({"format": "style-studio", "version": version, "settings": {}}))
+
+
 def test_a_future_version_asks_for_an_update():
     doc = json.dumps({"format": "style-studio", "version": 99, "settings": {}})
     with pytest.raises(SettingsError, match="newer Style Studio .*version 99.*Update"):

@@ -62,11 +62,14 @@ def test_a_weight_out_of_range_is_refused_where_it_enters_with_one_line(window, 
                                           "settings": {"size": 320, "k" * 2_000_000: 1}})),
         (store_mod._VIDEO_OPTIONS, '{"frame_iterations": 7, "temporal_weight": ' + nested(50_000) + "}"),
         (store_mod._VIDEO_OPTIONS, nested(50_000)),
+        (store_mod._SETTINGS, json.dumps({"format": "style-studio", "version": 1,
+                                          "settings": {"size": 320, "average": "yes", "device": "cuda:00"}})),
         (store_mod._SPEED, "inf"),
         (store_mod._SPEED, "1e308"),
         (store_mod._SPEED, "nan"),
     ],
     ids=["a layer weight of 1e9", "a value nested 50,000 deep", "a document nested 50,000 deep", "a 2 MB key",
+         "a true/false setting that is neither, a device torch cannot read",
          "a video option nested 50,000 deep", "video options nested 50,000 deep", "an infinite speed",
          "a speed of 1e308", "a speed that is not a number"],
 )  # fmt: skip
@@ -80,6 +83,7 @@ def test_the_window_opens_whatever_the_saved_settings_hold_and_keeps_what_is_val
     if key == store_mod._SETTINGS and saved.startswith("{"):
         assert window.state.settings.size == 320  # salvaged field by field
         assert window.state.settings.style_layers == settings_mod.DEFAULTS.style_layers
+        assert (window.state.settings.average, window.state.settings.device) == (False, "auto")
     if key == store_mod._VIDEO_OPTIONS and saved.startswith("{"):
         assert window.state.video.frame_iterations == 7
     if key == store_mod._SPEED:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -226,9 +227,35 @@ def writable_by_user(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
+def read_given_file(path: Path, limit: int) -> bytes:
+    """The bytes of a file the user named (a picture, a preset, a jobs file), read only when it is a plain file of
+    at most ``limit`` bytes: a named pipe would block the read for ever, and ``/dev/zero`` fill the memory.
+
+    Raises:
+        OSError: it cannot be read; ``strerror`` says why for the user (missing, a folder, not a plain file, too
+            large, a name too long, permission denied, ...).
+    """
+    info = os.stat(path)  # a pipe is refused from here, before open() waits for its writer
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file", str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a plain file, but a pipe, a device or a socket", str(path))
+    if info.st_size > limit:
+        raise OSError(errno.EFBIG, f"{info.st_size / 2**20:.0f} MB, over the {limit / 2**20:.0f} MB read",
+                      str(path))  # fmt: skip
+    with open(path, "rb") as file:
+        return file.read(limit + 1)[:limit]
+
+
 def folder_problem(target: Path, folder: Path) -> str | None:
     """Why ``target`` cannot be written in ``folder`` (missing, read-only), said for the user; None: it can."""
-    if not folder.is_dir():
+    try:
+        is_folder = stat.S_ISDIR(os.stat(folder).st_mode)
+    except FileNotFoundError:
+        is_folder = False
+    except (OSError, ValueError) as exc:  # a name too long, a NUL in it
+        return f"{target}: cannot be written there ({exc.strerror if isinstance(exc, OSError) else exc})"
+    if not is_folder:
         return f"{target}: the folder {folder} does not exist"
     if not os.access(folder, os.W_OK):
         return f"{target}: the folder {folder} is not writable"

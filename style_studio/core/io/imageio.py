@@ -21,6 +21,7 @@ import numpy as np
 from PIL import Image, ImageCms, ImageOps, PngImagePlugin, UnidentifiedImageError
 
 from ..errors import ImageLoadError, ImageSaveError
+from .files import read_given_file
 from .outputs import Output
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,8 @@ FORMATS: Final = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG", ".webp": "WEBP
 
 #: Decompression-bomb guard: Pillow's own limit (about 89 megapixels).
 MAX_PIXELS: Final = Image.MAX_IMAGE_PIXELS or 89_478_485
+#: The largest picture file read: 89 megapixels of uncompressed 16-bit RGBA are 716 MB.
+MAX_FILE_BYTES: Final = 1 << 30
 
 METADATA_KEY: Final = "style-studio"
 #: What the network sees and every export is in; exports embed its profile.
@@ -50,14 +53,13 @@ def load_image(path: str | os.PathLike[str]) -> Image.Image:
     """
     path = Path(path)
     name = str(path)
-    if path.is_dir():
-        raise ImageLoadError(f"{name}: is a folder, not an image")
-    if not path.exists():
-        reason = "is a link to a missing file" if path.is_symlink() else "does not exist"
-        raise ImageLoadError(f"{name}: {reason}")
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_given_file(path, MAX_FILE_BYTES)
+    except IsADirectoryError:
+        raise ImageLoadError(f"{name}: is a folder, not an image") from None
+    except FileNotFoundError:
+        reason = "is a link to a missing file" if path.is_symlink() else "does not exist"
+        raise ImageLoadError(f"{name}: {reason}") from None
     except PermissionError:
         raise ImageLoadError(f"{name}: permission denied (the file cannot be read)") from None
     except OSError as exc:
@@ -138,6 +140,8 @@ def _read(image: Image.Image, name: str, *, first_frame: bool) -> Image.Image:
 def _from_array(values: np.ndarray, name: str) -> Image.Image:
     if values.ndim not in (2, 3) or (values.ndim == 3 and values.shape[2] not in (3, 4)) or 0 in values.shape:
         raise ImageLoadError(f"{name}: an array of shape {values.shape}; expected (H, W), (H, W, 3) or (H, W, 4)")
+    if values.dtype.byteorder == ">":  # big-endian, as a FITS or network buffer holds it: the same numbers
+        values = values.astype(values.dtype.newbyteorder("="))
     if values.dtype == np.uint8:
         eight = values
     elif values.dtype == np.uint16:

@@ -32,6 +32,7 @@ import functools
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,9 +167,16 @@ class Output:
             home = Path(os.path.realpath(self.within))
             if not _inside(real, home):
                 found.append(f"{self.path} leads outside the output folder {self.within}; it is not written")
-        if not folder and self.path.is_dir():
+        try:
+            kind = os.stat(self.path).st_mode if not folder else None
+        except FileNotFoundError:
+            kind = None
+        except (OSError, ValueError) as exc:  # a name too long, a NUL in it, a folder that is a file, ...
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return [*found, f"{self.path}: cannot be written there ({reason})"]
+        if kind is not None and stat.S_ISDIR(kind):
             found.append(f"{self.path} is a folder; give a file name")
-        elif not folder and self.path.is_file():
+        elif kind is not None and stat.S_ISREG(kind):
             if not writable_by_user(self.path):
                 found.append(f"{self.path} is read-only; it is not replaced (make it writable, or choose another name)")
             elif self.replaceable is not None and not self.replaceable(self.path):

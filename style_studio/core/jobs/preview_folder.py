@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from PIL import Image
 
-from ..errors import StyleStudioError
+from ..errors import StyleStudioError, short_line
 from ..io.files import TEMPORARY, path_key
 from ..io.imageio import save_image
 from ..io.locks import folder_lock, held
@@ -49,6 +49,15 @@ def _is_preview_file(name: str) -> bool:
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` lies in ``folder`` or below it (links followed, case folded where the disk ignores it)."""
     return path_key(path).startswith(path_key(folder).rstrip(os.sep) + os.sep)
+
+
+def _settled(path: Path) -> Path:
+    """``path`` with the links and ``..`` of the folder it is in resolved as the system will resolve them when it
+    is made: ``ghost/../P1`` is ``P1``, checked as such, and no ``ghost`` is made. The folder itself stays as named
+    (a link there is refused, not followed)."""
+    if path.name in ("", ".", ".."):
+        return Path(os.path.realpath(path))
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,7 @@ class PreviewFolder:
         going_on: bool = False,
         tell: Callable[[str], None] | None = None,
     ) -> None:
-        self.path, self.inputs, self.outputs = path, tuple(inputs), tuple(outputs)
+        self.path, self.inputs, self.outputs = _settled(path), tuple(inputs), tuple(outputs)
         self.going_on, self.tell = going_on, tell
         #: Why previews are no longer kept; None while they are.
         self.stopped: str | None = None
@@ -152,6 +161,10 @@ class PreviewFolder:
         for output in self.outputs:
             if path_key(output) == path_key(self.path):
                 return [f"{self.path} is the run's output too; choose another folder for the previews"]
+            if _inside(self.path, output):
+                return [
+                    f"{self.path} would make the run's output {output} a folder; choose another folder for the previews"
+                ]
             if _inside(output, self.path):
                 return [
                     f"{self.path} would hold the run's output {output.name}; choose another folder for the previews"
@@ -269,6 +282,6 @@ class PreviewFolder:
     def _stop(self, exc: OSError | StyleStudioError) -> None:
         """Keep no more previews, and say why once."""
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self.stopped = f"previews are no longer kept in {self.path} ({detail}); the run goes on"
+        self.stopped = short_line(f"previews are no longer kept in {self.path} ({detail}); the run goes on")
         if self.tell is not None:
             self.tell(self.stopped)

@@ -19,13 +19,13 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import numpy as np
 from PIL import Image
 
 from ..about import shown
-from ..errors import Cancelled, OutputError, SettingsError, StyleStudioError
+from ..errors import Cancelled, ImageLoadError, OutputError, SettingsError, StyleStudioError
 from ..io.imageio import image_file, load_image, picture_from, save_image
 from ..io.outputs import Output, frames_name_problem
 from ..network.weights import WeightsCache, load_weights
@@ -305,7 +305,7 @@ def _file_name(value: object, what: str, kind: str, refused: type[StyleStudioErr
     """``value`` as the file's name it is, as typed (``refused`` naming it when it is none: None, a number, bytes,
     "")."""
     text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or not text or "\0" in text:
         raise refused(f"{what} must be {kind} (a str or a Path), got {_given(value)}")
     return text
 
@@ -320,18 +320,27 @@ def _video_options(base: VideoOptions, fields: Mapping[str, Any]) -> VideoOption
 
 def _file_of(source: PictureSource) -> Path | None:
     """The file a picture comes from: its name, or the file a PIL image was opened from (``image_file``): an input
-    of the run, as a path would be, so that no output replaces it. None for pixels that came from no file."""
-    if isinstance(source, (str, os.PathLike)):
-        return Path(source)
+    of the run, as a path would be, so that no output replaces it. None for pixels that came from no file.
+
+    Made absolute now: a notebook that changes folder before it saves (``%cd``) still has its photo known.
+    """
+    named = Path(_file_name(source, "a picture", _PICTURE_KINDS, ImageLoadError)) if _is_name(source) else None
     if isinstance(source, Image.Image):
-        return image_file(source)
-    return None
+        named = image_file(source)
+    return Path(os.path.abspath(named)) if named is not None else None
 
 
 def _picture(source: PictureSource, name: str) -> Image.Image:
     if isinstance(source, (str, os.PathLike)):
-        return load_image(source)
+        return load_image(_file_name(source, name, _PICTURE_KINDS, ImageLoadError))
     return picture_from(source, name)
+
+
+_PICTURE_KINDS: Final = "a file's name, a PIL image or an array of pixels"
+
+
+def _is_name(source: object) -> bool:
+    return isinstance(source, (str, os.PathLike))
 
 
 def _pictures(photo: PictureSource, styles: tuple[PictureSource, ...], regions: Regions | None) -> Pictures:

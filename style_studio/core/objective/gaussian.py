@@ -22,6 +22,7 @@ same pass, without an autograd graph of float64 matrices: d tr(M^½) =
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -94,7 +95,13 @@ class _Distance(torch.autograd.Function):
         projected_mean = factor.t() @ mu
         inner = symmetric(factor.t() @ second @ factor) - torch.outer(projected_mean, projected_mean)
         inner.diagonal().add_(eps * spread)  # Fᵀ(εI)F = ε diag(λₜ)
-        values, vectors = torch.linalg.eigh(inner)
+        try:
+            values, vectors = torch.linalg.eigh(inner)
+        except torch.linalg.LinAlgError:  # type: ignore[attr-defined]
+            # A picture gone non-finite: its loss is not finite either, and step control goes back.
+            ctx.save_for_backward(torch.zeros_like(mean), torch.zeros_like(moment))
+            ctx.moment_shape = moment.shape
+            return torch.full((), math.nan, dtype=torch.promote_types(mean.dtype, torch.float32), device=mean.device)
         kept = values > floor * values.abs().max()
         roots = torch.where(kept, values.clamp_min(0).sqrt(), 0)
         trace = second.diagonal().sum() - mu @ mu + eps * channels

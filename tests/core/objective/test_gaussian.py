@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -223,3 +224,17 @@ def test_a_regions_mean_and_moment_weigh_each_position_by_its_mask_squared():
         (expected_mean * weights[0]).sum() + (expected_moment * weights[1]).sum() + (features * weights[2]).sum()
     ).backward()
     torch.testing.assert_close(ours, features.grad)
+
+
+def test_a_covariance_that_cannot_be_decomposed_is_a_loss_that_is_not_finite_not_a_crash():
+    """A picture gone non-finite (a step of 1e-200 did it) made ``eigh`` raise out of the run; its loss is not
+    finite instead, and step control goes back to the lowest-loss picture."""
+    loss = GaussianLoss()
+    style = torch.randn(30, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    target = loss.prepare((style.mean(0, keepdim=True), (style.t() @ style / 30).unsqueeze(0)))
+    mean = torch.full((1, 6), math.nan, dtype=torch.float64, requires_grad=True)
+    moment = torch.full((1, 6, 6), math.nan, dtype=torch.float64, requires_grad=True)
+    value = _Distance.apply(mean, moment, target, 1e-30)
+    assert not math.isfinite(value.item())
+    value.backward()
+    assert mean.grad is not None and moment.grad is not None
