@@ -36,8 +36,12 @@ if TYPE_CHECKING:
     from .core.jobs.video_job import FrameRecord as FrameRecord
     from .core.jobs.video_job import RenderedVideo as RenderedVideo
     from .core.objective.regions import Regions as Regions
+    from .core.progress import Failed as Failed
+    from .core.progress import Finished as Finished
+    from .core.progress import Outcome as Outcome
     from .core.progress import Progress as Progress
-    from .core.progress import StopReason as StopReason
+    from .core.progress import Stopped as Stopped
+    from .core.progress import Why as Why
     from .core.run.cancel import CancelToken as CancelToken
     from .core.settings import Settings as Settings
 
@@ -50,7 +54,11 @@ _DOOR = {
     "VideoOptions": ".core.jobs.job",
     "Regions": ".core.objective.regions",
     "Progress": ".core.progress",
-    "StopReason": ".core.progress",
+    "Finished": ".core.progress",
+    "Stopped": ".core.progress",
+    "Failed": ".core.progress",
+    "Outcome": ".core.progress",
+    "Why": ".core.progress",
     "FrameRecord": ".core.jobs.video_job",
     "RenderedVideo": ".core.jobs.video_job",
     "CancelToken": ".core.run.cancel",

@@ -147,7 +147,7 @@ def test_a_cancelled_run_returns_the_picture_so_far():
 
     picture = style_studio.stylize(PHOTO, PAINTING, **{**FAST, "iterations": 50}, progress=stop_after_the_second,
                                    cancel=cancel)  # fmt: skip
-    assert not picture.finished and picture.stop_reason == style_studio.StopReason.CANCELLED
+    assert not picture.finished and picture.outcome == style_studio.Stopped()
     assert picture.image.size == (48, 32)
 
 

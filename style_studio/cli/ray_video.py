@@ -26,7 +26,7 @@ from ..core import (
     render_video_in_chunks,
 )
 from .ray_weights import weights_from_bytes
-from .reports import JobProgress, RunnerReport, ended
+from .reports import JobFailed, JobProgress, JobRendered, RunnerReport, ended
 
 if TYPE_CHECKING:
     from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork
@@ -202,8 +202,9 @@ class ChunkedVideos:
             except queue.Empty:
                 return
             wait = 0.0
-            if not isinstance(report, JobProgress):
-                self._pending.discard(report.job)
+            match report:
+                case JobRendered(job=job) | JobFailed(job=job):
+                    self._pending.discard(job)
             yield report
 
     def cancel(self) -> None:

@@ -23,15 +23,20 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .. import __version__
 from ..core import (
+    FINISHED,
+    JOB_WORDS,
     Cancelled,
     CancelToken,
     CheckpointStore,
+    Failed,
+    Finished,
     Job,
     JobInputs,
     JobOutcome,
-    JobStatus,
     RenderedJob,
+    Stopped,
     StyleStudioError,
+    Why,
     already_done,
     remove_partial_files,
     render_job,
@@ -275,11 +280,11 @@ class BatchRun:
 
     def ordered(self) -> list[JobOutcome]:
         stopped = "the batch was stopped"
-        return [self.outcomes.get(j.id, JobOutcome(j, JobStatus.CANCELLED, stopped)) for j in self.jobs]
+        return [self.outcomes.get(j.id, JobOutcome(j, Stopped(Why.NOT_RUN), stopped)) for j in self.jobs]
 
     @property
     def failed(self) -> bool:
-        return any(o.status == JobStatus.FAILED for o in self.outcomes.values())
+        return any(isinstance(o.outcome, Failed) for o in self.outcomes.values())
 
 
 #: What ``run_batch`` tells as it goes: a job's progress, or how a job ended.
@@ -302,7 +307,7 @@ def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None
                 case JobProgress():
                     event(report)
                 case JobFailed(job_id, reason):
-                    _finish(batch, JobOutcome(by_id[job_id], JobStatus.FAILED, reason), event)
+                    _finish(batch, JobOutcome(by_id[job_id], Failed(reason)), event)
                 case JobRendered(job_id, rendered):
                     _finish(batch, _written(by_id[job_id], rendered), event)
     except KeyboardInterrupt:
@@ -319,14 +324,14 @@ def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool) -> It
             inputs = JobInputs.read(job, local=local)
         except OSError as exc:
             reason = f"{exc.filename or job.content}: {exc.strerror or exc}"
-            _finish(batch, JobOutcome(job, JobStatus.FAILED, reason), event)
+            _finish(batch, JobOutcome(job, Failed(reason)), event)
             continue
         except StyleStudioError as exc:
-            _finish(batch, JobOutcome(job, JobStatus.FAILED, str(exc)), event)
+            _finish(batch, JobOutcome(job, Failed.of(exc)), event)
             continue
         if already_done(job, inputs.key):
             already = "already done, with the same settings and pictures"
-            _finish(batch, JobOutcome(job, JobStatus.SKIPPED, already), event)
+            _finish(batch, JobOutcome(job, Finished(made_before=True), already), event)
         else:
             yield inputs
 
@@ -336,8 +341,8 @@ def _written(job: Job, rendered: RenderedJob) -> JobOutcome:
     try:
         write_output(job, rendered, f"Style Studio {__version__}")
     except StyleStudioError as exc:
-        return JobOutcome(job, JobStatus.FAILED, str(exc), rendered.seconds)
-    return JobOutcome(job, JobStatus.DONE, "; ".join([rendered.compute, *rendered.notes]), rendered.seconds)
+        return JobOutcome(job, Failed.of(exc), seconds=rendered.seconds)
+    return JobOutcome(job, FINISHED, "; ".join([rendered.compute, *rendered.notes]), rendered.seconds)
 
 
 def _finish(batch: BatchRun, outcome: JobOutcome, event: Event) -> None:
@@ -352,7 +357,7 @@ def print_summary(batch: BatchRun, out: IO[str]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         out.write("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
-    counts = {status: sum(o.status == status for o in batch.ordered()) for status in JobStatus}
+    counts = {status: sum(o.status == status for o in batch.ordered()) for status in JOB_WORDS}
     out.write(", ".join(f"{n} {status}" for status, n in counts.items() if n) + "\n")
 
 
@@ -373,8 +378,12 @@ class BatchProgress:
     def __call__(self, event: JobProgress | JobOutcome) -> None:
         with self._lock:
             if self.mode == "json":
-                record = event.record if isinstance(event, JobProgress) else event.to_json()
-                self.stdout.write(json.dumps(record) + "\n")
+                match event:
+                    case JobProgress(record=record):
+                        line = record
+                    case JobOutcome():
+                        line = event.to_json()
+                self.stdout.write(json.dumps(line) + "\n")
                 self.stdout.flush()
             elif self.mode == "bar":
                 self._bar(event)
@@ -382,22 +391,21 @@ class BatchProgress:
     def _bar(self, event: JobProgress | JobOutcome) -> None:
         from tqdm import tqdm
 
-        if isinstance(event, JobProgress):
-            record = event.record
-            if event.job != self._job_id or self._job is None:
-                if self._job is not None:
-                    self._job.close()
-                self._job_id = event.job
-                self._job = tqdm(
-                    total=record["steps"], file=self.stderr, unit="it", desc=f"job {event.job}", position=1, leave=False
-                )
-            self._job.update(record["step"] - self._job.n)
-            return
-        self._batch.update(1)
-        if event.status == JobStatus.FAILED:
-            self._batch.write(
-                f"style-studio: job {event.job.id} ({event.job.describe()}) failed: {event.reason}", file=self.stderr
-            )
+        match event:
+            case JobProgress(job=job, record=record):
+                if job != self._job_id or self._job is None:
+                    if self._job is not None:
+                        self._job.close()
+                    self._job_id = job
+                    self._job = tqdm(
+                        total=record["steps"], file=self.stderr, unit="it", desc=f"job {job}", position=1, leave=False
+                    )
+                self._job.update(record["step"] - self._job.n)
+            case JobOutcome(job=job, outcome=Failed(error=error)):
+                self._batch.update(1)
+                self._batch.write(f"style-studio: job {job.id} ({job.describe()}) failed: {error}", file=self.stderr)
+            case JobOutcome():
+                self._batch.update(1)
 
     def close(self) -> None:
         for bar in (self._job, self._batch):

@@ -45,8 +45,8 @@ from .io.video import VideoError as VideoError
 from .io.video import is_video_path as is_video_path
 from .io.video import probe as probe
 from .io.video import read_frames as read_frames
+from .jobs.batch import JOB_WORDS as JOB_WORDS
 from .jobs.batch import JobOutcome as JobOutcome
-from .jobs.batch import JobStatus as JobStatus
 from .jobs.batch import OutputOptions as OutputOptions
 from .jobs.batch import check_jobs as check_jobs
 from .jobs.batch import free_generated_names as free_generated_names
@@ -95,6 +95,7 @@ from .jobs.render_queue import QueueState as QueueState
 from .jobs.render_queue import RenderQueue as RenderQueue
 from .jobs.render_queue import is_queue_run as is_queue_run
 from .jobs.render_queue import item_for as item_for
+from .jobs.render_queue import queue_word as queue_word
 from .jobs.video_chunks import ChunkFrames as ChunkFrames
 from .jobs.video_chunks import ChunksDone as ChunksDone
 from .jobs.video_chunks import ChunksInProcess as ChunksInProcess
@@ -142,8 +143,13 @@ from .objective.strokes import cleared as cleared
 from .objective.strokes import filled as filled
 from .progress import CANCELLED as CANCELLED
 from .progress import FINISHED as FINISHED
+from .progress import Failed as Failed
+from .progress import Finished as Finished
+from .progress import Outcome as Outcome
 from .progress import Progress as Progress
-from .progress import StopReason as StopReason
+from .progress import Stopped as Stopped
+from .progress import Why as Why
+from .progress import read_outcome as read_outcome
 from .run.cancel import CancelToken as CancelToken
 from .run.checkpoints import Checkpoint as Checkpoint
 from .run.checkpoints import CheckpointStore as CheckpointStore

@@ -12,32 +12,95 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 
+from .errors import StyleStudioError
 
-class StopReason(StrEnum):
-    """Why a run ended (``Progress.stop_reason``): its value is the word ``--progress json`` and kept results say."""
 
-    #: It did all its iterations.
-    FINISHED = "finished"
-    #: Its cancel token stopped it.
+class Why(StrEnum):
+    """Why something stopped before its end (``Stopped.why``)."""
+
+    #: Its cancel token was set: the user's Stop or Cancel, Ctrl+C, a paused queue, the window closing.
     CANCELLED = "cancelled"
-    #: An error stopped it (a picture so far kept in the window's history says so; a run's last record has none).
-    FAILED = "failed"
+    #: It never ran: the batch it was in stopped first.
+    NOT_RUN = "not run"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """It did all it was asked to.
+
+    Attributes:
+        made_before: it had nothing to do: its output was made before, with the same job key (a batch's job or a
+            queued one skipped).
+    """
+
+    made_before: bool = False
+
+    @property
+    def word(self) -> str:
+        """The word ``--progress json`` and kept results say: "finished"."""
+        return "finished"
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """It was stopped before its end, and why."""
+
+    why: Why = Why.CANCELLED
+
+    @property
+    def word(self) -> str:
+        """The word ``--progress json``, kept results, the queue and a batch's summary say: "cancelled"."""
+        return "cancelled"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """An error ended it.
+
+    Attributes:
+        error: the error as the user is told it.
+        exception: the exception itself, where one was caught in this process (to raise again); None otherwise
+            (read back from a file, sent back by a worker).
+    """
+
+    error: str
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def read(cls, value: object) -> StopReason:
-        """The reason a kept document names; one it does not know (or none) counts as stopped early."""
-        try:
-            return cls(str(value))
-        except ValueError:
-            return cls.CANCELLED
+    def of(cls, exc: BaseException) -> Failed:
+        """The outcome of ``exc``, said as its message (or its type's name, when it has none)."""
+        return cls(str(exc) or type(exc).__name__, exc)
+
+    def raised(self) -> BaseException:
+        """The exception to raise for it: the one caught, or one that says the error."""
+        return self.exception or StyleStudioError(self.error)
+
+    @property
+    def word(self) -> str:
+        """The word kept results, the queue and a batch's summary say: "failed"."""
+        return "failed"
 
 
-FINISHED: Final = StopReason.FINISHED
-CANCELLED: Final = StopReason.CANCELLED
+#: How a run, a job, a queue item or a batch's entry ended: one of three, matched with ``match``.
+Outcome: TypeAlias = Finished | Stopped | Failed
+#: How a run's records can end: a failure is raised, not recorded.
+RunEnd: TypeAlias = Finished | Stopped
+
+FINISHED: Final = Finished()
+CANCELLED: Final = Stopped(Why.CANCELLED)
+
+
+def read_outcome(word: object) -> Outcome:
+    """The outcome a kept document names by its word; one it does not know (or none) counts as stopped early."""
+    if word == "finished":
+        return FINISHED
+    if word == "failed":
+        return Failed("")
+    return CANCELLED
 
 
 @dataclass(frozen=True)
@@ -101,7 +164,8 @@ class Progress:
         done: this is the last record of the run. Its loss values and
             ``grad_norm`` are the result's (the lowest-loss image of the last
             scale reached), which need not be the last iteration's.
-        stop_reason: with ``done``: ``FINISHED``, ``CANCELLED`` or why it stopped.
+        outcome: with ``done``: ``FINISHED``, or ``Stopped`` and why (``--progress json`` says its word as
+            ``stop_reason``).
         part, parts: in a record from within an iteration (a tiled one), the
             parts of the iteration done and their number; 0 and 0 in a record
             of a whole iteration. Its losses are the previous iteration's and
@@ -128,7 +192,7 @@ class Progress:
     style_map: np.ndarray | None = field(default=None, repr=False, compare=False)
     event: str | None = None
     done: bool = False
-    stop_reason: StopReason | None = None
+    outcome: RunEnd | None = None
     part: int = 0
     parts: int = 0
 
@@ -187,6 +251,8 @@ class Progress:
         for key, value in fields.items():
             if key == "total_loss":
                 out |= losses
+            elif key == "outcome":  # the name and the words scripts have always parsed
+                out["stop_reason"] = self.outcome.word if self.outcome is not None else None
             elif key not in losses:
                 out[key] = value
         for key in ("total_loss", "content_loss", "tv_loss", "grad_norm", "eta"):

@@ -72,7 +72,7 @@ class Documents(QObject):
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self._parent = parent
-        self._export: BackgroundTask | None = None
+        self._export: BackgroundTask[None, None] | None = None
 
     # -- presets ------------------------------------------------------------------
 
@@ -204,17 +204,17 @@ class Documents(QObject):
             self.error.emit("An export is still being written; try again in a moment.")
             return False
 
-        def write(report: Report, cancel: CancelToken) -> None:
+        def write(report: Report[None], cancel: CancelToken) -> None:
             save_image(image, output, metadata, software=f"{APP_NAME} {__version__}", bit_depth=bit_depth, dpi=dpi)
 
         job = BackgroundTask(write, "style-studio-export", failure=f"{path}: the export failed")
-        job.finished.connect(lambda outcome: self._exported(path, outcome))
+        job.on_end(lambda outcome: self._exported(path, outcome))
         self._export = job
         self.info.emit(f"Exporting {path.name}…")
         job.start()
         return True
 
-    def _exported(self, path: Path, outcome: TaskOutcome) -> None:
+    def _exported(self, path: Path, outcome: TaskOutcome[None]) -> None:
         self._export = None
         if outcome.error:
             self.error.emit(outcome.error)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 
 from PySide6.QtCore import QObject, Signal
 
-from ..core import FINISHED, InstantLookUnavailable, Pictures
+from ..core import FINISHED, Failed, InstantLookUnavailable, Pictures
 from .background import BackgroundTask, TaskOutcome
 from .pictures import HistoryEntry
 from .state import RunStatus
@@ -56,7 +56,7 @@ class InstantPreview(QObject):
     def __init__(self, state: WindowState, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self._task: BackgroundTask | None = None
+        self._task: BackgroundTask[None, PictureResult] | None = None
         self._wanted = 0  # bumped by every change of what the look shows; a look of an older one is dropped
         self._painting = 0  # the change the task under way paints
         self._missing: str | None = None  # why the network cannot be had: then nothing is tried again
@@ -105,7 +105,7 @@ class InstantPreview(QObject):
             self.state.input_files(),
         )  # fmt: skip
 
-        def work(_report: Report, cancel: CancelToken) -> PictureResult:
+        def work(_report: Report[None], cancel: CancelToken) -> PictureResult:
             from ..core import RunHooks, RunSpec, load_weights, run_picture  # here: the window shows before torch
 
             return run_picture(
@@ -114,15 +114,18 @@ class InstantPreview(QObject):
 
         self._painting = self._wanted
         self._task = BackgroundTask(work, "style-studio-instant-look", failure="the instant look failed")
-        self._task.finished.connect(self._painted)
+        self._task.on_end(self._painted)
         self._task.start()
 
-    def _painted(self, outcome: TaskOutcome) -> None:
+    def _painted(self, outcome: TaskOutcome[PictureResult]) -> None:
         self._task = None
-        result: PictureResult | None = outcome.value
-        failure = result.failure if result is not None else None
-        if isinstance(failure, InstantLookUnavailable):
-            self._missing = str(failure)
+        result = outcome.value
+        if (
+            result is not None
+            and isinstance(result.outcome, Failed)
+            and isinstance(missing := result.outcome.exception, InstantLookUnavailable)
+        ):
+            self._missing = str(missing)
             self.unavailable.emit(f"{LOOK_NAME} unavailable: {self._missing}. Start paints the picture as usual.")
             return
         if self._painting != self._wanted:  # what it shows changed while it painted

@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from .. import __version__
-from ..core import FINISHED, JOB_KEY, CancelToken, KeptResult, KeptResults, StopReason
+from ..core import JOB_KEY, CancelToken, KeptResult, KeptResults, read_outcome
 from ..core import settings as settings_mod
 from .background import BackgroundTask, Report, TaskOutcome
 from .history import HistoryStrip
@@ -30,7 +30,7 @@ class KeptHistory(QObject):
         super().__init__(parent)
         self.history = history
         self.kept = kept or KeptResults()
-        self._writing: list[BackgroundTask] = []
+        self._writing: list[BackgroundTask[None, None]] = []
         #: What ``restore`` set aside (kept results that could not be read), for the user.
         self.notices: list[str] = []
 
@@ -53,7 +53,7 @@ class KeptHistory(QObject):
             entry.settings,
             app_version=__version__,
             weights_label=entry.weights_label,
-            stop_reason=entry.stop_reason,
+            stop_reason=entry.outcome.word,
             created=entry.created,
             **({"regions": entry.regions.to_json()} if entry.regions else {}),
             **({JOB_KEY: entry.key} if entry.key else {}),
@@ -62,18 +62,18 @@ class KeptHistory(QObject):
         )
         picture = entry.result
 
-        def write(report: Report, cancel: CancelToken) -> None:
+        def write(report: Report[None], cancel: CancelToken) -> None:
             self.kept.keep(picture, document, path)
 
         job = BackgroundTask(
             write, "style-studio-keep-result", failure=f"the result could not be kept in {path.parent}"
         )
-        job.finished.connect(lambda outcome: self._written(job, outcome))
+        job.on_end(lambda outcome: self._written(job, outcome))
         self._writing.append(job)
         job.start()
         return entry
 
-    def _written(self, job: BackgroundTask, outcome: TaskOutcome) -> None:
+    def _written(self, job: BackgroundTask[None, None], outcome: TaskOutcome[None]) -> None:
         self._writing.remove(job)
         if outcome.error:
             log.warning("%s", outcome.error)
@@ -103,7 +103,7 @@ def _entry(result: KeptResult) -> HistoryEntry:
         result.picture,
         result.settings,
         str(result.field("weights_label", "")),
-        StopReason.read(result.field("stop_reason", FINISHED)),
+        read_outcome(result.field("stop_reason", "finished")),
         float(created) if isinstance(created, int | float) else result.path.stat().st_mtime,
         regions=result.regions,
         kept=result.path,

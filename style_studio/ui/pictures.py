@@ -10,11 +10,11 @@ import numpy as np
 from PIL import Image
 
 from ..core import (
-    FINISHED,
+    Finished,
     ImageLoadError,
+    Outcome,
     Regions,
     Settings,
-    StopReason,
     StyleStudioError,
     is_video_path,
     load_image,
@@ -87,7 +87,8 @@ class HistoryEntry:
     result: Image.Image
     settings: Settings
     weights_label: str
-    stop_reason: StopReason
+    outcome: Outcome
+    """How the run that made it ended (a picture so far is kept from a stopped or failed run too)."""
     created: float = field(default_factory=time.time)
     deep: np.ndarray | None = field(default=None, repr=False, compare=False)
     """The run's own values, (H, W, 3) uint16, for 16-bit exports."""
@@ -123,7 +124,7 @@ class HistoryEntry:
         return (
             f"{stamp} — {self.result.width}×{self.result.height}, {_iterations(s)}, "
             f"style {s.style_weight:g}, content {s.content_weight:g}\n{self.weights_label}"
-            f"{'' if self.stop_reason == FINISHED else ' (stopped early)'}"
+            f"{'' if isinstance(self.outcome, Finished) else ' (stopped early)'}"
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from PIL import Image
 from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
@@ -20,8 +21,11 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem,
 from .. import __version__
 from ..core import (
     CANCELLED,
+    FINISHED,
     CancelToken,
     Checkpoint,
+    Failed,
+    Finished,
     FrameRecord,
     Job,
     NewerCheckpointError,
@@ -32,11 +36,13 @@ from ..core import (
     QueueState,
     RenderedVideo,
     RenderQueue,
+    Stopped,
     StyleStudioError,
     file_digest,
     job_key,
     load_image,
     output_key,
+    queue_word,
     render_video,
     video_key,
     write_picture,
@@ -47,8 +53,8 @@ from .runner import QUEUE, RunController, RunRequest
 log = logging.getLogger(__name__)
 
 THUMBNAIL = 56
-#: What the panel says of a job in each state (a running one is "rendering").
-_STATE_TEXT = {state: "rendering" if state == QueueState.RUNNING else state.value for state in QueueState}
+#: A queued job made before, with the same job key: it is done, and nothing is run.
+MADE_BEFORE: Final = Finished(made_before=True)
 
 
 class QueuePanel(QWidget):
@@ -114,7 +120,7 @@ class QueuePanel(QWidget):
         self.pause.setText("Go on" if queue.paused else "Pause")
         self.pause.blockSignals(False)
         waiting = sum(j.state == QueueState.WAITING for j in queue)
-        done = sum(j.state == QueueState.DONE for j in queue)
+        done = sum(isinstance(j.state, Finished) for j in queue)
         self.status.setText(
             f"{len(queue)} job(s): {done} done, {waiting} waiting" + (" — paused" if queue.paused else "")
             if len(queue)
@@ -123,12 +129,12 @@ class QueuePanel(QWidget):
         self._update_buttons()
 
     def _state_text(self, job: QueueItem) -> str:
-        text = _STATE_TEXT[job.state]
-        if job.state == QueueState.RUNNING and self.controller.progress_text:
-            text += f" {self.controller.progress_text}"
-        if job.state == QueueState.FAILED and job.reason:
-            text += f": {job.reason}"
-        return text
+        match job.state:
+            case QueueState.RUNNING:
+                return f"rendering {self.controller.progress_text}".rstrip()
+            case Failed(error=error) if error:
+                return f"failed: {error}"
+        return queue_word(job.state)
 
     def _update_buttons(self) -> None:
         job = self.controller.queue.get(self.selected_id() or "")
@@ -136,8 +142,8 @@ class QueuePanel(QWidget):
         for button in (self.up, self.down):
             button.setEnabled(has)
         self.remove.setEnabled(has and job is not None and job.state != QueueState.RUNNING)
-        self.cancel.setEnabled(has and job is not None and job.state in (QueueState.WAITING, QueueState.RUNNING))
-        self.retry.setEnabled(has and job is not None and job.state in (QueueState.FAILED, QueueState.CANCELLED))
+        self.cancel.setEnabled(has and job is not None and isinstance(job.state, QueueState))
+        self.retry.setEnabled(has and job is not None and isinstance(job.state, Failed | Stopped))
 
 
 class QueueController(QObject):
@@ -160,7 +166,8 @@ class QueueController(QObject):
         self.current: str | None = None
         self.progress_text = ""
         self.closing = False
-        self._writing: BackgroundTask | None = None  # a picture being written, or a video being rendered
+        # A picture being written, or a video being rendered.
+        self._writing: BackgroundTask[None, None] | BackgroundTask[FrameRecord, RenderedVideo] | None = None
         self._video_running = False
         self._thumbnails: dict[str, QIcon] = {}
         self._cancel_current = False
@@ -203,7 +210,7 @@ class QueueController(QObject):
                 self._writing.cancel()
         else:
             self._forget_progress(item_id)
-            self.queue.set_state(item_id, QueueState.CANCELLED)
+            self.queue.set_state(item_id, CANCELLED)
             self.changed.emit()
 
     def retry(self, item_id: str) -> None:
@@ -238,12 +245,12 @@ class QueueController(QObject):
             try:
                 job, render = self._run_request(item)
             except StyleStudioError as exc:
-                self.queue.set_state(item.id, QueueState.FAILED, str(exc))
+                self.queue.set_state(item.id, Failed.of(exc))
                 self.changed.emit()
                 continue
             if output_key(job.output) == render.key:
                 self._forget_progress(item.id)
-                self.queue.set_state(item.id, QueueState.DONE, f"{job.output} (already made)")
+                self.queue.set_state(item.id, MADE_BEFORE, f"{job.output} (already made)")
                 self.changed.emit()
                 continue
             self.current = item.id
@@ -263,24 +270,24 @@ class QueueController(QObject):
             styles = [load_image(p) for p in job.styles]
             key = video_key(job, file_digest(job.content), styles)
         except (StyleStudioError, OSError) as exc:
-            self.queue.set_state(item.id, QueueState.FAILED, str(exc))
+            self.queue.set_state(item.id, Failed.of(exc))
             self.changed.emit()
             return False
         if output_key(job.output) == key:
-            self.queue.set_state(item.id, QueueState.DONE, f"{job.output} (already made)")
+            self.queue.set_state(item.id, MADE_BEFORE, f"{job.output} (already made)")
             self.changed.emit()
             return False
         weights = self.runs.weights
 
-        def work(report: Report, cancel: CancelToken) -> RenderedVideo:
+        def work(report: Report[FrameRecord], cancel: CancelToken) -> RenderedVideo:
             job.output.parent.mkdir(parents=True, exist_ok=True)
             return render_video(
                 job, weights.get(job.settings.network_weights), cancel=cancel, progress=report, styles=styles
             )
 
         task = BackgroundTask(work, "style-studio-queue-video", failure=f"{job.content.name}: the video failed")
-        task.progressed.connect(self._video_progress)
-        task.finished.connect(lambda outcome: self._video_finished(item, outcome))
+        task.on_report(self._video_progress)
+        task.on_end(lambda outcome: self._video_finished(item, outcome))
         self.current, self._writing, self._video_running = item.id, task, True
         self._cancel_current = False
         self.progress_text = ""
@@ -289,20 +296,21 @@ class QueueController(QObject):
         task.start()
         return True
 
-    def _video_progress(self, record: object) -> None:
-        if isinstance(record, FrameRecord) and record.progress is not None:
+    def _video_progress(self, record: FrameRecord) -> None:
+        if record.progress is not None:
             self.progress_text = f"frame {record.frame}/{record.frames}"
             self.changed.emit()
 
-    def _video_finished(self, item: QueueItem, outcome: TaskOutcome) -> None:
+    def _video_finished(self, item: QueueItem, outcome: TaskOutcome[RenderedVideo]) -> None:
         self.current, self._writing, self._video_running = None, None, False
-        if outcome.cancelled:
-            # Paused or closed: it goes again later from its kept frames; cancelled: it is not done.
-            self.queue.set_state(item.id, QueueState.CANCELLED if self._cancel_current else QueueState.WAITING)
-        elif outcome.error is not None:
-            self.queue.set_state(item.id, QueueState.FAILED, outcome.error)
-        else:
-            self.queue.set_state(item.id, QueueState.DONE, str(item.job.output))
+        match outcome.ended:
+            case Stopped():
+                # Paused or closed: it goes again later from its kept frames; cancelled: it is not done.
+                self.queue.set_state(item.id, outcome.ended if self._cancel_current else QueueState.WAITING)
+            case Failed():
+                self.queue.set_state(item.id, outcome.ended)
+            case Finished():
+                self.queue.set_state(item.id, outcome.ended, str(item.job.output))
         self.changed.emit()
         self.start_next()
 
@@ -355,16 +363,21 @@ class QueueController(QObject):
         if item is None:
             self.start_next()
             return
-        if self.closing or (outcome.stop_reason == CANCELLED and not self._cancel_current):
-            self.queue.set_state(item.id, QueueState.WAITING)  # paused or closed: it goes again later
-        elif outcome.stop_reason == CANCELLED:
-            self._forget_progress(item.id)
-            self.queue.set_state(item.id, QueueState.CANCELLED)
-        elif outcome.finished:
-            self._write(item, outcome)
-            return
-        else:
-            self.queue.set_state(item.id, QueueState.FAILED, outcome.error or "the run failed")
+        match outcome.outcome:
+            case _ if self.closing:
+                self.queue.set_state(item.id, QueueState.WAITING)  # closed: it goes again later
+            case Stopped() if not self._cancel_current:
+                self.queue.set_state(item.id, QueueState.WAITING)  # paused: it goes again later
+            case Stopped():
+                self._forget_progress(item.id)
+                self.queue.set_state(item.id, outcome.outcome)
+            case Finished() if outcome.image is not None:
+                self._write(item, outcome)
+                return
+            case Failed():
+                self.queue.set_state(item.id, outcome.outcome)
+            case Finished():  # with no picture: nothing to write
+                self.queue.set_state(item.id, Failed("the run failed"))
         self.changed.emit()
         self.start_next()
 
@@ -375,22 +388,22 @@ class QueueController(QObject):
         assert result is not None
         metadata = outcome.document(__version__)
 
-        def write(report: Report, cancel: CancelToken) -> None:
+        def write(report: Report[None], cancel: CancelToken) -> None:
             item.job.output.parent.mkdir(parents=True, exist_ok=True)
             write_picture(result, item.job.target(), metadata, software=f"Style Studio {__version__}")
 
         job = BackgroundTask(write, "style-studio-queue-write", failure=f"{item.job.output}: could not be written")
-        job.finished.connect(lambda written: self._written(item, result, written))
+        job.on_end(lambda written: self._written(item, result, written))
         self._writing = job
         job.start()
 
-    def _written(self, item: QueueItem, result: Image.Image, written: TaskOutcome) -> None:
+    def _written(self, item: QueueItem, result: Image.Image, written: TaskOutcome[None]) -> None:
         self._writing = None
-        if written.error:
-            self.queue.set_state(item.id, QueueState.FAILED, written.error)
-            self.error.emit(f"A queued picture could not be written: {written.error}")
+        if isinstance(written.ended, Failed):
+            self.queue.set_state(item.id, written.ended)
+            self.error.emit(f"A queued picture could not be written: {written.ended.error}")
         else:
-            self.queue.set_state(item.id, QueueState.DONE, str(item.job.output))
+            self.queue.set_state(item.id, FINISHED, str(item.job.output))
             self._thumbnails[item.id] = _icon(result)
         self.changed.emit()
         self.start_next()
@@ -408,7 +421,7 @@ class QueueController(QObject):
         """The finished picture (read small from its file once), or nothing yet."""
         if item.id in self._thumbnails:
             return self._thumbnails[item.id]
-        if item.state != QueueState.DONE or not item.job.output.is_file():
+        if not isinstance(item.state, Finished) or not item.job.output.is_file():
             return QIcon()
         reader = QImageReader(str(item.job.output))
         size = reader.size()

@@ -9,7 +9,7 @@ from collections import deque
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core import CANCELLED, PictureResult, Progress
+from ..core import Failed, Finished, PictureResult, Progress, Stopped
 
 #: Progress bar units per iteration.
 STEP_RESOLUTION = 100
@@ -141,13 +141,14 @@ class RunBar(QWidget):
         return next((text for text in texts if metrics.horizontalAdvance(text) <= room), texts[-1])
 
     def show_outcome(self, outcome: PictureResult) -> None:
-        if outcome.error:
-            self.progress.setFormat("Stopped with an error")
-        elif outcome.stop_reason == CANCELLED:
-            self.progress.setFormat("Stopped — the picture so far is kept")
-        else:
-            elapsed = outcome.last.elapsed if outcome.last is not None else 0.0
-            self.progress.setFormat(f"Done in {duration(elapsed)}")
+        match outcome.outcome:
+            case Failed():
+                self.progress.setFormat("Stopped with an error")
+            case Stopped():
+                self.progress.setFormat("Stopped — the picture so far is kept")
+            case Finished():
+                elapsed = outcome.last.elapsed if outcome.last is not None else 0.0
+                self.progress.setFormat(f"Done in {duration(elapsed)}")
         if self.progress.maximum() == 0:
             self.progress.setRange(0, 1)
         self.eta_label.setText("")

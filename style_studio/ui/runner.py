@@ -29,7 +29,9 @@ from ..core import (
     CANCELLED,
     Cancelled,
     CancelToken,
+    Failed,
     LiveChanges,
+    Outcome,
     PictureResult,
     Pictures,
     Previews,
@@ -40,7 +42,7 @@ from ..core import (
     RunSpec,
     Settings,
     SettingsError,
-    StopReason,
+    Stopped,
     StyleStudioError,
     WeightsCache,
 )
@@ -121,7 +123,7 @@ class RenderSession:
         self._lock = threading.Lock()
         self._preview: QImage | None = None
         self.live = LiveChanges(job.settings, len(job.pictures.styles), job.pictures.content.size)
-        self._report: Report = lambda _: None
+        self._report: Report[RunReport] = lambda _: None
 
     def set_style_map(self, layer: str | None) -> None:
         """Ask the run for a style map of ``layer`` with its previews (None: none); thread-safe."""
@@ -148,7 +150,7 @@ class RenderSession:
         if notify:
             self._report(PREVIEW_READY)
 
-    def __call__(self, report: Report, cancel: CancelToken) -> PictureResult:
+    def __call__(self, report: Report[RunReport], cancel: CancelToken) -> PictureResult:
         """The run's result, also when it stopped or failed: a failure that is not the user's to act on is logged
         and said as unexpected, and the picture so far is kept."""
         _lower_this_threads_priority()
@@ -172,12 +174,12 @@ class RenderSession:
                              checkpoints=self._checkpoints, previews=Previews(0.15)),
                 )  # fmt: skip
         except Cancelled:
-            return self.nothing(CANCELLED, None, label, began)
+            return self.nothing(CANCELLED, label, began)
         except Exception as exc:  # a refused resume, settings that do not fit, weights that do not load, a bug
-            return self.nothing(None, exc, label, began)
-        if result.failure is None or isinstance(result.failure, StyleStudioError):
-            return result
-        return dataclasses.replace(result, failure=_unexpected(result.failure))
+            return self.nothing(_said(exc), label, began)
+        if isinstance(result.outcome, Failed) and result.outcome.exception is not None:
+            return dataclasses.replace(result, outcome=_said(result.outcome.exception))
+        return result
 
     def _forward(self, record: Progress) -> None:
         if self.job.previews is not None:
@@ -187,21 +189,20 @@ class RenderSession:
             record = dataclasses.replace(record, preview=None)
         self._report(record)
 
-    def nothing(
-        self, stop_reason: StopReason | None, failure: Exception | None, label: str, began: float
-    ) -> PictureResult:
+    def nothing(self, outcome: Outcome, label: str, began: float) -> PictureResult:
         """A run that ended before it made anything."""
-        if failure is not None and not isinstance(failure, StyleStudioError):
-            failure = _unexpected(failure)
         job = self.job
-        return PictureResult(job.pictures, None, None, job.settings, job.pictures.regions, stop_reason, failure,
-                             None, self.run_id, label, time.perf_counter() - began)  # fmt: skip
+        return PictureResult(job.pictures, None, None, job.settings, job.pictures.regions, outcome, None,
+                             self.run_id, label, time.perf_counter() - began)  # fmt: skip
 
 
-def _unexpected(exc: BaseException) -> StyleStudioError:
-    """A bug or a device failure, logged with its traceback and said to the user as unexpected."""
+def _said(exc: BaseException) -> Failed:
+    """A failure as the user is told it: an error of ours as it is; a bug or a device failure logged with its
+    traceback and said as unexpected."""
+    if isinstance(exc, StyleStudioError):
+        return Failed.of(exc)
     log.error("the run failed", exc_info=exc)
-    return StyleStudioError(f"the run failed unexpectedly: {exc}")
+    return Failed.of(StyleStudioError(f"the run failed unexpectedly: {exc}"))
 
 
 class RunController(QObject):
@@ -238,7 +239,7 @@ class RunController(QObject):
         self.weights = weights or WeightsCache()
         self.checkpoints = checkpoints
         self._closing = False
-        self._job: BackgroundTask | None = None
+        self._job: BackgroundTask[RunReport, PictureResult] | None = None
         self._session: RenderSession | None = None
         self._pending: RunRequest | None = None
         self._stopping = False
@@ -267,8 +268,8 @@ class RunController(QObject):
         session = RenderSession(render, self.weights, self.checkpoints)
         session.set_style_map(self._state.style_map if self._state is not None else None)
         job = BackgroundTask(session, "style-studio-render", failure="the run failed unexpectedly")
-        job.progressed.connect(self._on_report)
-        job.finished.connect(self._on_finished)
+        job.on_report(self._on_report)
+        job.on_end(self._on_finished)
         self._job, self._session = job, session
         job.start()
         self.started.emit(render)
@@ -341,15 +342,16 @@ class RunController(QObject):
                 self.planned.emit(report)
 
     @Slot(object)
-    def _on_finished(self, outcome: TaskOutcome) -> None:
+    def _on_finished(self, outcome: TaskOutcome[PictureResult]) -> None:
         session = self._session
         self._job = self._session = None
         self._stopping = False
-        result = outcome.value
-        if session is not None and not isinstance(result, PictureResult):  # it never ran: the window closed at once
-            failure = StyleStudioError(outcome.error) if outcome.error is not None else None
-            result = session.nothing(CANCELLED if failure is None else None, failure, "", time.perf_counter())
-        if session is not None and isinstance(result, PictureResult):
+        if session is not None:
+            # No result: it never ran (the window closed at once), or its session raised.
+            result = outcome.value
+            if result is None:
+                ended = outcome.ended if isinstance(outcome.ended, Failed) else CANCELLED
+                result = session.nothing(ended, "", time.perf_counter())
             self._ended(session, result)
         pending, self._pending = self._pending, None
         if pending is not None:
@@ -360,12 +362,13 @@ class RunController(QObject):
     def _ended(self, session: RenderSession, result: PictureResult) -> None:
         # A run that failed (a refused resume among them) keeps its checkpoint: it is the user's only copy.
         # So does a named run that was stopped: its owner goes on from it.
-        stopped = result.stop_reason == CANCELLED
-        kept = (
-            self._closing
-            or result.failure is not None
-            or (stopped and session is not None and session.job.run_id is not None)
-        )
-        if session is not None and self.checkpoints is not None and not kept:
+        match result.outcome:
+            case Failed():
+                kept = True
+            case Stopped():
+                kept = self._closing or session.job.run_id is not None
+            case _:
+                kept = self._closing
+        if self.checkpoints is not None and not kept:
             self.checkpoints.discard(session.run_id)
-        self.finished.emit(session.job.owner if session is not None else USER, result)
+        self.finished.emit(session.job.owner, result)

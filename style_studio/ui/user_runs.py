@@ -13,10 +13,10 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel, QWidget
 
 from ..core import (
-    FINISHED,
     IMAGENET,
     UNTRAINED,
     Checkpoint,
+    Finished,
     PictureResult,
     Pictures,
     PreviewFolder,
@@ -25,7 +25,6 @@ from ..core import (
     RunPlan,
     Settings,
     SettingsError,
-    StopReason,
     describe,
     fit_size,
     missing_weights,
@@ -273,7 +272,7 @@ class UserRuns:
                 outcome.image,
                 outcome.settings,
                 label,
-                outcome.stop_reason or StopReason.FAILED,
+                outcome.outcome,
                 deep=outcome.deep,
                 regions=outcome.regions,
                 key=outcome.key if outcome.finished else None,
@@ -302,7 +301,8 @@ class UserRuns:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
         last, plan = outcome.last, self._running_plan
         self._running_plan = None
-        if outcome.stop_reason != FINISHED or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
+        finished = isinstance(outcome.outcome, Finished)
+        if not finished or last is None or last.elapsed < 1.0 or plan is None or plan.work <= 0:
             return
         self.store.save_speed(last.elapsed / plan.work, last.compute)
         self.update_needs()

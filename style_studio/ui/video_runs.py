@@ -21,10 +21,13 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core import (
     FINISHED,
+    Failed,
+    Finished,
     FrameRecord,
     Job,
     RenderedVideo,
     SettingsError,
+    Stopped,
     StyleStudioError,
     describe,
     read_frames,
@@ -89,7 +92,7 @@ class VideoRuns:
         self.player = ClipPlayer(parent)
         self.player.frame.connect(self._played)
         self.player.stopped.connect(self.rest_on_frame)
-        self.task: BackgroundTask | None = None
+        self.task: BackgroundTask[FrameRecord, RenderedVideo] | None = None
         self.job: Job | None = None
         #: the last video written, and the clip it was made from
         self.result: tuple[Path, Path] | None = None
@@ -172,13 +175,13 @@ class VideoRuns:
 
         cache = self.controller.weights
 
-        def work(report: Report, cancel: CancelToken) -> RenderedVideo:
+        def work(report: Report[FrameRecord], cancel: CancelToken) -> RenderedVideo:
             loaded = cache.get(job.settings.network_weights)  # the still runs' weights, loaded once
             return render_video(job, loaded, cancel=cancel, progress=report)
 
         self.task = BackgroundTask(work, "style-studio-video", failure="the video render failed")
-        self.task.progressed.connect(self._progressed)
-        self.task.finished.connect(self._finished)
+        self.task.on_report(self._progressed)
+        self.task.on_end(self._finished)
         self.loss_plot.clear()
         self._curves = {}
         self.run_bar.begin()
@@ -200,8 +203,8 @@ class VideoRuns:
             self.task.cancel()
             self.task.wait()
 
-    def _progressed(self, record: object) -> None:
-        if not isinstance(record, FrameRecord) or record.progress is None:
+    def _progressed(self, record: FrameRecord) -> None:
+        if record.progress is None:
             return
         progress = record.progress
         if progress.iteration == 1 and not progress.within_iteration:
@@ -221,19 +224,20 @@ class VideoRuns:
         if progress.preview is not None:
             self.view.set_image(array_to_qimage(progress.preview))
 
-    def _finished(self, outcome: TaskOutcome) -> None:
+    def _finished(self, outcome: TaskOutcome[RenderedVideo]) -> None:
         self.task = None
         job, self.job = self.job, None
         self.feedback.status("", 0)
-        self.run_bar.show_text(
-            "Video stopped — its frames are kept" if outcome.cancelled else
-            "Video failed" if outcome.error is not None else "Video written"
-        )  # fmt: skip
-        if outcome.cancelled:
-            self.feedback.info("The video was stopped; its finished frames are kept: Render video again to go on.")
-        elif outcome.error is not None:
-            self.feedback.error(outcome.error)
-        elif isinstance(outcome.value, RenderedVideo) and job is not None:
+        match outcome.ended:
+            case Stopped():
+                self.run_bar.show_text("Video stopped — its frames are kept")
+                self.feedback.info("The video was stopped; its finished frames are kept: Render video again to go on.")
+            case Failed(error=error):
+                self.run_bar.show_text("Video failed")
+                self.feedback.error(error)
+            case Finished():
+                self.run_bar.show_text("Video written")
+        if isinstance(outcome.ended, Finished) and outcome.value is not None and job is not None:
             rendered = outcome.value
             self.result = (rendered.output, job.content)
             notes = "".join(f"; {note}" for note in rendered.notes)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QDialog, QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from ..core import IMAGENET, UNTRAINED, CancelToken
+from ..core import IMAGENET, UNTRAINED, CancelToken, Failed, Finished, Stopped
 from .background import BackgroundTask, Report, TaskOutcome
 
 WEIGHTS_FILTER = "PyTorch weights (*.pth *.pt *.bin);;All files (*)"
 
 
-def _download(report: Report, cancel: CancelToken) -> None:
+def _download(report: Report[tuple[int, int]], cancel: CancelToken) -> None:
     from ..core import download_imagenet
 
     download_imagenet(progress=lambda got, total: report((got, total or 0)), cancelled=lambda: cancel.cancelled)
@@ -27,7 +27,7 @@ class WeightsDialog(QDialog):
         self.setWindowTitle("VGG19 weights needed")
         self.choice: str | None = None
         self._start_dir = start_dir
-        self._job: BackgroundTask | None = None
+        self._job: BackgroundTask[tuple[int, int], None] | None = None
         text = QLabel(
             "<b>Style Studio needs the trained VGG19 network</b> (548 MB, downloaded once from "
             "download.pytorch.org and kept in PyTorch's cache).<br><br>"
@@ -77,8 +77,8 @@ class WeightsDialog(QDialog):
         self.bar.setRange(0, 0)
         self.status.setText("Connecting…")
         job = BackgroundTask(_download, "style-studio-download", failure="the download failed unexpectedly")
-        job.progressed.connect(self._progress)
-        job.finished.connect(self._done)
+        job.on_report(self._progress)
+        job.on_end(self._done)
         self._job = job
         job.start()
 
@@ -99,13 +99,17 @@ class WeightsDialog(QDialog):
             self._job.cancel()
             self._job.wait()
 
-    def _done(self, outcome: TaskOutcome) -> None:
+    def _done(self, outcome: TaskOutcome[None]) -> None:
         self._job = None
-        if outcome.error is None and not outcome.cancelled:
-            self._accept_with(IMAGENET)
-            return
+        match outcome.ended:
+            case Finished():
+                self._accept_with(IMAGENET)
+                return
+            case Stopped():
+                self.status.setText("The download was cancelled.")
+            case Failed(error=error):
+                self.status.setText(error)
         self.bar.setVisible(False)
-        self.status.setText("The download was cancelled." if outcome.cancelled else outcome.error or "")
         for b in (self.download_button, self.file_button, self.untrained_button):
             b.setEnabled(True)
 

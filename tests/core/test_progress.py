@@ -1,5 +1,7 @@
 """The time left that a run reports (``Progress.eta``)."""
 
+import dataclasses
+
 import pytest
 
 from style_studio.core.progress import TimeLeft
@@ -37,12 +39,19 @@ def test_the_time_left_never_goes_below_zero():
     assert time_left(2.0, 0, 3) == 0.0
 
 
-def test_a_stop_reason_is_typed_and_reads_as_the_word_kept_files_and_json_hold():
-    import json
+def test_an_outcome_is_typed_and_reads_as_the_word_kept_files_and_json_hold():
+    from style_studio.core.progress import CANCELLED, FINISHED, Failed, read_outcome
 
-    from style_studio.core.progress import CANCELLED, FINISHED, StopReason
-
-    assert json.dumps({"stop_reason": FINISHED}) == '{"stop_reason": "finished"}'
-    assert StopReason.read("finished") is FINISHED and StopReason.read("failed") is StopReason.FAILED
+    assert (FINISHED.word, CANCELLED.word, Failed("out of memory").word) == ("finished", "cancelled", "failed")
+    assert read_outcome("finished") == FINISHED and isinstance(read_outcome("failed"), Failed)
     # A kept document from elsewhere naming a reason we do not know, or none, counts as stopped early.
-    assert StopReason.read("diverged") is CANCELLED and StopReason.read(None) is CANCELLED
+    assert read_outcome("diverged") == CANCELLED and read_outcome(None) == CANCELLED
+
+
+def test_a_record_says_its_outcome_by_the_word_scripts_parse():
+    from style_studio.core.progress import CANCELLED, FINISHED, Progress
+
+    record = Progress(1, 1, 1, 1, 1, 1, 8, 8, 1.0, {}, {}, 0.0, 0.1, 0.0, "untrained", "cpu", done=True)
+    assert dataclasses.replace(record, outcome=FINISHED).to_json()["stop_reason"] == "finished"
+    assert dataclasses.replace(record, outcome=CANCELLED).to_json()["stop_reason"] == "cancelled"
+    assert record.to_json()["stop_reason"] is None

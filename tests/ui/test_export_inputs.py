@@ -85,7 +85,7 @@ def test_export_during_a_run_stops_it_and_writes_the_picture_so_far(qtbot, windo
     import numpy as np
     from PIL import Image
 
-    from style_studio.core import StopReason
+    from style_studio.core import CANCELLED
     from style_studio.ui import documents
     from tests.ui.conftest import FAST
 
@@ -104,6 +104,6 @@ def test_export_during_a_run_stops_it_and_writes_the_picture_so_far(qtbot, windo
         window.commands.export.trigger()
     assert blocker.args[1] in ("", None), blocker.args
     shown = window.state.shown
-    assert shown is not earlier and shown.stop_reason == StopReason.CANCELLED
+    assert shown is not earlier and shown.outcome == CANCELLED
     with Image.open(target) as written:
         assert np.array_equal(np.asarray(written.convert("RGB")), np.asarray(shown.result))

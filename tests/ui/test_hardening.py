@@ -17,6 +17,7 @@ from style_studio.core import settings as settings_mod
 from style_studio.core.io import files
 from style_studio.core.io.imageio import save_image
 from style_studio.core.network.device import resolve
+from style_studio.core.progress import FINISHED
 from style_studio.core.run import memory
 from style_studio.core.run.compute import shared_network
 from tests.ui.conftest import FAST
@@ -122,13 +123,13 @@ def test_a_corrupt_weights_file_is_named_and_the_app_keeps_going(qtbot, window, 
     assert outcome.error and "vgg19-broken.pth" in window.banner.text()
     assert "not a readable PyTorch weights file" in window.banner.text()
     window.controls.set_weights("untrained")
-    assert finish(qtbot, window).stop_reason == "finished"
+    assert finish(qtbot, window).outcome == FINISHED
 
 
 def test_a_blow_up_is_reported_and_the_run_finishes(qtbot, window):
     window.controls.set_settings(dataclasses.replace(FAST, optimizer="adam", step_size=1e4, iterations=8))
     outcome = finish(qtbot, window)
-    assert outcome.stop_reason == "finished"
+    assert outcome.outcome == FINISHED
     assert "went back to the lowest-loss image" in window.banner.text()
     pixels = outcome.image.convert("L").getextrema()
     assert pixels != (0, 0) and pixels != (255, 255)

@@ -142,10 +142,10 @@ def test_the_run_bar_says_a_picture_from_the_history_is_one(window, qtbot):
 def test_a_history_entry_says_its_iterations_per_scale_not_the_scales_setting():
     from PIL import Image
 
-    from style_studio.core import Settings, StopReason
+    from style_studio.core import FINISHED, Settings
     from style_studio.ui.pictures import HistoryEntry
 
-    entry = HistoryEntry(Image.new("RGB", (8, 8)), Settings(size=512, scales=0), "untrained", StopReason.FINISHED)
+    entry = HistoryEntry(Image.new("RGB", (8, 8)), Settings(size=512, scales=0), "untrained", FINISHED)
     assert "150 + 75 iterations" in entry.summary() and "0 scale" not in entry.summary()
 
 

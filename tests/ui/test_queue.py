@@ -25,7 +25,7 @@ def test_add_to_queue_renders_and_writes_the_picture_with_its_settings(qtbot, wi
     item = window.queue.queue.items[0]
     assert item.job.output == tmp_path / "out" / "chelsea-starry_night.png"
     wait_for_queue(qtbot, window)
-    assert item.state == "done", item.reason
+    assert item.word == "done", item.reason
     with Image.open(item.job.output) as made:
         assert made.size == (48, 32)
     assert settings_mod.loads(read_metadata(item.job.output)) == window.state.settings
@@ -71,7 +71,7 @@ def test_start_while_the_queue_renders_asks_to_pause_it(qtbot, window, tmp_path)
     # Esc pauses the queue: the job goes back to waiting, and the user's own runs can start.
     window.commands.stop.trigger()
     qtbot.waitUntil(lambda: not window.queue.busy and not window.controller.running, timeout=30_000)
-    assert window.queue.queue.paused and window.queue.queue.items[0].state == "waiting"
+    assert window.queue.queue.paused and window.queue.queue.items[0].word == "waiting"
     assert window.queue_panel.pause.isChecked()
 
 
@@ -85,13 +85,13 @@ def test_reorder_remove_and_cancel_jobs(qtbot, window, tmp_path):
     assert [i.id for i in window.queue.queue] == [ids[2], ids[0], ids[1]]
     window.queue.remove(ids[0])
     window.queue.cancel(ids[1])
-    assert [(i.id, i.state) for i in window.queue.queue] == [(ids[2], "waiting"), (ids[1], "cancelled")]
+    assert [(i.id, i.word) for i in window.queue.queue] == [(ids[2], "waiting"), (ids[1], "cancelled")]
     window.queue_panel.pause.setChecked(False)  # go on
     wait_for_queue(qtbot, window)
-    assert [i.state for i in window.queue.queue] == ["done", "cancelled"]
+    assert [i.word for i in window.queue.queue] == ["done", "cancelled"]
     window.queue.retry(ids[1])
     wait_for_queue(qtbot, window)
-    assert [i.state for i in window.queue.queue] == ["done", "done"]
+    assert [i.word for i in window.queue.queue] == ["done", "done"]
 
 
 def test_the_queue_survives_a_restart_and_a_job_cut_off_goes_again(qtbot, make_window, tmp_path):
@@ -101,11 +101,11 @@ def test_the_queue_survives_a_restart_and_a_job_cut_off_goes_again(qtbot, make_w
     first.close()  # the app quits during the job
     second = make_window()
     (item,) = second.queue.queue.items
-    assert item.state == "waiting"
+    assert item.word == "waiting"
     assert item.job.settings.iterations == 5_000 and item.job.output.parent == tmp_path
     second.queue.cancel(item.id)  # not 5000 iterations in a test
     qtbot.waitUntil(lambda: not second.queue.busy, timeout=30_000)
-    assert second.queue.queue.items[0].state == "cancelled"
+    assert second.queue.queue.items[0].word == "cancelled"
 
 
 def test_a_job_whose_photo_is_gone_fails_with_why_and_the_next_one_runs(qtbot, window, tmp_path):
@@ -119,7 +119,7 @@ def test_a_job_whose_photo_is_gone_fails_with_why_and_the_next_one_runs(qtbot, w
     photo.unlink()
     window.queue_panel.pause.setChecked(False)
     wait_for_queue(qtbot, window)
-    states = [(i.state, i.reason) for i in window.queue.queue]
+    states = [(i.word, i.reason) for i in window.queue.queue]
     assert states[0][0] == "failed" and "photo.png" in states[0][1]
     assert states[1][0] == "done"
 
@@ -141,7 +141,7 @@ def test_a_paused_queue_job_goes_on_where_it_stood_and_is_not_offered_as_the_use
     qtbot.waitUntil(lambda: len(steps) >= 5, timeout=30_000)
     with qtbot.waitSignal(window.controller.finished, timeout=30_000):
         window.queue.set_paused(True)
-    assert item.state == "waiting"
+    assert item.word == "waiting"
     stood = CheckpointStore().load(item.run_id).position.step
     assert stood >= 5
     assert "unfinished run" not in make_window().banner.text()  # the queue's, not the user's to resume
@@ -149,7 +149,7 @@ def test_a_paused_queue_job_goes_on_where_it_stood_and_is_not_offered_as_the_use
     steps.clear()
     window.queue.set_paused(False)
     wait_for_queue(qtbot, window)
-    assert item.state == "done", item.reason
+    assert item.word == "done", item.reason
     assert min(s for s in steps if s > 0) == stood + 1 and max(steps) == 40
     assert CheckpointStore().load(item.run_id) is None  # written: nothing left to go on from
 
@@ -169,7 +169,7 @@ def test_a_queue_job_cut_off_by_closing_the_window_goes_on_at_the_next_start(qtb
     second.controller.progressed.connect(lambda record: resumed.append(record.step))
     second.queue.start_next()
     wait_for_queue(qtbot, second)
-    assert second.queue.queue.get(item.id).state == "done"
+    assert second.queue.queue.get(item.id).word == "done"
     assert min(s for s in resumed if s > 0) == stood + 1
 
 
@@ -182,5 +182,5 @@ def test_a_queued_picture_already_made_by_the_same_job_is_not_rendered_again(qtb
     window.controller.started.connect(started.append)
     window.queue.retry(item.id)  # the same job again: its output already carries its key
     wait_for_queue(qtbot, window)
-    assert item.state == "done" and "already made" in item.reason
+    assert item.word == "done" and "already made" in item.reason
     assert started == [] and item.job.output.stat().st_mtime_ns == made

@@ -6,6 +6,7 @@ import dataclasses
 
 from PySide6.QtCore import Qt
 
+from style_studio.core.progress import FINISHED
 from style_studio.core.run.checkpoints import CheckpointStore
 from tests.ui.conftest import FAST
 
@@ -39,7 +40,7 @@ def test_closing_during_a_run_keeps_it_and_the_next_start_resumes_it_to_the_end(
     second.controller.progressed.connect(lambda record: steps.append(record.step))
     with qtbot.waitSignal(second.controller.finished, timeout=60_000) as blocker:
         click(qtbot, second.banner, "Resume")
-    assert blocker.args[1].stop_reason == "finished"
+    assert blocker.args[1].outcome == FINISHED
     # It went on where it stood, with the run's own settings and pictures.
     assert min(s for s in steps if s > 0) == stood + 1 and max(steps) == 40
     assert second.state.settings == checkpoint.settings
@@ -108,7 +109,7 @@ def test_a_run_whose_blend_the_sliders_show_rescaled_resumes_with_its_own_settin
     with qtbot.waitSignal(window.controller.finished, timeout=60_000) as blocker:
         click(qtbot, window.banner, "Resume")
     outcome = blocker.args[1]
-    assert outcome.error is None and outcome.stop_reason == "finished"
+    assert outcome.error is None and outcome.outcome == FINISHED
     assert min(s for s in steps if s > 0) == checkpoint.position.step + 1
     assert outcome.settings.style_blend == (0.6, 0.3) and outcome.settings.style_weight == 5000.0
 

@@ -161,13 +161,13 @@ def test_a_queued_video_is_rendered_whole_paused_between_frames_and_skipped_once
     qtbot.waitUntil(lambda: window.queue.progress_text == "frame 3/5", timeout=60_000)
     window.queue.set_paused(True)
     qtbot.waitUntil(lambda: not window.queue.busy, timeout=60_000)
-    assert item.state == "waiting" and not item.job.output.exists()
+    assert item.word == "waiting" and not item.job.output.exists()
     assert len(list((cache_folder() / "videos").glob("*/frame-*.png"))) >= 2  # kept for the next go
     window.queue.set_paused(False)
-    qtbot.waitUntil(lambda: item.state == "done", timeout=60_000)
+    qtbot.waitUntil(lambda: item.word == "done", timeout=60_000)
     assert video.probe(item.job.output).frame_count == 5
     window.queue.retry(item.id)  # the same job again: already made
-    qtbot.waitUntil(lambda: item.state == "done", timeout=10_000)
+    qtbot.waitUntil(lambda: item.word == "done", timeout=10_000)
     assert "(already made)" in item.reason
 
 

@@ -15,6 +15,7 @@ from PySide6.QtGui import QDropEvent, QGuiApplication, QImage, QKeySequence
 from style_studio.core import VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.imageio import read_metadata
+from style_studio.core.progress import CANCELLED, FINISHED
 from style_studio.ui.qt_images import pil_to_qimage
 from style_studio.ui.run_bar import STEP_RESOLUTION
 from tests.conftest import SAMPLES
@@ -194,7 +195,7 @@ def test_a_short_run_streams_previews_and_finishes(qtbot, window):
     previews = []
     window.controller.preview.connect(previews.append)
     outcome = run_to_end(qtbot, window)
-    assert outcome.stop_reason == "finished" and outcome.error is None
+    assert outcome.outcome == FINISHED and outcome.error is None
     assert previews and all(isinstance(p, QImage) and not p.isNull() for p in previews)
     assert window.state.shown.result.size == (48, 32)
     assert len(window.history.entries) == 1
@@ -209,7 +210,7 @@ def test_stop_during_a_run_keeps_the_picture(qtbot, window):
     assert window.run_bar.stop_button.isEnabled() and not window.run_bar.start_button.isEnabled()
     with qtbot.waitSignal(window.controller.finished, timeout=30_000) as blocker:
         window.run_bar.stop_button.click()
-    assert blocker.args[1].stop_reason == "cancelled"
+    assert blocker.args[1].outcome == CANCELLED
     assert window.state.shown.result is not None
     assert "kept" in window.run_bar.progress.format()
 
@@ -272,7 +273,7 @@ def test_start_while_the_last_run_is_still_stopping_runs_the_new_one(qtbot, wind
     window.controls.set_settings(FAST)
     window.commands.start.trigger()
     qtbot.waitUntil(lambda: len(outcomes) == 2, timeout=60_000)
-    assert [o.stop_reason for o in outcomes] == ["cancelled", "finished"]
+    assert [o.outcome for o in outcomes] == [CANCELLED, FINISHED]
     assert outcomes[1].settings.iterations == 6
 
 
@@ -501,7 +502,7 @@ def test_a_tiled_run_moves_the_bar_tile_by_tile_and_plots_whole_iterations(qtbot
         )
     )
     outcome = run_to_end(qtbot, window)
-    assert outcome.stop_reason == "finished"
+    assert outcome.outcome == FINISHED
     # The start picture at 0, then 4 tiles visited twice per iteration: the bar moves in eighths of an iteration.
     assert bar_values[:9] == [round(k / 8 * STEP_RESOLUTION) for k in range(0, 9)]
     assert "part 3/8" in formats[3]
@@ -534,7 +535,7 @@ def test_a_result_outlives_the_window_until_it_is_exported_or_removed(qtbot, mak
 
     second = make_window(settings=None)  # after a close (or a crash): the result is still there
     (kept,) = second.history.entries
-    assert kept.settings == made.settings and kept.stop_reason == made.stop_reason
+    assert kept.settings == made.settings and kept.outcome == made.outcome
     assert np.array_equal(np.asarray(kept.result), np.asarray(made.result))
     with qtbot.waitSignal(second.documents.exportFinished, timeout=30_000):
         second.files.export_to(tmp_path / "exported.png", entry=kept)

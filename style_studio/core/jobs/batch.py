@@ -16,7 +16,6 @@ import os
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +27,7 @@ from ..io.outputs import FileIndex, names_a_folder
 from ..io.video import OUTPUT_KINDS, is_video_path
 from ..objective.masks import RegionSpec, regions_from_mask
 from ..objective.regions import Regions
+from ..progress import Failed, Finished, Outcome, Stopped
 from ..settings import Settings
 from .job import Job, VideoOptions, free_name, made_by_style_studio
 
@@ -345,23 +345,42 @@ def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
         raise BatchError(problems)
 
 
-class JobStatus(StrEnum):
-    """How a batch's job ended: its value is the word the summary and ``--progress json`` say."""
-
-    DONE = "done"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+#: The words a batch's summary and ``--progress json`` say of how a job ended, in the summary's order.
+JOB_WORDS: Final = ("done", "skipped", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
 class JobOutcome:
-    """How a job ended, and why (a failure's reason, or what made it and where)."""
+    """How a batch's job ended (made, made before, failed or stopped), and what there is to say of it.
+
+    Attributes:
+        outcome: ``Finished`` (``made_before``: skipped, its output already made), ``Stopped``, or ``Failed`` with
+            the error.
+        note: what made it and where (a finished job's), why it was skipped or stopped; a failure says its error.
+    """
 
     job: Job
-    status: JobStatus
-    reason: str = ""
+    outcome: Outcome
+    note: str = ""
     seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """Its word in the summary and the JSON records: done, skipped, failed or cancelled."""
+        match self.outcome:
+            case Finished(made_before=True):
+                return "skipped"
+            case Finished():
+                return "done"
+            case Failed():
+                return "failed"
+            case Stopped():
+                return "cancelled"
+
+    @property
+    def reason(self) -> str:
+        """Why it failed, or its note."""
+        return self.outcome.error if isinstance(self.outcome, Failed) else self.note
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@ settings, what it goes on from) and how to hear and steer it (``RunHooks``),
 runs the engine to its end and returns a ``PictureResult``: the best picture so far with the
 settings and regions it was made with (after any live change), its job key
 and the document to embed. A run that is stopped or fails part-way still
-returns what it made (``stop_reason``, ``failure``); callers that need all or
+returns what it made (``outcome``: finished, stopped or failed); callers that need all or
 nothing ask ``PictureResult.finished_or_raise``.
 """
 
@@ -26,7 +26,7 @@ from PIL import Image
 
 from ..errors import Cancelled
 from ..objective.regions import Regions
-from ..progress import CANCELLED, FINISHED, Progress, StopReason
+from ..progress import CANCELLED, Failed, Finished, Outcome, Progress
 from ..settings import Settings
 from .job import job_key, picture_metadata
 
@@ -88,8 +88,8 @@ class PictureResult:
         deep: ``image`` at 16 bits per channel, (H, W, 3) uint16, when asked for (print files).
         settings: the settings it ended with (live changes included).
         regions: the regions it ended with (painting during the run included), fitted to the photo.
-        stop_reason: ``FINISHED`` or ``CANCELLED``; None when it failed.
-        failure: why it failed part-way (the exception), else None.
+        outcome: how it ended: ``Finished``, ``Stopped`` (its cancel token), or ``Failed`` with the error (its
+            ``exception`` the one caught, to raise again).
         last: the last record.
         run_id: the run's checkpoint name.
         weights_label: the weights it ran with, as the user is told.
@@ -103,8 +103,7 @@ class PictureResult:
     deep: np.ndarray | None
     settings: Settings
     regions: Regions | None
-    stop_reason: StopReason | None
-    failure: BaseException | None
+    outcome: Outcome
     last: Progress | None
     run_id: str
     weights_label: str
@@ -113,14 +112,12 @@ class PictureResult:
 
     @property
     def finished(self) -> bool:
-        return self.stop_reason == FINISHED and self.image is not None
+        return isinstance(self.outcome, Finished) and self.image is not None
 
     @property
     def error(self) -> str | None:
         """The failure as the user is told it; None when it did not fail."""
-        if self.failure is None:
-            return None
-        return str(self.failure) or type(self.failure).__name__
+        return self.outcome.error if isinstance(self.outcome, Failed) else None
 
     @property
     def compute(self) -> str:
@@ -148,8 +145,8 @@ class PictureResult:
 
     def finished_or_raise(self) -> Image.Image:
         """The picture of a run that finished; else the failure, or Cancelled for a stopped run."""
-        if self.failure is not None:
-            raise self.failure
+        if isinstance(self.outcome, Failed):
+            raise self.outcome.raised()
         if not self.finished or self.image is None:
             raise Cancelled()
         return self.image
@@ -269,13 +266,13 @@ class PictureRun:
         """Stop it where it stands (its hooks are taken off the network)."""
         self._records.close()
 
-    def result(self, stop_reason: StopReason | None, failure: BaseException | None = None) -> PictureResult:
-        """What it made, ended by ``stop_reason`` (None: it failed with ``failure``)."""
+    def result(self, outcome: Outcome) -> PictureResult:
+        """What it made, ended as ``outcome`` says."""
         transfer, spec = self._transfer, self.spec
         unchanged = transfer.settings == spec.settings and transfer.regions is spec.pictures.regions
         return PictureResult(
             spec.pictures, transfer.result, _deep(transfer) if spec.deep else None, transfer.settings,
-            transfer.regions, stop_reason, failure, self.last, self.run_id, self.weights.label,
+            transfer.regions, outcome, self.last, self.run_id, self.weights.label,
             time.perf_counter() - self.began, spec.key if unchanged else None,
         )  # fmt: skip
 
@@ -286,7 +283,8 @@ def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHoo
     Raises:
         StyleStudioError: settings that do not fit the pictures, a refused resume, out of memory while setting up.
         Cancelled: stopped before the run was set up.
-    A failure once the run is under way is returned (``PictureResult.failure``) with the picture made so far.
+    A failure once the run is under way is returned (``PictureResult.outcome``: ``Failed``) with the picture made
+    so far.
     """
     run = PictureRun(spec, weights, hooks)
     try:
@@ -295,8 +293,9 @@ def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHoo
     except Cancelled:
         return run.result(CANCELLED)
     except Exception as exc:  # kept with the picture so far: the caller says it, or raises it
-        return run.result(None, exc)
-    return run.result(run.last.stop_reason if run.last is not None else CANCELLED)
+        return run.result(Failed.of(exc))
+    ended = run.last.outcome if run.last is not None else None
+    return run.result(ended or CANCELLED)
 
 
 def _deep(transfer: StyleTransfer) -> np.ndarray | None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from .. import settings as settings_mod
 from ..errors import SettingsError
@@ -27,6 +27,7 @@ from ..io.kept import put_aside, read_kept
 from ..io.locks import Busy, held
 from ..io.video import is_video_path
 from ..objective.regions import RegionError, Regions
+from ..progress import CANCELLED, FINISHED, Failed, Finished, Outcome, Stopped
 from ..settings import Settings
 from .job import Job, VideoOptions, free_name
 
@@ -39,13 +40,28 @@ BUSY: Final = "the render queue is open in another Style Studio window: queue pi
 
 
 class QueueState(StrEnum):
-    """Where a queued job stands; kept in queue.json by its value."""
+    """Where a queued job stands before it ends: it waits, or it runs. Once ended it has an ``Outcome`` instead."""
 
     WAITING = "waiting"
     RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+
+
+#: Where a queued job stands: waiting, running, or how it ended (``Finished``: done; ``Stopped``: cancelled;
+#: ``Failed``: failed, with the error).
+Standing: TypeAlias = QueueState | Outcome
+
+
+def queue_word(state: Standing) -> str:
+    """The word queue.json keeps for ``state``: waiting, running, done, failed or cancelled."""
+    match state:
+        case QueueState():
+            return state.value
+        case Finished():
+            return "done"
+        case Failed():
+            return "failed"
+        case Stopped():
+            return "cancelled"
 
 
 def default_folder() -> Path:
@@ -59,17 +75,22 @@ class QueueItem:
 
     Attributes:
         job: the picture to make (``Job``: photo, styles, settings, regions, output); its id is the item's.
-        state: waiting, running, done, failed or cancelled.
-        reason: why it failed, or where its picture went.
+        state: waiting or running (``QueueState``), or how it ended (``Outcome``).
+        reason: why it failed (its ``Failed.error``), or where its picture went.
     """
 
     job: Job
-    state: QueueState = QueueState.WAITING
+    state: Standing = QueueState.WAITING
     reason: str = ""
 
     @property
     def id(self) -> str:
         return self.job.id
+
+    @property
+    def word(self) -> str:
+        """Its state as queue.json says it: waiting, running, done, failed or cancelled."""
+        return queue_word(self.state)
 
     def describe(self) -> str:
         return f"{self.job.describe()} → {self.job.output.name}"
@@ -91,7 +112,7 @@ class QueueItem:
             "mask": str(job.mask) if job.mask is not None else None,
             "video": dataclasses.asdict(job.video) if job.video else None,
             "generated_name": job.generated_name,
-            "state": self.state,
+            "state": self.word,
             "reason": self.reason,
         }
 
@@ -130,17 +151,21 @@ class QueueItem:
         problem = next(iter(job.target().input_problems()), None)  # the rest is checked when it is written
         if problem is not None:
             raise ValueError(problem)
-        return cls(job, _state(data.get("state")), str(data.get("reason", "")))
+        reason = str(data.get("reason", ""))
+        return cls(job, _state(data.get("state"), reason), reason)
 
 
-def _state(value: object) -> QueueState:
+def _state(word: object, reason: str) -> Standing:
     """A state as queue.json keeps it: a job that was running when the app stopped, or of a state this version does
     not know, waits again."""
-    try:
-        state = QueueState(str(value))
-    except ValueError:
-        return QueueState.WAITING
-    return QueueState.WAITING if state == QueueState.RUNNING else state
+    match word:
+        case "done":
+            return FINISHED
+        case "failed":
+            return Failed(reason)
+        case "cancelled":
+            return CANCELLED
+    return QueueState.WAITING
 
 
 def _path(value: object) -> Path:
@@ -227,10 +252,11 @@ class RenderQueue:
     def next_waiting(self) -> QueueItem | None:
         return None if self.paused else next((i for i in self.items if i.state == QueueState.WAITING), None)
 
-    def set_state(self, item_id: str, state: QueueState, reason: str = "") -> None:
+    def set_state(self, item_id: str, state: Standing, reason: str = "") -> None:
+        """Say where a job stands; a failure's reason is its error unless ``reason`` says more."""
         item = self.get(item_id)
         if item is not None:
-            item.state, item.reason = state, reason
+            item.state, item.reason = state, reason or (state.error if isinstance(state, Failed) else "")
             self.save()
 
     def retry(self, item_id: str) -> None:
@@ -240,7 +266,7 @@ class RenderQueue:
         """Whether a file, or a job waiting in the queue, has the name ``output`` (as the disk compares names)."""
         key = path_key(output)
         return os.path.lexists(output) or any(
-            path_key(i.job.output) == key for i in self.items if i.state != QueueState.DONE
+            path_key(i.job.output) == key for i in self.items if not isinstance(i.state, Finished)
         )
 
     def save(self) -> None:

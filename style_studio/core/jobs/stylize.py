@@ -30,7 +30,7 @@ from ..io.imageio import image_file, load_image, picture_from, save_image
 from ..io.outputs import Output, frames_name_problem
 from ..network.weights import WeightsCache, load_weights
 from ..objective.regions import Regions
-from ..progress import Progress, StopReason
+from ..progress import Failed, Outcome, Progress
 from ..run.cancel import CancelToken
 from ..settings import DEFAULTS, Settings, from_fields, preset
 from .job import Job, VideoOptions, picture_output_refusal
@@ -89,8 +89,9 @@ class Stylized:
         return shown
 
     @property
-    def stop_reason(self) -> StopReason | None:
-        return self._result.stop_reason
+    def outcome(self) -> Outcome:
+        """How the run ended: ``Finished``, or ``Stopped`` by ``cancel`` (a failure is raised instead)."""
+        return self._result.outcome
 
     @property
     def seconds(self) -> float:
@@ -192,8 +193,8 @@ def stylize(
     pictures = _pictures(photo, styles, regions)
     result = run_picture(RunSpec(pictures, chosen, deep=True), _weights.get(chosen.network_weights),
                          RunHooks(report=progress, cancel=cancel))  # fmt: skip
-    if result.failure is not None:
-        raise result.failure
+    if isinstance(result.outcome, Failed):
+        raise result.outcome.raised()
     if result.image is None:
         raise Cancelled()
     return Stylized(result.image, result.settings, result.finished, result)

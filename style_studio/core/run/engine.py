@@ -46,7 +46,7 @@ from ..objective.objective import Objective, ScaleInputs, StyleCache, Terms, Til
 from ..objective.regions import Regions
 from ..objective.temporal import FrameGuide
 from ..objective.tiles import TiledObjective
-from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, StopReason
+from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, RunEnd
 from ..settings import Settings
 from . import memory, previews
 from .cancel import CancelToken
@@ -523,7 +523,7 @@ class StyleTransfer:
         *,
         event: str | None = None,
         force_preview: bool = False,
-        stop_reason: StopReason | None = None,
+        stop_reason: RunEnd | None = None,
         part: tuple[int, int] | None = None,
     ) -> Progress:
         """A record (``RunRecords.record``), with a preview and the style map when one is due."""
@@ -542,7 +542,7 @@ class StyleTransfer:
         preview = self._preview(image)
         return self._records.record(index, 0, size, NO_LOSSES, pictures=(preview, None))
 
-    def _end(self, reason: StopReason) -> Progress:
+    def _end(self, reason: RunEnd) -> Progress:
         """The last record: the result's losses (the lowest-loss image's), at the last position reached."""
         last = self._records.last
         if last is None:

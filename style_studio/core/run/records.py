@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ..progress import NO_LOSSES, Losses, Progress, StopReason, TimeLeft
+from ..progress import NO_LOSSES, Losses, Progress, RunEnd, TimeLeft
 from .checkpoints import Position
 from .plan import RunPlan
 
@@ -65,7 +65,7 @@ class RunRecords:
         *,
         pictures: tuple[np.ndarray, np.ndarray | None] | None = None,
         event: str | None = None,
-        stop_reason: StopReason | None = None,
+        stop_reason: RunEnd | None = None,
         part: tuple[int, int] | None = None,
     ) -> Progress:
         """A record at scale ``index``; ``stop_reason`` makes it the run's last, ``part`` (done, parts) one from
@@ -97,7 +97,7 @@ class RunRecords:
             style_map=pictures[1] if pictures is not None else None,
             event=event,
             done=done,
-            stop_reason=stop_reason,
+            outcome=stop_reason,
             part=part[0] if part is not None else 0,
             parts=part[1] if part is not None else 0,
         )

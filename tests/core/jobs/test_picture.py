@@ -11,7 +11,7 @@ import pytest
 from style_studio.core.errors import Cancelled, StyleStudioError
 from style_studio.core.jobs.job import JOB_KEY, job_key
 from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec, run_picture
-from style_studio.core.progress import CANCELLED, FINISHED
+from style_studio.core.progress import CANCELLED, FINISHED, Failed
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.live import LiveChanges
 from style_studio.core.settings import DEFAULTS
@@ -27,7 +27,7 @@ def pictures(content_image, style_image):
 def test_a_finished_run_returns_its_picture_its_key_and_the_document_that_names_them(tiny, pictures):
     plans = []
     result = run_picture(RunSpec(pictures, SETTINGS, deep=True), tiny, RunHooks(started=plans.append))
-    assert result.stop_reason == FINISHED and result.finished and result.failure is None
+    assert result.outcome == FINISHED and result.finished and result.error is None
     assert result.image is not None and result.image.size == (48, 32)
     assert result.deep is not None and result.deep.dtype == np.uint16 and result.deep.shape == (32, 48, 3)
     assert plans and plans[0].sizes[-1] == (48, 32)
@@ -50,7 +50,7 @@ def test_a_stopped_run_keeps_the_picture_so_far_and_all_or_nothing_callers_hear_
     result = run_picture(
         RunSpec(pictures, dataclasses.replace(SETTINGS, iterations=200)), tiny, RunHooks(report=report, cancel=cancel)
     )
-    assert result.stop_reason == CANCELLED and not result.finished
+    assert result.outcome == CANCELLED and not result.finished
     assert result.image is not None  # what it made is the user's
     with pytest.raises(Cancelled):
         result.finished_or_raise()
@@ -64,7 +64,7 @@ def test_a_failure_part_way_is_returned_with_the_picture_so_far_and_raised_for_a
             raise trouble
 
     result = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report))
-    assert result.failure is trouble and result.error == "the device went away" and result.stop_reason is None
+    assert result.outcome == Failed("the device went away") and result.outcome.exception is trouble
     assert result.image is not None
     with pytest.raises(StyleStudioError, match="the device went away"):
         result.finished_or_raise()

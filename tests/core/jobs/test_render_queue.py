@@ -7,6 +7,7 @@ from pathlib import Path
 
 from style_studio.core.jobs.job import Job
 from style_studio.core.jobs.render_queue import QueueItem, QueueState, RenderQueue, item_for, new_id
+from style_studio.core.progress import FINISHED, Failed
 from style_studio.core.settings import Settings
 
 
@@ -26,7 +27,7 @@ def test_the_queue_comes_back_after_a_restart_in_its_order(tmp_path):
     queue.move(second.id, 1)
     again = RenderQueue(tmp_path)
     assert [i.id for i in again] == [first.id, queue.items[1].id, second.id]
-    assert again.get(first.id).state == "waiting"  # it was cut off: it goes again
+    assert again.get(first.id).word == "waiting"  # it was cut off: it goes again
     assert again.get(second.id).job.settings.size == 96
     assert again.next_waiting().id == first.id
     again.paused = True
@@ -53,7 +54,7 @@ def test_jobs_that_cannot_be_read_are_kept_aside_and_the_rest_runs(tmp_path):
     (tmp_path / "queue.json").write_text(text)
     queue = RenderQueue(tmp_path)
     (item,) = queue.items
-    assert item.state == "done" and item.job.settings.size == 64
+    assert item.word == "done" and item.job.settings.size == 64
     (kept,) = tmp_path.glob("queue.json.unreadable-*")
     assert kept.read_text() == text and "2 queued job(s) could not be read" in queue.notices[0]
     assert [i.id for i in RenderQueue(tmp_path)] == [item.id]  # the readable rest was saved
@@ -70,17 +71,18 @@ def test_a_newer_versions_queue_is_never_overwritten(tmp_path):
 
 
 def test_a_job_s_state_is_typed_and_kept_in_queue_json_as_its_word(tmp_path):
-    """States are QueueState members in memory and the same words in the file; one this version does not know
+    """An ended job's state is its outcome in memory and the same words in the file; one this version does not know
     waits again rather than being lost."""
     queue = RenderQueue(tmp_path)
     items = [item_for(Path("a.png"), [Path("s.jpg")], Settings(size=64), tmp_path / "out", queue) for _ in range(3)]
     queue.add(items)
-    queue.set_state(items[0].id, QueueState.DONE, "out/a-s.png")
-    queue.set_state(items[1].id, QueueState.FAILED, "the photo is gone")
+    queue.set_state(items[0].id, FINISHED, "out/a-s.png")
+    queue.set_state(items[1].id, Failed("the photo is gone"))
     document = json.loads((tmp_path / "queue.json").read_text())
     assert [job["state"] for job in document["items"]] == ["done", "failed", "waiting"]
     document["items"][2]["state"] = "paused-by-a-newer-version"
     (tmp_path / "queue.json").write_text(json.dumps(document))
     again = RenderQueue(tmp_path)
-    assert [item.state for item in again] == [QueueState.DONE, QueueState.FAILED, QueueState.WAITING]
-    assert all(type(item.state) is QueueState for item in again)
+    assert [item.state for item in again] == [FINISHED, Failed("the photo is gone"), QueueState.WAITING]
+    assert [item.reason for item in again] == ["out/a-s.png", "the photo is gone", ""]
+    assert [job["reason"] for job in document["items"]] == ["out/a-s.png", "the photo is gone", ""]

@@ -17,6 +17,7 @@ from style_studio.core.objective.objective import Objective, ScaleInputs
 from style_studio.core.objective.regions import Region, RegionError, Regions
 from style_studio.core.objective.statistics import Gram, gram, guided_tap
 from style_studio.core.objective.tiles import TiledObjective
+from style_studio.core.progress import FINISHED, Failed
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.image_hooks import GradientNorm, KeepPhoto
@@ -144,7 +145,7 @@ def test_a_kept_region_stays_the_photo_while_the_rest_is_stylised(tiny, pictures
     changed = np.abs(result[:, width // 2 + edge :] - photo[:, width // 2 + edge :]).mean()
     assert kept < 1 / 255
     assert changed > 20 / 255  # started from noise: far from the photo
-    assert records[-1].stop_reason == "finished"
+    assert records[-1].outcome == FINISHED
 
 
 @pytest.mark.slow
@@ -208,7 +209,8 @@ def test_no_hook_is_left_on_the_image_however_the_run_ends(tiny, pictures, monke
         original = Objective.gradient
         monkeypatch.setattr(Objective, "gradient", failing)
         failed = run_to_the_end(content, styles[:1], settings, tiny, regions=regions)
-        assert isinstance(failed.failure, RuntimeError) and "a device error" in str(failed.failure)
+        assert isinstance(failed.outcome, Failed) and isinstance(failed.outcome.exception, RuntimeError)
+        assert "a device error" in failed.outcome.error
     else:
         run_to_the_end(content, styles[:1], settings, tiny, cancel_after=2 if ending == "cancelled" else None,
                        regions=regions)  # fmt: skip
@@ -384,7 +386,7 @@ def test_a_stopped_run_keeps_its_regions_and_resuming_with_others_is_refused(tin
     assert checkpoint is not None and checkpoint.painted() is not None
     assert checkpoint.painted().digest() == Pictures(content, (), regions=regions).regions.digest()  # fitted to it
     records, _ = run(content, styles[:1], settings, tiny, regions=regions, resume=checkpoint)
-    assert records[-1].stop_reason == "finished"
+    assert records[-1].outcome == FINISHED
     other = halves(64, 43, Region("keep", WHITE, keep=True), feather=0.05)
     with pytest.raises(StyleStudioError, match="painted regions are not the ones"):
         run(content, styles[:1], settings, tiny, regions=other, resume=checkpoint)

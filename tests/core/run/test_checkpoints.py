@@ -44,7 +44,7 @@ def test_a_stopped_run_resumes_where_it_stood_and_finishes(tiny, content_image, 
     first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store,
                           input_names=("chelsea.png", "starry.png"))  # fmt: skip
     records = stop_at(first, token, 4)
-    assert records[-1].stop_reason == CANCELLED
+    assert records[-1].outcome == CANCELLED
     checkpoint = store.load(first.run_id)
     # Scale 1 has 6 iterations, scale 2 has 3: the 4th step is scale 1's 4th iteration.
     assert (checkpoint.position.scale, checkpoint.position.iteration, checkpoint.position.step) == (0, 4, 4)
@@ -57,7 +57,7 @@ def test_a_stopped_run_resumes_where_it_stood_and_finishes(tiny, content_image, 
     resumed = list(second.run())
     steps = [(r.scale, r.iteration, r.step) for r in resumed if not r.done]
     assert steps[0] == (1, 5, 5) and steps[-1] == (2, 3, 9)
-    assert resumed[-1].stop_reason == FINISHED and second.result.size == (128, 85)
+    assert resumed[-1].outcome == FINISHED and second.result.size == (128, 85)
     # The loss goes on from where it stood, not from the start.
     assert resumed[0].total_loss < next(r for r in records if not r.start).total_loss
 
@@ -170,7 +170,7 @@ def test_a_checkpoint_keeps_the_optimisers_curvature_scale_and_a_resumed_run_sta
     next(records)  # the first resumed step, taken from the saved scale: no pair measured yet
     state = next(iter(second._optimizer_now.state.values()))
     assert state["dirs"] == [] and state["h_diag"].item() == pytest.approx(checkpoint.step_scale)
-    assert [r.stop_reason for r in records if r.done] == [FINISHED]
+    assert [r.outcome for r in records if r.done] == [FINISHED]
 
 
 @pytest.mark.parametrize("saved", ["much", -1.0, 0, None, True])
@@ -187,7 +187,7 @@ def test_a_checkpoint_without_a_usable_curvature_scale_resumes_from_a_new_optimi
     checkpoint = store.load(first.run_id)
     assert checkpoint.step_scale is None
     second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
-    assert [r.stop_reason for r in second.run() if r.done] == [FINISHED]
+    assert [r.outcome for r in second.run() if r.done] == [FINISHED]
 
 
 def test_an_adam_run_keeps_no_curvature_scale(tiny, content_image, style_image, store):

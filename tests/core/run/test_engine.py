@@ -57,7 +57,7 @@ def test_a_run_on_the_real_untrained_vgg19_lowers_the_loss_and_says_it_is_untrai
     untrained, content_image, style_image
 ):
     records = run_all(StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=8), untrained))
-    assert records[-1].stop_reason == FINISHED
+    assert records[-1].outcome == FINISHED
     assert records[-2].total_loss < 0.7 * records[0].total_loss
     assert records[0].weights.startswith("untrained VGG19")
 
@@ -70,7 +70,7 @@ def test_total_loss_falls_over_20_iterations(optimizer, tiny, content_image, sty
     iterations = [r for r in records if not r.done]
     assert len(iterations) == 20
     assert iterations[-1].total_loss < 0.5 * iterations[0].total_loss
-    assert records[-1].done and records[-1].stop_reason == FINISHED
+    assert records[-1].done and records[-1].outcome == FINISHED
 
 
 def test_records_carry_every_loss_term_and_previews(tiny, content_image, style_image):
@@ -145,7 +145,7 @@ def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_ima
         if record.iteration == 3 and not record.done:
             cancel.cancel()
     assert [r.iteration for r in records] == [0, 1, 2, 3, 3]  # 0: the start picture's record
-    assert records[-1].done and records[-1].stop_reason == CANCELLED
+    assert records[-1].done and records[-1].outcome == CANCELLED
     assert transfer.result is not None and transfer.result.size == (64, 43)
 
 
@@ -166,7 +166,7 @@ def test_a_tiled_iteration_reports_each_tile_and_stops_within_one(tiny, content_
     assert all(r.preview is None for r in iteration_one)
     # Stopped after the 3rd part of iteration 2: nothing more ran, the first iteration's result is kept.
     assert records[-2].within_iteration and (records[-2].step, records[-2].part) == (1, 3)
-    assert records[-1].stop_reason == CANCELLED
+    assert records[-1].outcome == CANCELLED
     assert transfer.result is not None and transfer.result.size == (300, 200)
 
 
@@ -302,7 +302,7 @@ def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(optimizer, tiny, co
     transfer = StyleTransfer(content_image, [style_image], settings, tiny)
     records = run_with_a_change(transfer, 10, dataclasses.replace(settings, style_weight=100.0))
     assert [r.event for r in records if r.event] == []
-    assert records[-1].stop_reason == FINISHED
+    assert records[-1].outcome == FINISHED
     after = [r.total_loss for r in records[10:-1]]
     assert after[0] > 10 * records[9].total_loss and after[-1] < after[0]
     assert len(made) == 2
@@ -333,7 +333,7 @@ def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(tiny, 
     records = run_all(transfer)
     events = [r.event for r in records if r.event]
     assert events and "went back to the lowest-loss image" in events[0]
-    assert records[-1].stop_reason == FINISHED
+    assert records[-1].outcome == FINISHED
     kept = [r.total_loss for r in records if not r.event and not r.done]
     assert all(math.isfinite(loss) and loss <= kept[0] * 1.5 for loss in kept)
     for r in records:  # the preview never shows the blown-up image
@@ -350,7 +350,7 @@ def test_convolution_and_pooling_layers_can_be_style_and_content_layers(tiny, co
         content_layers=("conv4_2",),
     )
     records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
-    assert records[-1].stop_reason == FINISHED
+    assert records[-1].outcome == FINISHED
     assert set(records[0].style_losses) == {"conv2_2", "pool3", "relu3_1"}
     assert records[-2].total_loss < records[0].total_loss
 
@@ -403,7 +403,7 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, tin
     settings = dataclasses.replace(SMALL, iterations=40, optimizer=optimizer, precision="fp32", style_weight=30.0)
     transfer = StyleTransfer(content_image, [style_image], settings, tiny)
     records = run_all(transfer)
-    assert records[-1].stop_reason == FINISHED
+    assert records[-1].outcome == FINISHED
     exported = transfer.evaluate(transfer.result)["total"]
     assert exported == pytest.approx(records[-2].total_loss, rel=0.02)
 
@@ -625,7 +625,7 @@ def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishe
     records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
     overflowed = [r for r in records if not r.done and r.grad_norm is not None and not math.isfinite(r.grad_norm)]
     assert overflowed, "the scale did not overflow: raise LOSS_SCALE_START"
-    assert records[-1].stop_reason == FINISHED and math.isfinite(records[-1].total_loss)
+    assert records[-1].outcome == FINISHED and math.isfinite(records[-1].total_loss)
     assert math.isfinite(records[-2].grad_norm) and records[-2].total_loss < records[0].total_loss
 
 
@@ -640,7 +640,7 @@ def test_an_averaged_run_keeps_the_average_of_its_last_iterates_as_its_picture_a
         content_image, [style_image], dataclasses.replace(settings, average=True), tiny, preview_interval=0
     )
     records = run_all(averaged)
-    assert records[-1].stop_reason == FINISHED and averaged.result.size == plain.result.size
+    assert records[-1].outcome == FINISHED and averaged.result.size == plain.result.size
     assert not np.array_equal(np.asarray(averaged.result), np.asarray(plain.result))
     # What the user sees at the end is what is written: the average, not the lowest-loss iterate.
     assert np.abs(records[-1].preview.astype(int) - np.asarray(averaged.result).astype(int)).max() <= 1

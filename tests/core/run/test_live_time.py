@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from style_studio.core import CheckpointStore, LiveChanges, Settings
+from style_studio.core.progress import FINISHED
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.engine import LIVE_ITERATIONS
 from tests.runs import iterations, run
@@ -28,7 +29,7 @@ def changed_at(step: int, content, style, tiny, settings: Settings = SETTINGS, *
 def test_a_change_at_a_scales_end_gets_its_iterations_and_the_records_count_them(tiny, content_image, style_image):
     records, result = changed_at(SETTINGS.iterations, content_image, style_image, tiny)
     made = iterations(records)
-    assert made[-1].stop_reason == "finished" and result.settings.style_layer_weights["relu5_1"] == 5.0
+    assert made[-1].outcome == FINISHED and result.settings.style_layer_weights["relu5_1"] == 5.0
     done = [r for r in made if not r.done and not r.within_iteration]
     assert len(done) == SETTINGS.iterations + LIVE_ITERATIONS  # it went on for the change
     assert done[-1].iterations == done[-1].steps == SETTINGS.iterations + LIVE_ITERATIONS
@@ -64,4 +65,4 @@ def test_a_run_stopped_in_the_time_a_change_was_given_goes_on_from_its_checkpoin
     checkpoint = store.load("r")
     assert checkpoint is not None and checkpoint.position.iteration > SETTINGS.iterations
     records, result = run(content_image, [style_image], checkpoint.settings, tiny, resume=checkpoint, checkpoints=store)
-    assert records[-1].stop_reason == "finished" and result.image is not None
+    assert records[-1].outcome == FINISHED and result.image is not None

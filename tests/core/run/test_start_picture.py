@@ -13,6 +13,7 @@ from style_studio.core.errors import WeightsError
 from style_studio.core.io.tensors import tensor_to_uint8
 from style_studio.core.network.weights import NO_NETWORK, load_weights
 from style_studio.core.objective.objective import ScaleInputs, initial_image
+from style_studio.core.progress import FINISHED
 from style_studio.core.settings import DEFAULTS, with_preset
 from tests.runs import run
 
@@ -43,7 +44,7 @@ def test_a_run_of_no_iterations_is_its_start_picture_and_builds_no_network(conte
         nothing.build_network()
     records, result = run(content_image, [style_image], settings, nothing)
     assert [(r.iteration, r.done) for r in records] == [(0, False), (0, True)]
-    assert records[-1].stop_reason == "finished"
+    assert records[-1].outcome == FINISHED
     assert np.abs(np.asarray(result.image).astype(int) - start_picture(settings, content_image, style_image)).max() <= 1
 
 
