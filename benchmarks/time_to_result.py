@@ -35,20 +35,23 @@ def main() -> None:
     parser.add_argument("--weights", default=None)
     args = parser.parse_args()
 
+    from style_studio.core import Pictures, RunSpec
     from style_studio.core.run.engine import StyleTransfer
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights(args.weights)
     content, style = images(args.size)
     base = dataclasses.replace(DEFAULTS, size=args.size, iterations=args.iterations, weights=loaded.choice)
-    single = StyleTransfer(content, [style], base, loaded)
+    single = StyleTransfer(RunSpec(Pictures(content, (style,)), base), loaded)
     records = [r for r in single.run() if not r.done]
     bar, single_time = records[-1].total_loss, records[-1].elapsed
     # A record's loss is that of the image before its step: the first one scores the start.
     starts = {"single scale (content photo)": records[0]}
 
-    c2f = StyleTransfer(content, [style], dataclasses.replace(base, scales=args.scales), loaded)
-    c2f.iterations = [args.coarse_iterations] * (len(c2f.sizes) - 1) + [args.iterations]
+    c2f = StyleTransfer(RunSpec(Pictures(content, (style,)), dataclasses.replace(base, scales=args.scales)), loaded)
+    counts = [args.coarse_iterations] * (len(c2f.sizes) - 1) + [args.iterations]
+    scales = tuple(dataclasses.replace(s, iterations=n) for s, n in zip(c2f.plan.scales, counts, strict=True))
+    c2f.schedule.plan = dataclasses.replace(c2f.plan, scales=scales)
     reached = None
     last = None
     for record in c2f.run():

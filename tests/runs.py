@@ -1,18 +1,32 @@
 """Runs as the tests make them: through ``run_picture``, the run every path takes below the Python door.
 
-Tests of the engine itself build it (``core/run/test_engine.py``, ``test_checkpoints.py``); the rest run pictures
-the way the command line, the window and ``stylize`` do, and read the records and the result they get.
+Tests of the engine itself build it (``engine``: ``core/run/test_engine.py``, ``test_checkpoints.py``); the rest run
+pictures the way the command line, the window and ``stylize`` do, and read the records and the result they get.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from style_studio.core import PictureResult, Pictures, Progress, Regions, RunHooks, RunSpec, Settings, run_picture
+from style_studio.core import (
+    PictureResult,
+    Pictures,
+    Previews,
+    Progress,
+    Regions,
+    RunHooks,
+    RunSpec,
+    Settings,
+    run_picture,
+)
+
+if TYPE_CHECKING:
+    from style_studio.core.network.device import Compute
+    from style_studio.core.run.engine import StyleTransfer
 
 #: The options that say what a run makes; the rest say how it is heard and steered.
 _SPEC = {f.name for f in dataclasses.fields(RunSpec)}
@@ -47,6 +61,28 @@ def run(
     hooks = RunHooks(report=report, **{k: v for k, v in options.items() if k not in _SPEC})
     result = run_picture(spec, weights, hooks)
     return records, result
+
+
+def engine(
+    content: Image.Image,
+    styles: Sequence[Image.Image],
+    settings: Settings,
+    weights: Any,
+    *,
+    regions: Regions | None = None,
+    names: tuple[str, ...] = (),
+    compute: Compute | None = None,
+    preview_interval: float = 0.15,
+    **options: Any,
+) -> StyleTransfer:
+    """The engine, built as a picture's run builds it: from a spec and hooks, ``options`` as ``run``'s; a preview at
+    most every ``preview_interval`` seconds."""
+    from style_studio.core.run.engine import StyleTransfer
+
+    spec = RunSpec(Pictures(content, tuple(styles), names, regions), settings,
+                   **{k: v for k, v in options.items() if k in _SPEC})  # fmt: skip
+    hooks = RunHooks(previews=Previews(preview_interval), **{k: v for k, v in options.items() if k not in _SPEC})
+    return StyleTransfer(spec, weights, hooks, compute)
 
 
 def iterations(records: Sequence[Progress]) -> list[Progress]:

@@ -13,12 +13,9 @@ nothing ask ``PictureResult.finished_or_raise``.
 from __future__ import annotations
 
 import functools
-import math
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,56 +24,18 @@ from PIL import Image
 from ..errors import Cancelled
 from ..objective.regions import Regions
 from ..progress import CANCELLED, Failed, Finished, Outcome, Progress
+from ..run.spec import Pictures as Pictures
+from ..run.spec import Previews as Previews
+from ..run.spec import RunHooks as RunHooks
+from ..run.spec import RunSpec as RunSpec
 from ..settings import Settings
 from .job import job_key, picture_metadata
 
 if TYPE_CHECKING:
     from ..network.device import Compute
     from ..network.weights import NetworkWeights
-    from ..objective.objective import StyleCache
-    from ..objective.temporal import FrameGuide
-    from ..run.cancel import CancelToken
-    from ..run.checkpoints import Checkpoint, CheckpointStore
     from ..run.engine import StyleTransfer
-    from ..run.live import LiveChanges
     from ..run.plan import RunPlan
-
-
-@dataclass(frozen=True)
-class Pictures:
-    """A run's pictures, read: the photo, its styles, their names for the user, and the regions fitted to the photo.
-
-    Attributes:
-        names: the photo's name, then each style's (file names; kept in checkpoints and the embedded document).
-        files: the files they were read from, the job's inputs (``job.input_files``: photo, styles, mask);
-            what the result's output may never be. Empty for pictures that came from no file.
-    """
-
-    content: Image.Image
-    styles: tuple[Image.Image, ...]
-    names: tuple[str, ...] = ()
-    regions: Regions | None = None
-    files: tuple[Path, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.regions is not None and self.regions.size != self.content.size:
-            object.__setattr__(self, "regions", self.regions.resized(*self.content.size))
-
-    @property
-    def content_name(self) -> str:
-        return self.names[0] if self.names else "content"
-
-    @property
-    def style_names(self) -> tuple[str, ...]:
-        return self.names[1:] if self.names else tuple(f"style {n}" for n in range(1, len(self.styles) + 1))
-
-
-@dataclass(frozen=True)
-class Previews:
-    """How often a run sends a preview with its records, and how large (``math.inf``: never)."""
-
-    interval: float = math.inf
-    max_side: int = 512
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,48 +117,6 @@ def load_engine() -> None:
     from ..run.engine import StyleTransfer  # noqa: F401 - imported for its side effect
 
 
-@dataclass(frozen=True, eq=False)
-class RunSpec:
-    """What a picture's run makes: its pictures with its settings, and what it goes on from or follows.
-
-    Attributes:
-        resume: a checkpoint to go on from (refused, with what changed, when it is not this run's).
-        run_id: the checkpoint's name (the resumed one's when resuming; a new one when None).
-        frame: a video frame's guide from the previous one; ``known_styles``: the clip's style statistics.
-        deep: keep the result at 16 bits per channel too (``PictureResult.deep``).
-        key: the job key of the pictures with the settings, when the caller has worked it out already.
-    """
-
-    pictures: Pictures
-    settings: Settings
-    resume: Checkpoint | None = None
-    run_id: str | None = None
-    frame: FrameGuide | None = None
-    known_styles: StyleCache | None = None
-    deep: bool = False
-    key: str | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class RunHooks:
-    """How a picture's run is heard and steered.
-
-    Attributes:
-        report: hears every record (with a preview as ``previews`` says).
-        started: hears the run's plan once it is set up (a resume accepted), before its first iteration.
-        cancel: stops the run within an iteration; ``live``: its inbox for changes made while it goes on (the
-            window's sliders, painting, the style map).
-        checkpoints: where it keeps its checkpoints as it goes (None: nowhere).
-    """
-
-    report: Callable[[Progress], None] | None = None
-    started: Callable[[RunPlan], None] | None = None
-    cancel: CancelToken | None = None
-    live: LiveChanges | None = None
-    checkpoints: CheckpointStore | None = None
-    previews: Previews = Previews()
-
-
 class PictureRun:
     """A picture's run taken one record at a time, the one place the engine is built: ``run_picture`` runs one to its
     end; a benchmark steps two side by side. Each ``next`` is a record, heard by ``hooks.report`` too.
@@ -219,15 +136,8 @@ class PictureRun:
         if hooks.cancel is not None:
             hooks.cancel.raise_if_cancelled()
         self.spec, self.weights, self.hooks = spec, weights, hooks
-        pictures, resume = spec.pictures, spec.resume
-        self.run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
-        self._transfer = StyleTransfer(
-            pictures.content, pictures.styles, spec.settings, weights, cancel=hooks.cancel,
-            preview_interval=hooks.previews.interval, preview_max_side=hooks.previews.max_side,
-            checkpoints=hooks.checkpoints, run_id=self.run_id, resume=resume,
-            input_names=(pictures.content_name, *pictures.style_names), regions=pictures.regions, compute=compute,
-            frame=spec.frame, known_styles=spec.known_styles, live=hooks.live,
-        )  # fmt: skip
+        self._transfer = StyleTransfer(spec, weights, hooks, compute)
+        self.run_id = self._transfer.run_id
         self.last: Progress | None = None
         self._records = self._transfer.run()
         if hooks.started is not None:

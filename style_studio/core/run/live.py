@@ -101,6 +101,34 @@ class LiveChanges:
         return regions
 
 
+class Steering:
+    """What a run is steered by as it goes: its settings and regions, its own until live changes replace them.
+
+    Args:
+        live: the run's inbox of changes.
+        settings, regions: the run's own (regions None: one style everywhere).
+    """
+
+    def __init__(self, live: LiveChanges, settings: Settings, regions: Regions | None) -> None:
+        self.live, self.settings, self.regions = live, settings, regions
+
+    def reweighed(self) -> bool:
+        """Take the loss weights changed since the last take into ``settings``; whether any were."""
+        changed = self.live.take_settings(self.settings)
+        if changed is None:
+            return False
+        self.settings = changed
+        return True
+
+    def repainted(self) -> bool:
+        """Take the regions painted since the last take into ``regions`` (None when cleared); whether any were."""
+        painted = self.live.take_regions()
+        if painted is None:
+            return False
+        self.regions = painted or None
+        return True
+
+
 def reweighted(objective: Objective, settings: Settings, rebuilt: Callable[[], Objective]) -> tuple[Objective, bool]:
     """The objective under new loss weights; its hooks and targets are rebuilt (``rebuilt``) only when the style
     layers change. Also whether the optimiser must restart: a layer came or went, or a term's factor moved by

@@ -114,6 +114,27 @@ class RunPlan:
         return self
 
 
+class Schedule:
+    """A run's plan as it goes: it grows when a live change near a scale's end is given time to show."""
+
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+
+    def goes_on(self, index: int, iteration: int, waiting: bool) -> bool:
+        """Whether scale ``index`` has an iteration after ``iteration``; the last scale also while a live change
+        is ``waiting`` (one made as the run ends is given time too)."""
+        return iteration < self.plan.iterations[index] or (index == len(self.plan.scales) - 1 and waiting)
+
+    def give_time(self, index: int, iteration: int, wanted: int) -> bool:
+        """Let a change taken at ``iteration`` of scale ``index`` have ``wanted`` iterations at that scale, the
+        scale's end moved on as needed; whether it was."""
+        wanting = iteration - 1 + wanted - self.plan.iterations[index]
+        if wanting <= 0:
+            return False
+        self.plan = self.plan.extended(index, wanting)
+        return True
+
+
 def scale_sizes(content_size: tuple[int, int], size: int, scales: int, ratio: float = 2.0) -> list[tuple[int, int]]:
     """(width, height) of each scale, coarse to fine (``settings.scale_sides``); the last is the requested size."""
     return [fit_size(*content_size, side) for side in scale_sides(size, scales, ratio)]

@@ -7,10 +7,11 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from PIL import Image
 from torch import Tensor
 
 from ..io.imageio import fit_size
-from ..io.tensors import tensor_to_uint8
+from ..io.tensors import resized_tensor, tensor_to_uint8
 from ..objective import color
 
 
@@ -44,3 +45,44 @@ def style_map_picture(style_map: Tensor, size: tuple[int, int]) -> np.ndarray:
         return np.zeros(size, np.float32)
     result: np.ndarray = (values / top).clamp_(0, 1).cpu().numpy().astype(np.float32)
     return result
+
+
+class RunPictures:
+    """What a run shows of a picture: its result at the requested size, its previews and the style map with them.
+
+    Args:
+        content: the photo (its chroma goes into every result and preview when ``preserve_colors``).
+        size: the requested (width, height).
+        max_side: the longest side of a preview.
+    """
+
+    def __init__(self, content: Image.Image, size: tuple[int, int], preserve_colors: bool, max_side: int) -> None:
+        self.content, self.size, self.preserve_colors, self.max_side = content, size, preserve_colors, max_side
+        #: The last evaluation's style map, (h, w), shown with the next preview; None: none asked for.
+        self.style_map: Tensor | None = None
+        self._chroma: Tensor | None = None
+
+    def result(self, image: Tensor) -> Tensor:
+        """``image`` as the run's result: at the requested size, in RGB."""
+        return final_picture(image, self.size, self._chroma_of(image.device))
+
+    def preview(self, image: Tensor) -> np.ndarray:
+        return preview_picture(image, self.max_side, self._chroma_of(image.device))
+
+    def with_style_map(self, image: Tensor) -> tuple[np.ndarray, np.ndarray | None]:
+        """A preview of ``image`` and the style map at its size (None when there is none)."""
+        preview = self.preview(image)
+        shape = preview.shape[:2]
+        return preview, None if self.style_map is None else style_map_picture(self.style_map, (shape[0], shape[1]))
+
+    def forget(self) -> None:
+        """Let go of what is kept on the device (the device ran out of memory)."""
+        self._chroma = None
+
+    def _chroma_of(self, device: torch.device) -> Tensor | None:
+        """The photo at the requested size, resized once: the chroma of every preview and result."""
+        if not self.preserve_colors:
+            return None
+        if self._chroma is None:
+            self._chroma = resized_tensor(self.content, self.size).to(device)
+        return self._chroma

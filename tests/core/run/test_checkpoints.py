@@ -17,9 +17,9 @@ from style_studio.core.io.imageio import image_hash
 from style_studio.core.progress import CANCELLED, FINISHED
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.checkpoints import MAX_AGE, CheckpointStore
-from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.settings import Settings
 from tests.former import FORMER_FIELDS
+from tests.runs import engine
 
 SETTINGS = Settings(size=128, iterations=6, scales=2, weights="untrained", device="cpu")
 
@@ -41,8 +41,8 @@ def stop_at(transfer, token, step):
 
 def test_a_stopped_run_resumes_where_it_stood_and_finishes(tiny, content_image, style_image, store):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store,
-                          input_names=("chelsea.png", "starry.png"))  # fmt: skip
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store,
+                          names=("chelsea.png", "starry.png"))  # fmt: skip
     records = stop_at(first, token, 4)
     assert records[-1].outcome == CANCELLED
     checkpoint = store.load(first.run_id)
@@ -53,7 +53,7 @@ def test_a_stopped_run_resumes_where_it_stood_and_finishes(tiny, content_image, 
     content, styles = checkpoint.inputs()
     assert image_hash(content) == image_hash(content_image) and len(styles) == 1
 
-    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    second = engine(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
     resumed = list(second.run())
     steps = [(r.scale, r.iteration, r.step) for r in resumed if not r.done]
     assert steps[0] == (1, 5, 5) and steps[-1] == (2, 3, 9)
@@ -66,23 +66,23 @@ def test_resuming_with_other_settings_or_inputs_is_refused_with_what_changed(
     tiny, content_image, style_image, second_style_image, store
 ):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 2)
     checkpoint = store.load(first.run_id)
     with pytest.raises(StyleStudioError, match="style_weight was 3.0, now 5.0"):
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SETTINGS, style_weight=5.0), tiny,
+        engine(content_image, [style_image], dataclasses.replace(SETTINGS, style_weight=5.0), tiny,
                       resume=checkpoint)  # fmt: skip
     with pytest.raises(StyleStudioError, match="style image 1 is not the one the run started with"):
-        StyleTransfer(content_image, [second_style_image], SETTINGS, tiny, resume=checkpoint)
+        engine(content_image, [second_style_image], SETTINGS, tiny, resume=checkpoint)
     with pytest.raises(StyleStudioError, match="content image is not the one"):
-        StyleTransfer(content_image.rotate(180), [style_image], SETTINGS, tiny, resume=checkpoint)
+        engine(content_image.rotate(180), [style_image], SETTINGS, tiny, resume=checkpoint)
 
 
 def test_a_damaged_checkpoint_is_never_read_and_is_set_aside_with_a_line_saying_where(
     tiny, content_image, style_image, store
 ):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 2)
     folder = store.folder(first.run_id)
     state = next(folder.glob("state-*.pt"))
@@ -90,7 +90,7 @@ def test_a_damaged_checkpoint_is_never_read_and_is_set_aside_with_a_line_saying_
     # Listed (reading no images), but refused when resumed.
     (listed,) = store.unfinished()
     with pytest.raises(StyleStudioError, match="damaged and cannot be resumed"):
-        StyleTransfer(content_image, [style_image], SETTINGS, tiny, resume=listed)
+        engine(content_image, [style_image], SETTINGS, tiny, resume=listed)
     # Read whole, it is moved aside (never deleted), and the line says where.
     told: list[str] = []
     assert store.load(first.run_id, tell=told.append) is None and not folder.exists()
@@ -98,7 +98,7 @@ def test_a_damaged_checkpoint_is_never_read_and_is_set_aside_with_a_line_saying_
     assert kept.name.startswith(f"{first.run_id}.unreadable-") and (kept / "run.json").is_file()
     assert len(told) == 1 and str(kept) in told[0] and "state file cannot be read" in told[0]
     # A run whose description cannot be read is set aside when the runs are listed.
-    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=(token := CancelToken()),
+    second = engine(content_image, [style_image], SETTINGS, tiny, cancel=(token := CancelToken()),
                            checkpoints=store)  # fmt: skip
     stop_at(second, token, 2)
     (store.folder(second.run_id) / "run.json").write_text("{not json")
@@ -110,7 +110,7 @@ def test_a_damaged_checkpoint_is_never_read_and_is_set_aside_with_a_line_saying_
 
 def test_a_newer_versions_checkpoint_is_left_where_it_is(tiny, content_image, style_image, store):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 2)
     run_json = store.folder(first.run_id) / "run.json"
     document = json.loads(run_json.read_text())
@@ -123,7 +123,7 @@ def test_a_newer_versions_checkpoint_is_left_where_it_is(tiny, content_image, st
 
 def test_each_save_replaces_the_last_and_old_checkpoints_are_removed(tiny, content_image, style_image, store):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 3)
     folder = store.folder(first.run_id)
     (state,) = folder.glob("state-*.pt")
@@ -141,7 +141,7 @@ def test_without_a_store_nothing_is_written_and_a_run_with_one_checkpoints_on_it
 ):
     monkeypatch.setenv("STYLE_STUDIO_CHECKPOINT_SECONDS", "3600")
     store = CheckpointStore(tmp_path / "hourly")
-    transfer = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store)
+    transfer = engine(content_image, [style_image], SETTINGS, tiny, checkpoints=store)
     list(transfer.run())
     # Finished within the hour: no checkpoint (a finished run's result is its caller's to keep).
     assert store.load(transfer.run_id) is None
@@ -149,26 +149,26 @@ def test_without_a_store_nothing_is_written_and_a_run_with_one_checkpoints_on_it
 
 def test_a_checkpoint_keeps_the_image_and_the_lowest_loss_image_bit_for_bit(tiny, content_image, style_image, store):
     token = CancelToken()
-    transfer = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    transfer = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(transfer, token, 2)
     checkpoint = store.load(transfer.run_id)
     assert checkpoint.image.dtype == torch.float32 and checkpoint.image.shape == (1, 3, 43, 64)
-    assert torch.equal(checkpoint.lowest, transfer._control.lowest.cpu())
+    assert torch.equal(checkpoint.lowest, transfer.standing.control.lowest.cpu())
 
 
 def test_a_checkpoint_keeps_the_optimisers_curvature_scale_and_a_resumed_run_starts_from_it(
     tiny, content_image, style_image, store
 ):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 4)
     checkpoint = store.load(first.run_id)
     assert checkpoint.step_scale is not None and checkpoint.step_scale > 0
 
-    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    second = engine(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
     records = second.run()
     next(records)  # the first resumed step, taken from the saved scale: no pair measured yet
-    state = next(iter(second._optimizer_now.state.values()))
+    state = next(iter(second.standing.optimizer.state.values()))
     assert state["dirs"] == [] and state["h_diag"].item() == pytest.approx(checkpoint.step_scale)
     assert [r.outcome for r in records if r.done] == [FINISHED]
 
@@ -178,7 +178,7 @@ def test_a_checkpoint_without_a_usable_curvature_scale_resumes_from_a_new_optimi
     tiny, content_image, style_image, store, saved
 ):
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], SETTINGS, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 4)
     run_json = store.folder(first.run_id) / "run.json"
     document = json.loads(run_json.read_text())
@@ -186,14 +186,14 @@ def test_a_checkpoint_without_a_usable_curvature_scale_resumes_from_a_new_optimi
     run_json.write_text(json.dumps(document))
     checkpoint = store.load(first.run_id)
     assert checkpoint.step_scale is None
-    second = StyleTransfer(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
+    second = engine(content_image, [style_image], SETTINGS, tiny, checkpoints=store, resume=checkpoint)
     assert [r.outcome for r in second.run() if r.done] == [FINISHED]
 
 
 def test_an_adam_run_keeps_no_curvature_scale(tiny, content_image, style_image, store):
     token = CancelToken()
     settings = dataclasses.replace(SETTINGS, optimizer="adam")
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
+    transfer = engine(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
     stop_at(transfer, token, 2)
     assert store.load(transfer.run_id).step_scale is None
 
@@ -203,13 +203,13 @@ def test_another_weights_file_at_the_same_path_is_refused_on_resume(tiny, conten
     weights.write_bytes(b"the weights the run started with")
     settings = dataclasses.replace(SETTINGS, weights=str(weights))
     token = CancelToken()
-    first = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
+    first = engine(content_image, [style_image], settings, tiny, cancel=token, checkpoints=store)
     stop_at(first, token, 2)
     checkpoint = store.load(first.run_id)
-    StyleTransfer(content_image, [style_image], settings, tiny, resume=checkpoint)  # the same file: accepted
+    engine(content_image, [style_image], settings, tiny, resume=checkpoint)  # the same file: accepted
     weights.write_bytes(b"other weights, copied over the same name")
     with pytest.raises(StyleStudioError, match=f"the weights file {weights} is not the one the run started with"):
-        StyleTransfer(content_image, [style_image], settings, tiny, resume=checkpoint)
+        engine(content_image, [style_image], settings, tiny, resume=checkpoint)
 
 
 def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style_image, tmp_path):

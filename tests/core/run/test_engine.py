@@ -20,6 +20,7 @@ from style_studio.core.run.compute import network_for, shared_network
 from style_studio.core.run.engine import StyleTransfer
 from style_studio.core.run.plan import scale_sizes
 from style_studio.core.settings import Settings
+from tests.runs import engine
 
 SMALL = Settings(size=64, iterations=20, weights="untrained")
 
@@ -56,7 +57,7 @@ def runs_modules(monkeypatch):
 def test_a_run_on_the_real_untrained_vgg19_lowers_the_loss_and_says_it_is_untrained(
     untrained, content_image, style_image
 ):
-    records = run_all(StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=8), untrained))
+    records = run_all(engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=8), untrained))
     assert records[-1].outcome == FINISHED
     assert records[-2].total_loss < 0.7 * records[0].total_loss
     assert records[0].weights.startswith("untrained VGG19")
@@ -64,9 +65,7 @@ def test_a_run_on_the_real_untrained_vgg19_lowers_the_loss_and_says_it_is_untrai
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
 def test_total_loss_falls_over_20_iterations(optimizer, tiny, content_image, style_image):
-    records = run_all(
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), tiny)
-    )
+    records = run_all(engine(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), tiny))
     iterations = [r for r in records if not r.done]
     assert len(iterations) == 20
     assert iterations[-1].total_loss < 0.5 * iterations[0].total_loss
@@ -74,9 +73,7 @@ def test_total_loss_falls_over_20_iterations(optimizer, tiny, content_image, sty
 
 
 def test_records_carry_every_loss_term_and_previews(tiny, content_image, style_image):
-    transfer = StyleTransfer(
-        content_image, [style_image], dataclasses.replace(SMALL, iterations=3), tiny, preview_interval=0
-    )
+    transfer = engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=3), tiny, preview_interval=0)
     records = run_all(transfer)
     first = records[0]
     assert set(first.style_losses) == {"relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
@@ -94,7 +91,7 @@ def test_records_carry_every_loss_term_and_previews(tiny, content_image, style_i
 
 
 def test_previews_are_throttled_by_time(tiny, content_image, style_image):
-    transfer = StyleTransfer(
+    transfer = engine(
         content_image, [style_image], dataclasses.replace(SMALL, iterations=6), tiny, preview_interval=3600
     )
     previews = [r.preview is not None for r in transfer.run()]
@@ -104,7 +101,7 @@ def test_previews_are_throttled_by_time(tiny, content_image, style_image):
 
 def test_multi_scale_ends_at_the_requested_size(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, size=128, scales=2, iterations=3)
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+    transfer = engine(content_image, [style_image], settings, tiny)
     records = run_all(transfer)
     sizes = sorted({(r.scale, r.width, r.height) for r in records})
     assert sizes == [(1, 64, 43), (2, 128, 85)]
@@ -136,9 +133,7 @@ def test_scale_sizes_halve_and_skip_scales_that_are_too_small():
 
 def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_image, style_image):
     cancel = CancelToken()
-    transfer = StyleTransfer(
-        content_image, [style_image], dataclasses.replace(SMALL, iterations=50), tiny, cancel=cancel
-    )
+    transfer = engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=50), tiny, cancel=cancel)
     records = []
     for record in transfer.run():
         records.append(record)
@@ -152,7 +147,7 @@ def test_cancel_stops_within_one_iteration_and_keeps_the_image(tiny, content_ima
 def test_a_tiled_iteration_reports_each_tile_and_stops_within_one(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, size=300, tile=160, iterations=3)
     token = CancelToken()
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny, cancel=token)
+    transfer = engine(content_image, [style_image], settings, tiny, cancel=token)
     assert transfer.tiles_at((300, 200)) == 160
     records = []
     for record in transfer.run():
@@ -172,11 +167,11 @@ def test_a_tiled_iteration_reports_each_tile_and_stops_within_one(tiny, content_
 
 def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, content_image, style_image, runs_modules):
     settings = dataclasses.replace(SMALL, iterations=4)
-    run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    run_all(engine(content_image, [style_image], settings, tiny))
     assert network_hooks(tiny) == 0
 
     cancel = CancelToken()
-    for _ in StyleTransfer(content_image, [style_image], settings, tiny, cancel=cancel).run():
+    for _ in engine(content_image, [style_image], settings, tiny, cancel=cancel).run():
         cancel.cancel()
     assert network_hooks(tiny) == 0
 
@@ -189,10 +184,10 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, conte
                 raise RuntimeError("device lost")
 
     with pytest.raises(RuntimeError, match="device lost"):
-        run_all(StyleTransfer(content_image, [style_image], settings, tiny, cancel=Exploding()))
+        run_all(engine(content_image, [style_image], settings, tiny, cancel=Exploding()))
     assert network_hooks(tiny) == 0
 
-    run = StyleTransfer(content_image, [style_image], settings, tiny).run()
+    run = engine(content_image, [style_image], settings, tiny).run()
     next(run), next(run)  # the start picture's record, then the first iteration's
     assert network_hooks(tiny) > 0  # mid-run, the hooks are there ...
     run.close()
@@ -202,7 +197,7 @@ def test_no_hook_is_left_after_success_cancel_error_or_abandoned_run(tiny, conte
 def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image, runs_modules):
     settings = dataclasses.replace(SMALL, iterations=1)
     for _ in range(3):
-        transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+        transfer = engine(content_image, [style_image], settings, tiny)
         counts = [network_hooks(tiny) for record in transfer.run() if not record.start]
         assert counts[0] == 6  # 1 content + 5 style layers, once each
     assert network_hooks(tiny) == 0
@@ -211,8 +206,8 @@ def test_repeated_runs_do_not_accumulate_hooks(tiny, content_image, style_image,
 @pytest.mark.parametrize("init", ["noise", "content", "style"])
 def test_same_seed_same_settings_give_the_same_image(init, tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=5, init=init, seed=7)
-    a = StyleTransfer(content_image, [style_image], settings, tiny)
-    b = StyleTransfer(content_image, [style_image], settings, tiny)
+    a = engine(content_image, [style_image], settings, tiny)
+    b = engine(content_image, [style_image], settings, tiny)
     run_all(a), run_all(b)
     assert np.array_equal(np.asarray(a.result), np.asarray(b.result))
 
@@ -220,7 +215,7 @@ def test_same_seed_same_settings_give_the_same_image(init, tiny, content_image, 
 def test_a_different_seed_gives_a_different_noise_start(tiny, content_image, style_image):
     results = []
     for seed in (1, 2):
-        t = StyleTransfer(
+        t = engine(
             content_image, [style_image], dataclasses.replace(SMALL, iterations=2, init="noise", seed=seed), tiny
         )
         run_all(t)
@@ -230,7 +225,7 @@ def test_a_different_seed_gives_a_different_noise_start(tiny, content_image, sty
 
 def test_preserve_colors_keeps_the_content_chroma(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=10, preserve_colors=True, init="noise")
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+    transfer = engine(content_image, [style_image], settings, tiny)
     run_all(transfer)
     result = pil_to_tensor(transfer.result)
     content = pil_to_tensor(content_image.resize(transfer.result.size))
@@ -243,7 +238,7 @@ def test_preserve_colors_keeps_the_content_chroma(tiny, content_image, style_ima
 
 
 def test_without_preserve_colors_the_chroma_moves_towards_the_style(tiny, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
+    transfer = engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
     run_all(transfer)
     result = color.rgb_to_yiq(pil_to_tensor(transfer.result))[:, 1:]
     content = color.rgb_to_yiq(pil_to_tensor(content_image.resize(transfer.result.size)))[:, 1:]
@@ -251,7 +246,7 @@ def test_without_preserve_colors_the_chroma_moves_towards_the_style(tiny, conten
 
 
 def test_loss_weight_changes_take_effect_at_the_next_iteration(tiny, content_image, style_image):
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), tiny)
+    transfer = engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=4), tiny)
     records = []
     for record in transfer.run():
         if not record.start:
@@ -281,14 +276,16 @@ def run_with_a_change(transfer, at_iteration, settings):
 
 
 def count_optimizers(monkeypatch) -> list:
-    made = []
-    original = StyleTransfer._optimizer
+    from style_studio.core.run import scale
 
-    def recording(self, image, lr, step_scale=None):
-        made.append(original(self, image, lr, step_scale))
+    made = []
+    original = scale.new_optimizer
+
+    def recording(kind, image, lr, step_scale=None):
+        made.append(original(kind, image, lr, step_scale))
         return made[-1]
 
-    monkeypatch.setattr(StyleTransfer, "_optimizer", recording)
+    monkeypatch.setattr(scale, "new_optimizer", recording)
     return made
 
 
@@ -299,7 +296,7 @@ def test_raising_a_weight_mid_run_is_not_taken_for_a_blow_up(optimizer, tiny, co
     # run stopped as "diverging" after 6. The optimiser restarts on the new objective.
     made = count_optimizers(monkeypatch)
     settings = dataclasses.replace(SMALL, iterations=25, optimizer=optimizer)
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+    transfer = engine(content_image, [style_image], settings, tiny)
     records = run_with_a_change(transfer, 10, dataclasses.replace(settings, style_weight=100.0))
     assert [r.event for r in records if r.event] == []
     assert records[-1].outcome == FINISHED
@@ -312,7 +309,7 @@ def test_a_small_weight_change_keeps_the_optimiser_history(tiny, content_image, 
     # A dragged slider changes a weight a little at every step; restarting L-BFGS
     # each time would leave the picture standing still until the drag ends.
     made = count_optimizers(monkeypatch)
-    transfer = StyleTransfer(content_image, [style_image], SMALL, tiny)
+    transfer = engine(content_image, [style_image], SMALL, tiny)
     run_with_a_change(transfer, 5, dataclasses.replace(SMALL, content_weight=1.5))
     assert len(made) == 1
 
@@ -321,7 +318,7 @@ def test_style_blend_weights_mix_two_styles(tiny, content_image, style_image, se
     finals = {}
     for blend in ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)):
         settings = dataclasses.replace(SMALL, iterations=1, style_blend=blend)
-        records = run_all(StyleTransfer(content_image, [style_image, second_style_image], settings, tiny))
+        records = run_all(engine(content_image, [style_image, second_style_image], settings, tiny))
         finals[blend] = records[0].style_losses["relu1_1"]
     # Identical start image: distinct targets give distinct losses.
     assert len({round(v, 6) for v in finals.values()}) == 3
@@ -329,7 +326,7 @@ def test_style_blend_weights_mix_two_styles(tiny, content_image, style_image, se
 
 def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, optimizer="adam", step_size=1e4, iterations=10)
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=0)
+    transfer = engine(content_image, [style_image], settings, tiny, preview_interval=0)
     records = run_all(transfer)
     events = [r.event for r in records if r.event]
     assert events and "went back to the lowest-loss image" in events[0]
@@ -349,7 +346,7 @@ def test_convolution_and_pooling_layers_can_be_style_and_content_layers(tiny, co
         style_layers=(("conv2_2", 1.0), ("pool3", 1.0), ("relu3_1", 1.0)),
         content_layers=("conv4_2",),
     )
-    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    records = run_all(engine(content_image, [style_image], settings, tiny))
     assert records[-1].outcome == FINISHED
     assert set(records[0].style_losses) == {"conv2_2", "pool3", "relu3_1"}
     assert records[-2].total_loss < records[0].total_loss
@@ -358,14 +355,14 @@ def test_convolution_and_pooling_layers_can_be_style_and_content_layers(tiny, co
 def test_nothing_to_optimise_is_a_clear_error(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 0.0),))
     with pytest.raises(StyleStudioError, match="nothing to optimise"):
-        run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+        run_all(engine(content_image, [style_image], settings, tiny))
 
 
 def test_an_image_too_thin_for_the_network_is_refused_before_starting(tiny, style_image):
     from PIL import Image
 
     with pytest.raises(StyleStudioError, match="at least 16 pixels"):
-        StyleTransfer(Image.new("RGB", (1000, 10)), [style_image], SMALL, tiny)
+        engine(Image.new("RGB", (1000, 10)), [style_image], SMALL, tiny)
 
 
 def test_a_picture_thinner_than_the_mirrored_border_is_refused_even_for_shallow_layers(tiny, style_image):
@@ -375,17 +372,17 @@ def test_a_picture_thinner_than_the_mirrored_border_is_refused_even_for_shallow_
 
     settings = dataclasses.replace(SMALL, content_layers=(), style_layers=(("relu1_1", 1.0),))
     with pytest.raises(StyleStudioError, match="at least 3 pixels"):
-        StyleTransfer(Image.new("RGB", (512, 2)), [style_image], settings, tiny)
+        engine(Image.new("RGB", (512, 2)), [style_image], settings, tiny)
 
 
 def test_wrong_number_of_blend_weights_is_refused(tiny, content_image, style_image):
     with pytest.raises(StyleStudioError, match="2 style blend weights given for 1"):
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), tiny)
+        engine(content_image, [style_image], dataclasses.replace(SMALL, style_blend=(1.0, 2.0)), tiny)
 
 
 def test_explicit_fp32_precision_is_used_and_named(tiny, content_image, style_image):
     settings = dataclasses.replace(SMALL, iterations=2, precision="fp32", device="cpu")
-    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    records = run_all(engine(content_image, [style_image], settings, tiny))
     assert records[0].compute == "cpu, fp32"
 
 
@@ -393,7 +390,7 @@ def test_asking_for_a_missing_gpu_is_a_clear_error(tiny, content_image, style_im
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(StyleStudioError, match="no CUDA GPU"):
-        StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), tiny)
+        engine(content_image, [style_image], dataclasses.replace(SMALL, device="cuda"), tiny)
 
 
 @pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
@@ -401,7 +398,7 @@ def test_the_reported_loss_is_the_loss_of_the_image_the_user_gets(optimizer, tin
     # Left free, the optimiser pushes pixels outside [0, 1]: the loss it reports is
     # then that of an image nobody sees, and the exported (clamped) one scores worse.
     settings = dataclasses.replace(SMALL, iterations=40, optimizer=optimizer, precision="fp32", style_weight=30.0)
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny)
+    transfer = engine(content_image, [style_image], settings, tiny)
     records = run_all(transfer)
     assert records[-1].outcome == FINISHED
     exported = transfer.evaluate(transfer.result)["total"]
@@ -438,7 +435,7 @@ def test_the_result_and_the_last_record_are_the_lowest_loss_image_of_the_run(tin
     # Whatever the trajectory: the last record carries the result's losses, and the
     # result scores what that record says.
     settings = dataclasses.replace(SMALL, optimizer="adam", step_size=0.25, iterations=8, precision="fp32")
-    transfer = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=0)
+    transfer = engine(content_image, [style_image], settings, tiny, preview_interval=0)
     records = run_all(transfer)
     losses = [r.total_loss for r in records if not r.done and not r.event]
     assert records[-1].done and records[-1].total_loss == min(losses)
@@ -465,7 +462,7 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
     import weakref
 
     from style_studio.core.objective.objective import Objective
-    from style_studio.core.run import engine
+    from style_studio.core.run import engine as engine_module
 
     held = {}
     original = Objective.evaluate
@@ -485,15 +482,15 @@ def test_out_of_memory_mid_run_frees_the_run_and_keeps_the_result_on_the_cpu(
         alive_when_emptied.append([name for name in ("image", "objective") if held[name]() is not None])
 
     monkeypatch.setattr(Objective, "evaluate", exhausted)
-    monkeypatch.setattr(engine, "empty_device_cache", empty)
-    transfer = StyleTransfer(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
+    monkeypatch.setattr(engine_module, "empty_device_cache", empty)
+    transfer = engine(content_image, [style_image], dataclasses.replace(SMALL, iterations=10), tiny)
     records = []
     with pytest.raises(StyleStudioError, match="ran out of memory at 64×43 pixels.*lower the size"):
         for record in transfer.run():
             records.append(record)
     assert len(records) == 4  # the start picture's and three more
     assert alive_when_emptied == [[]], "the image or the objective was still referenced when the cache was emptied"
-    assert transfer._kept is not None and transfer._kept.device.type == "cpu"
+    assert transfer.standing.kept is not None and transfer.standing.kept.device.type == "cpu"
     assert transfer.result is not None and transfer.result.size == (64, 43)
 
 
@@ -505,7 +502,7 @@ def test_an_error_that_is_not_out_of_memory_reaches_the_caller_as_it_is(tiny, co
 
     monkeypatch.setattr(Objective, "evaluate", broken)
     with pytest.raises(RuntimeError, match="a bug"):
-        run_all(StyleTransfer(content_image, [style_image], SMALL, tiny))
+        run_all(engine(content_image, [style_image], SMALL, tiny))
 
 
 def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
@@ -523,7 +520,7 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
         return original(self)
 
     settings = dataclasses.replace(SMALL, iterations=30)
-    run = StyleTransfer(content_image, [style_image], settings, tiny, preview_interval=math.inf).run()
+    run = engine(content_image, [style_image], settings, tiny, preview_interval=math.inf).run()
     next(run), next(run)  # the start picture's record, and the first iteration's
     monkeypatch.setattr(torch.Tensor, "tolist", counting_tolist)
     reads = []
@@ -552,7 +549,7 @@ def unscaled_gradient(weights, content_image, style_image, settings: Settings, c
     """The image gradient of the first iteration's loss, without fp16's loss scale."""
     from style_studio.core.objective.objective import Objective, ScaleInputs
 
-    transfer = StyleTransfer(content_image, [style_image], settings, weights, compute=compute)
+    transfer = engine(content_image, [style_image], settings, weights, compute=compute)
     inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")
     image = inputs.content.clone().requires_grad_(True)
     with Objective(network_for(weights, transfer.compute), inputs, transfer.settings, transfer.compute) as objective:
@@ -567,7 +564,7 @@ def test_fp16_scales_the_loss_so_small_gradients_do_not_underflow(tiny, content_
     norms = {}
     for precision in ("fp32", "fp16"):
         settings = dataclasses.replace(UNDERFLOWING, precision=precision)
-        norms[precision] = run_all(StyleTransfer(content_image, [style_image], settings, tiny))[0].grad_norm
+        norms[precision] = run_all(engine(content_image, [style_image], settings, tiny))[0].grad_norm
     unscaled = unscaled_gradient(tiny, content_image, style_image, UNDERFLOWING).norm().item()
     assert norms["fp16"] == pytest.approx(norms["fp32"], rel=0.05)
     assert unscaled < 0.5 * norms["fp32"], "fp16 no longer underflows here: pick smaller weights"
@@ -592,8 +589,8 @@ def test_emulated_fp16_loses_the_same_gradient_as_real_fp16(tiny, content_image,
 
 def test_an_emulated_fp16_run_scales_its_loss_and_follows_fp32(tiny, content_image, style_image):
     settings = dataclasses.replace(UNDERFLOWING, iterations=5)
-    fp32 = run_all(StyleTransfer(content_image, [style_image], dataclasses.replace(settings, precision="fp32"), tiny))
-    fp16 = run_all(StyleTransfer(content_image, [style_image], settings, tiny, compute=EMULATED_FP16))
+    fp32 = run_all(engine(content_image, [style_image], dataclasses.replace(settings, precision="fp32"), tiny))
+    fp16 = run_all(engine(content_image, [style_image], settings, tiny, compute=EMULATED_FP16))
     assert fp16[0].grad_norm == pytest.approx(fp32[0].grad_norm, rel=0.05)
     assert fp16[-1].total_loss == pytest.approx(fp32[-1].total_loss, rel=0.05)
     assert "emulated" in fp16[-1].compute
@@ -622,7 +619,7 @@ def test_an_fp16_run_that_overflows_undoes_the_step_halves_the_scale_and_finishe
 
     monkeypatch.setattr(loss_scale, "LOSS_SCALE_START", 2.0**40)  # the scaled gradient overflows at once
     settings = dataclasses.replace(SMALL, iterations=30, precision="fp16")
-    records = run_all(StyleTransfer(content_image, [style_image], settings, tiny))
+    records = run_all(engine(content_image, [style_image], settings, tiny))
     overflowed = [r for r in records if not r.done and r.grad_norm is not None and not math.isfinite(r.grad_norm)]
     assert overflowed, "the scale did not overflow: raise LOSS_SCALE_START"
     assert records[-1].outcome == FINISHED and math.isfinite(records[-1].total_loss)
@@ -634,9 +631,9 @@ def test_an_averaged_run_keeps_the_average_of_its_last_iterates_as_its_picture_a
     optimizer, tiny, content_image, style_image
 ):
     settings = dataclasses.replace(SMALL, optimizer=optimizer, scales=2, iterations=8)
-    plain = StyleTransfer(content_image, [style_image], settings, tiny)
+    plain = engine(content_image, [style_image], settings, tiny)
     run_all(plain)
-    averaged = StyleTransfer(
+    averaged = engine(
         content_image, [style_image], dataclasses.replace(settings, average=True), tiny, preview_interval=0
     )
     records = run_all(averaged)
