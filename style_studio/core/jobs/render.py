@@ -72,9 +72,6 @@ def render_job(
                         job.inputs)  # fmt: skip
     key = inputs.key or job_key(job.settings, content, styles, job.regions)
     run_id = run_id or f"batch-{key}"
-    automatic = resume == "auto"
-    if resume == "auto":
-        resume = None
     hooks = RunHooks(report=progress, started=(lambda _plan: started()) if started is not None else None,
                      cancel=cancel, checkpoints=checkpoints, previews=previews or Previews())  # fmt: skip
 
@@ -83,19 +80,7 @@ def render_job(
         return run_picture(spec, weights, hooks)
 
     notes: list[str] = []
-    if automatic and checkpoints is not None:
-        try:  # one that cannot be read is set aside (notes say where), and the job starts again
-            resume = checkpoints.load(run_id, tell=notes.append)
-        except NewerCheckpointError as exc:  # a newer version's: kept aside too, and the job starts again
-            notes.append(checkpoints.set_aside(run_id, exc))
-            resume = None
-    try:
-        result = run(resume=resume)
-    except StyleStudioError as exc:
-        if not automatic or resume is None or checkpoints is None:
-            raise
-        notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
-        result = run(resume=None)
+    result = _resumed_if_it_can(run, checkpoints, run_id, notes) if resume == "auto" else run(resume)
     picture = result.finished_or_raise()
     pixels = result.deep if result.deep is not None else np.asarray(picture, dtype=np.uint8)
     if checkpoints is not None and not keep_checkpoint:
@@ -105,6 +90,33 @@ def render_job(
         log.warning("%s", note)
     return RenderedJob(job.id, PicturePixels(pixels, dpi), result.document(app_version), result.seconds,
                        result.compute, notes=tuple(notes))  # fmt: skip
+
+
+def _resumed_if_it_can(
+    run: Callable[[Checkpoint | None], PictureResult],
+    checkpoints: CheckpointStore | None,
+    run_id: str,
+    notes: list[str],
+) -> PictureResult:
+    """``run`` gone on from the run's checkpoint where a killed batch left one it can be gone on from, else afresh.
+
+    A checkpoint that cannot be read, a newer version's, or one the run refuses is set aside, never deleted, and
+    ``notes`` say where it is kept.
+    """
+    if checkpoints is None:
+        return run(None)
+    try:  # one that cannot be read is set aside (notes say where), and the job starts again
+        resume = checkpoints.load(run_id, tell=notes.append)
+    except NewerCheckpointError as exc:  # a newer version's: kept aside too, and the job starts again
+        notes.append(checkpoints.set_aside(run_id, exc))
+        resume = None
+    if resume is None:
+        return run(None)
+    try:
+        return run(resume)
+    except StyleStudioError as exc:
+        notes.append(checkpoints.set_aside(run_id, exc))  # it cannot be gone on from: kept aside, started again
+        return run(None)
 
 
 def write_picture(
