@@ -24,7 +24,7 @@ import functools
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -44,6 +44,7 @@ from .frame_styler import FrameStyler
 from .job import Job, JobInputs, RenderedJob, VideoBytes, VideoFile, VideoOptions, video_key
 
 if TYPE_CHECKING:
+    from ..io.outputs import Output
     from ..network.weights import NetworkWeights
     from ..progress import Progress
     from ..run.cancel import CancelToken
@@ -179,32 +180,58 @@ def render_video(
     with target.claim(), held(cache.lock, busy):
         check_writable(target, info, options.start, key)
         tell = say if say is not None else notes.append
-        cache.load(tell)
-        if cache.done and resume is None:
-            raise KeptFramesError(
-                f"{cache.done} frame(s) from an earlier render of this clip with these settings are kept: "
-                "add --resume to go on from them, or --restart to start again"
-            )
-        if cache.done and resume is False:
-            cache.clear()
-        if started is not None:
-            started(cache.done)
+        _take_kept(cache, resume, tell, started)
         size = render_size(info, job.settings.size)
         compute, flow_seconds = _render_frames(job, options, info, size, styles, weights, cache, stop, cancel,
                                                progress, tell)  # fmt: skip
-        document = json.dumps({"job_key": key, **({"note": comment} if comment else {})})
-        notes += write_video(
-            target, cache.frames(size), info.frame_rate, info, options.start, options.duration, comment=document,
-            key=key,
-        )  # fmt: skip
+        notes += _write(target, cache.frames(size), info, options, key, comment)
         frames, times = cache.done, cache.times
         cache.clear()
-    span, last = info.seconds_between(options.start, options.duration), times[-1] if times else 0.0
-    if last < span - max(2 / info.frame_rate, 0.1 * span):  # by time: a declared frame rate can be far off
-        notes.insert(0, f"{job.content.name} ends after {frames} frames, at {last:.2f} s of the {span:.2f} s its "
-                        "headers announce (damaged or cut short?): the frames before the end were styled")  # fmt: skip
+    notes[:0] = _cut_short(job.content.name, info, options, frames, times)
     seconds = time.perf_counter() - began
     return RenderedVideo(job.output, frames, seconds, compute, (*info.notes, *notes), key, flow_seconds)
+
+
+def _write(
+    target: Output,
+    frames: Iterable[tuple[float, np.ndarray]],
+    info: ClipInfo,
+    options: VideoOptions,
+    key: str,
+    comment: str | None,
+) -> list[str]:
+    """Write the video of ``frames`` through the job's guarded output, with the clip's sound and a document naming
+    its job key (and ``comment``); what the writer noted."""
+    document = json.dumps({"job_key": key, **({"note": comment} if comment else {})})
+    return write_video(target, frames, info.frame_rate, info, options.start, options.duration, document, key)
+
+
+def _take_kept(
+    cache: FrameCache, resume: bool | None, tell: Callable[[str], None], started: Callable[[int], None] | None
+) -> None:
+    """Load the frames an earlier render of the job kept, and go on from them (``resume``), remove them (False) or
+    refuse to lose them (None: ``KeptFramesError``); ``started`` hears how many it goes on from."""
+    cache.load(tell)
+    if cache.done and resume is None:
+        raise KeptFramesError(
+            f"{cache.done} frame(s) from an earlier render of this clip with these settings are kept: "
+            "add --resume to go on from them, or --restart to start again"
+        )
+    if cache.done and resume is False:
+        cache.clear()
+    if started is not None:
+        started(cache.done)
+
+
+def _cut_short(name: str, info: ClipInfo, options: VideoOptions, frames: int, times: Sequence[float]) -> list[str]:
+    """A note when the clip's frames end well before the time its headers announce (else none)."""
+    span, last = info.seconds_between(options.start, options.duration), times[-1] if times else 0.0
+    if last < span - max(2 / info.frame_rate, 0.1 * span):  # by time: a declared frame rate can be far off
+        return [
+            f"{name} ends after {frames} frames, at {last:.2f} s of the {span:.2f} s its headers announce (damaged "
+            "or cut short?): the frames before the end were styled"
+        ]
+    return []
 
 
 def _render_frames(
