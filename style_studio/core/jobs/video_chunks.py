@@ -415,62 +415,108 @@ def render_video_in_chunks(
     busy = f"{job.content.name} is being rendered to the same video by another style-studio process"
     with target.claim(), held(store.lock, busy):
         check_writable(target, info, options.start, key)
-        kept = store.kept()
-        if kept and resume is None:
-            raise KeptFramesError(
-                f"{len(kept)} chunk(s) or parts from an earlier render of this clip with these settings are kept: add "
-                "--resume to go on from them, or --restart to start again"
-            )
-        if kept and resume is False:
-            store.clear()
-        tally = _Tally()
+        _take_kept(store, resume)
         notes: list[str] = []
-        say = say or notes.append  # a kept chunk or frame that cannot be read: set aside, and styled again
-        size = render_size(info, job.settings.size)
-
-        def tell(frames: ChunkFrames | None) -> None:
-            if progress is not None:
-                styling = sum(tally.styling.values())
-                progress(ChunksDone(tally.chunks, len(plan) + 1, tally.frames, total, frames, styling))
-
-        def came(frames: ChunkFrames) -> None:
-            store.keep(frames)
-            tally.add(frames)
-            tell(frames)
-
-        def styled(chunk: Chunk, number: int, picture: np.ndarray) -> None:
-            if chunk.index < 0 or chunk.index in tally.done:
-                return
-            store.keep_frame(chunk, number, picture)
-            own = number - chunk.own + 1
-            if own > tally.styling.get(chunk.index, 0):
-                tally.styling[chunk.index] = own
-                tell(None)
-
-        key_frames = store.read(KEY_FRAME, size, say)  # what was kept, counted (and checked) one chunk at a time
-        for kept_whole in itertools.chain([key_frames], (store.read(c, size, say) for c in plan)):
-            if kept_whole is not None:
-                tally.add(kept_whole)
-        begun = {c.index: store.frames(c, size, say) for c in plan if c.index not in tally.done}  # stopped half-way
-        for chunk in plan:
-            tally.styling[chunk.index] = max(0, chunk.start + len(begun.get(chunk.index, ())) - chunk.own)
-        if tally.chunks or any(begun.values()):
-            tell(None)
+        # A kept chunk or frame that cannot be read: set aside, and styled again.
+        chunks = _Chunks(store, plan, total, render_size(info, job.settings.size), say or notes.append, progress)
+        key_frames, begun = chunks.kept()
         if key_frames is None:
-            for key_frames in runner.run([ChunkWork(job, KEY_FRAME, styles, None)], stop, styled):
-                came(key_frames)
+            key_frames = chunks.run(runner, [ChunkWork(job, KEY_FRAME, styles, None)], stop)
         assert key_frames is not None
-        key_frame = key_frames.pictures[0]
-        under_way = [ChunkWork(job, c, styles, key_frame, begun[c.index]) for c in plan if c.index in begun]
-        for frames in runner.run(under_way, stop, styled):
-            came(frames)
+        look = key_frames.pictures[0]
+        chunks.run(runner, [ChunkWork(job, c, styles, look, begun[c.index]) for c in plan if c.index in begun], stop)
         document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
                                **({"note": comment} if comment else {})})  # fmt: skip
-        notes += write_video(target, joined((_still_kept(store, c, size) for c in plan), overlap), info.frame_rate,
+        notes += write_video(target, joined(chunks.written(), overlap), info.frame_rate,
                              info, options.start, options.duration, comment=document, key=key)  # fmt: skip
         store.clear()
     seconds = time.perf_counter() - began
+    tally = chunks.tally
     return RenderedVideo(job.output, tally.frames, seconds, tally.compute, (*info.notes, *notes), key)
+
+
+def _take_kept(store: ChunkStore, resume: bool | None) -> None:
+    """Go on from the chunks an earlier render of the job kept (``resume``), remove them (False) or refuse to lose
+    them (None: ``KeptFramesError``)."""
+    kept = store.kept()
+    if kept and resume is None:
+        raise KeptFramesError(
+            f"{len(kept)} chunk(s) or parts from an earlier render of this clip with these settings are kept: add "
+            "--resume to go on from them, or --restart to start again"
+        )
+    if kept and resume is False:
+        store.clear()
+
+
+class _Chunks:
+    """A chunked render's chunks as they come back: each frame and chunk kept at once, counted, and told.
+
+    Args:
+        plan: the chunks after the key frame's; total: the frames of the clip; size: the frames' (width, height).
+        say: hears a kept chunk or frame that cannot be read (set aside, styled again).
+        progress: hears what is done after each chunk and each frame styled.
+    """
+
+    def __init__(
+        self,
+        store: ChunkStore,
+        plan: Sequence[Chunk],
+        total: int,
+        size: tuple[int, int],
+        say: Callable[[str], None],
+        progress: Callable[[ChunksDone], None] | None,
+    ) -> None:
+        self.store, self.plan, self.total, self.size, self.say, self.progress = store, plan, total, size, say, progress
+        self.tally = _Tally()
+
+    def kept(self) -> tuple[ChunkFrames | None, dict[int, tuple[np.ndarray, ...]]]:
+        """What an earlier render kept, counted (and checked) one chunk at a time: the key frame's chunk when kept,
+        and the frames kept so far of each chunk not kept whole (stopped half-way, or not begun)."""
+        store, size, say, tally = self.store, self.size, self.say, self.tally
+        key_frames = store.read(KEY_FRAME, size, say)
+        for kept_whole in itertools.chain([key_frames], (store.read(c, size, say) for c in self.plan)):
+            if kept_whole is not None:
+                tally.add(kept_whole)
+        begun = {c.index: store.frames(c, size, say) for c in self.plan if c.index not in tally.done}
+        for chunk in self.plan:
+            tally.styling[chunk.index] = max(0, chunk.start + len(begun.get(chunk.index, ())) - chunk.own)
+        if tally.chunks or any(begun.values()):
+            self.tell(None)
+        return key_frames, begun
+
+    def tell(self, frames: ChunkFrames | None) -> None:
+        if self.progress is not None:
+            tally = self.tally
+            styling = sum(tally.styling.values())
+            self.progress(ChunksDone(tally.chunks, len(self.plan) + 1, tally.frames, self.total, frames, styling))
+
+    def run(self, runner: ChunkRunner, works: Sequence[ChunkWork], stop: CancelToken) -> ChunkFrames | None:
+        """Run ``works`` on ``runner``, each chunk kept and told as it comes back; the last one back."""
+        last = None
+        for frames in runner.run(works, stop, self.styled):
+            self.came(frames)
+            last = frames
+        return last
+
+    def came(self, frames: ChunkFrames) -> None:
+        """A chunk came back whole."""
+        self.store.keep(frames)
+        self.tally.add(frames)
+        self.tell(frames)
+
+    def styled(self, chunk: Chunk, number: int, picture: np.ndarray) -> None:
+        """A frame of a chunk under way was styled (the key frame's is kept with its chunk)."""
+        if chunk.index < 0 or chunk.index in self.tally.done:
+            return
+        self.store.keep_frame(chunk, number, picture)
+        own = number - chunk.own + 1
+        if own > self.tally.styling.get(chunk.index, 0):
+            self.tally.styling[chunk.index] = own
+            self.tell(None)
+
+    def written(self) -> Iterator[ChunkFrames]:
+        """Every chunk kept during this render, read back in order to write the video."""
+        return (_still_kept(self.store, c, self.size) for c in self.plan)
 
 
 def _still_kept(store: ChunkStore, chunk: Chunk, size: tuple[int, int]) -> ChunkFrames:
