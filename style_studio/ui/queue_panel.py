@@ -36,6 +36,7 @@ from ..core import (
     QueueState,
     RenderedVideo,
     RenderQueue,
+    RunSpec,
     Stopped,
     StyleStudioError,
     file_digest,
@@ -248,7 +249,7 @@ class QueueController(QObject):
                 self.queue.set_state(item.id, Failed.of(exc))
                 self.changed.emit()
                 continue
-            if output_key(job.output) == render.key:
+            if output_key(job.output) == render.spec.key:
                 self._forget_progress(item.id)
                 self.queue.set_state(item.id, MADE_BEFORE, f"{job.output} (already made)")
                 self.changed.emit()
@@ -321,7 +322,7 @@ class QueueController(QObject):
         pictures = Pictures(load_image(job.content), tuple(load_image(p) for p in job.styles), names, job.regions,
                             job.inputs)  # fmt: skip
         key = job_key(job.settings, pictures.content, pictures.styles, job.regions)
-        return job, RunRequest(pictures, job.settings, self._checkpoint(item), item.run_id, QUEUE, key=key)
+        return job, RunRequest(RunSpec(pictures, job.settings, self._checkpoint(item), item.run_id, key=key), QUEUE)
 
     def _checkpoint(self, item: QueueItem) -> Checkpoint | None:
         """Where a paused, stopped or cut-off job stood (None: it starts from the beginning)."""

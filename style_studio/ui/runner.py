@@ -33,7 +33,6 @@ from ..core import (
     LiveChanges,
     Outcome,
     PictureResult,
-    Pictures,
     Previews,
     Progress,
     Regions,
@@ -52,7 +51,7 @@ from .qt_images import array_to_qimage
 from .state import RunStatus, WindowState
 
 if TYPE_CHECKING:
-    from ..core import Checkpoint, CheckpointStore, PreviewFolder
+    from ..core import CheckpointStore, PreviewFolder
 
 log = logging.getLogger(__name__)
 
@@ -74,18 +73,12 @@ RunReport: TypeAlias = RunPlan | Progress | PreviewReady
 
 @dataclass(frozen=True)
 class RunRequest:
-    """What a run needs: the pictures and the settings (weights are named in the settings)."""
+    """A run the window asks for: what it makes (the run's own ``RunSpec``, as every other surface gives it; its
+    weights are named in its settings) and who asked and where its previews go."""
 
-    pictures: Pictures
-    settings: Settings
-    resume: Checkpoint | None = None
-    #: The run's checkpoint name (None: a new one). A named run keeps its checkpoint when it is
-    #: stopped, for its owner (the queue) to go on from; the user's runs are unnamed.
-    run_id: str | None = None
+    spec: RunSpec
     #: Whose run it is: the user's (``USER``) or the queue's (``QUEUE``); each listens to its own.
     owner: str = "user"
-    #: The job key of the pictures with the settings, when the owner has worked it out (the queue has).
-    key: str | None = None
     #: Where the run keeps its previews as it makes them (a timelapse); None: nowhere.
     previews: PreviewFolder | None = None
 
@@ -119,10 +112,13 @@ class RenderSession:
         self.job = job
         self._weights = weights
         self._checkpoints = checkpoints
-        self.run_id: str = job.resume.run_id if job.resume is not None else job.run_id or uuid.uuid4().hex
+        spec = job.spec
+        self.run_id: str = spec.resume.run_id if spec.resume is not None else spec.run_id or uuid.uuid4().hex
+        #: The run's spec, named: a user's run gets a new checkpoint name, a resumed one keeps its own.
+        self.spec = dataclasses.replace(spec, run_id=self.run_id, deep=True)
         self._lock = threading.Lock()
         self._preview: QImage | None = None
-        self.live = LiveChanges(job.settings, len(job.pictures.styles), job.pictures.content.size)
+        self.live = LiveChanges(spec.settings, len(spec.pictures.styles), spec.pictures.content.size)
         self._report: Report[RunReport] = lambda _: None
 
     def set_style_map(self, layer: str | None) -> None:
@@ -157,21 +153,20 @@ class RenderSession:
         from ..core import run_picture
 
         self._report = report
-        job = self.job
+        spec, previews = self.spec, self.job.previews
         began = time.perf_counter()
         label = ""
         try:
             cancel.raise_if_cancelled()
-            weights = self._weights.get(job.settings.network_weights)
+            weights = self._weights.get(spec.settings.network_weights)
             label = weights.label
             with contextlib.ExitStack() as held:
-                if job.previews is not None:  # its folder is this run's alone while it runs (Busy: another's)
-                    going_on_from = job.resume.position.step if job.resume is not None else None
-                    held.enter_context(job.previews.claim(self.run_id, going_on_from))
+                if previews is not None:  # its folder is this run's alone while it runs (Busy: another's)
+                    going_on_from = spec.resume.position.step if spec.resume is not None else None
+                    held.enter_context(previews.claim(self.run_id, going_on_from))
                 result = run_picture(
-                    RunSpec(job.pictures, job.settings, job.resume, self.run_id, deep=True, key=job.key), weights,
-                    RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
-                             checkpoints=self._checkpoints, previews=Previews(0.15)),
+                    spec, weights, RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
+                                            checkpoints=self._checkpoints, previews=Previews(0.15)),
                 )  # fmt: skip
         except Cancelled:
             return self.nothing(CANCELLED, label, began)
@@ -191,8 +186,8 @@ class RenderSession:
 
     def nothing(self, outcome: Outcome, label: str, began: float) -> PictureResult:
         """A run that ended before it made anything."""
-        job = self.job
-        return PictureResult(job.pictures, None, None, job.settings, job.pictures.regions, outcome, None,
+        spec = self.spec
+        return PictureResult(spec.pictures, None, None, spec.settings, spec.pictures.regions, outcome, None,
                              self.run_id, label, time.perf_counter() - began)  # fmt: skip
 
 
@@ -277,7 +272,7 @@ class RunController(QObject):
 
     def job_settings(self) -> Settings | None:
         """The settings the run under way started with; None when none runs."""
-        return self._session.job.settings if self._session is not None else None
+        return self._session.spec.settings if self._session is not None else None
 
     def stop(self) -> None:
         if self._job is not None and not self._stopping:
@@ -366,7 +361,7 @@ class RunController(QObject):
             case Failed():
                 kept = True
             case Stopped():
-                kept = self._closing or session.job.run_id is not None
+                kept = self._closing or session.job.spec.run_id is not None
             case _:
                 kept = self._closing
         if self.checkpoints is not None and not kept:

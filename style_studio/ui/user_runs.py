@@ -23,6 +23,7 @@ from ..core import (
     Progress,
     RegionError,
     RunPlan,
+    RunSpec,
     Settings,
     SettingsError,
     describe,
@@ -174,7 +175,7 @@ class UserRuns:
         if previews is False:
             return
         self._previews = previews
-        job = RunRequest(pictures, settings, resume, previews=previews)
+        job = RunRequest(RunSpec(pictures, settings, resume), previews=previews)
         self._final_size = fit_size(*content.image.size, settings.size)
         self.display.loss_plot.clear()
         self.display.run_bar.begin()

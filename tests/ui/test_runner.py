@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from style_studio.core import Pictures, WeightsCache
+from style_studio.core import Pictures, RunSpec, WeightsCache
 from style_studio.core import settings as settings_mod
 from style_studio.ui.qt_images import array_to_qimage
 from style_studio.ui.runner import PREVIEW_READY, RenderSession, RunRequest
@@ -13,7 +13,7 @@ from style_studio.ui.runner import PREVIEW_READY, RenderSession, RunRequest
 def test_the_latest_preview_wins_and_the_gui_is_signalled_once(qtbot):
     from PIL import Image
 
-    job = RunRequest(Pictures(Image.new("RGB", (8, 8)), (Image.new("RGB", (8, 8)),)), settings_mod.DEFAULTS)
+    job = RunRequest(RunSpec(Pictures(Image.new("RGB", (8, 8)), (Image.new("RGB", (8, 8)),)), settings_mod.DEFAULTS))
     session = RenderSession(job, WeightsCache())
     signals = []
     session._report = signals.append
