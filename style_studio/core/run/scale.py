@@ -28,7 +28,7 @@ from .checkpoints import Checkpoint
 from .image_hooks import GradientNorm, KeepPhoto, record_projected_step
 from .lbfgs import LBFGS, new_optimizer
 from .live import Steering, repainted, reweighted
-from .steps import StepControl, Verdict
+from .steps import Kept, StepControl, Undone, Verdict, WentBack
 
 #: With ``Settings.average``, a scale's picture is the average of about its last 1/AVERAGED_SHARE iterations.
 AVERAGED_SHARE = 5
@@ -200,10 +200,11 @@ class ScaleRun:
         finite = math.isfinite(losses.grad_norm)
         verdict = self.control.judge(losses.total, self.image, iteration, gradient_finite=finite)
         self.loss_scale.update(finite)
-        if verdict.blew_up or verdict.overflowed:
-            self.optimizer = self._restarted(verdict.step_size)
-        elif verdict.step_raised:
-            self.optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays
+        match verdict:
+            case WentBack() | Undone():
+                self.optimizer = self._restarted(verdict.step_size)
+            case Kept(step_raised=True):
+                self.optimizer.param_groups[0]["lr"] = verdict.step_size  # in place: the history stays
         return verdict
 
     # -- live changes ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ import logging
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final, TypeAlias
 
 import torch
 from torch import Tensor
@@ -39,26 +39,46 @@ MAX_BLOWUPS: Final = 6
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What ``StepControl.judge`` decided about one iteration.
+class Kept:
+    """The step stands.
 
     Attributes:
-        blew_up: the step was undone: the image is back at the lowest-loss one,
-            and the optimiser must restart at ``step_size``.
         improved: the iteration's image is the new lowest-loss one.
         step_size: the step size from now on.
         step_raised: a lowered step size was raised; the optimiser keeps its history.
-        event: a sentence for the user, or None.
-        overflowed: the gradient was not finite: the step was undone (the
-            image is back where it started), and the optimiser must restart.
     """
 
-    blew_up: bool
     improved: bool
     step_size: float
     step_raised: bool = False
-    event: str | None = None
-    overflowed: bool = False
+    event: ClassVar[None] = None
+
+
+@dataclass(frozen=True)
+class WentBack:
+    """A blow-up: the image is back at the lowest-loss one, and the optimiser must restart at ``step_size``.
+
+    Attributes:
+        event: what happened, a sentence for the user.
+    """
+
+    step_size: float
+    event: str
+    improved: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class Undone:
+    """The gradient was not finite (fp16): the step taken is undone (the image is back where it started) and the
+    optimiser must restart at ``step_size``; the loss of the image it started from still counts (``improved``)."""
+
+    improved: bool
+    step_size: float
+    event: ClassVar[None] = None
+
+
+#: What ``StepControl.judge`` decided about one iteration; each says whether it improved, and any event.
+Verdict: TypeAlias = Kept | WentBack | Undone
 
 
 class StepControl:
@@ -154,7 +174,7 @@ class StepControl:
             self.lowest, self._candidate = self._candidate, self.lowest
         if self._decay:
             self._average(image)
-        return Verdict(False, improved, self.step_size, step_raised=raised, overflowed=not gradient_finite)
+        return Kept(improved, self.step_size, raised) if gradient_finite else Undone(improved, self.step_size)
 
     def _back_off(self, loss: float, image: Tensor, iteration: int) -> Verdict:
         self._blowups += 1
@@ -172,7 +192,7 @@ class StepControl:
                 f"the optimisation kept diverging ({self._blowups} times in a row, last step size "
                 f"{self.step_size:.3g}); lower the step size or the style weight, or use L-BFGS"
             )
-        return Verdict(True, False, self.step_size, event=event)
+        return WentBack(self.step_size, event)
 
 
 class Settle:

@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from style_studio.core.errors import StyleStudioError
-from style_studio.core.run.steps import DIVERGENCE_FACTOR, MAX_BLOWUPS, STEP_BACKOFF, STEP_RECOVERY, StepControl
+from style_studio.core.run.steps import (
+    DIVERGENCE_FACTOR,
+    MAX_BLOWUPS,
+    STEP_BACKOFF,
+    STEP_RECOVERY,
+    Kept,
+    StepControl,
+    Undone,
+    WentBack,
+)
 
 
 def drive(control: StepControl, losses: list[float], image: torch.Tensor) -> list:
@@ -32,7 +41,7 @@ def test_the_lowest_loss_image_is_kept_not_the_last(image):
     control = StepControl(image, "adam", 0.25)
     verdicts = drive(control, [8.7, 49.0, 7.6, 5.1, 8.1, 12.2], image)
     assert [v.improved for v in verdicts] == [True, False, True, True, False, False]
-    assert not any(v.blew_up for v in verdicts)
+    assert not any(isinstance(v, WentBack) for v in verdicts)
     assert control.best == 5.1
     assert torch.equal(control.lowest, torch.full_like(image, 3.0))
 
@@ -40,7 +49,7 @@ def test_the_lowest_loss_image_is_kept_not_the_last(image):
 def test_a_blow_up_goes_back_to_the_lowest_loss_image_and_lowers_the_step(image):
     control = StepControl(image, "lbfgs", 1.0)
     verdicts = drive(control, [3.0, 2.0, 2.0 * DIVERGENCE_FACTOR + 1], image)
-    assert verdicts[-1].blew_up and not verdicts[-1].improved
+    assert isinstance(verdicts[-1], WentBack) and not verdicts[-1].improved
     assert verdicts[-1].step_size == 1.0 / STEP_BACKOFF["lbfgs"]
     assert "went back to the lowest-loss image" in verdicts[-1].event and "iteration 3" in verdicts[-1].event
     assert torch.equal(image, torch.full_like(image, 1.0)), "the image did not go back to the lowest-loss one"
@@ -59,7 +68,7 @@ def test_a_non_finite_loss_from_the_start_ends_the_run_with_what_to_lower(image,
 def test_a_non_finite_loss_after_a_finite_one_is_a_blow_up(image, loss):
     control = StepControl(image, "adam", 0.02)
     verdict = drive(control, [1.0, loss], image)[1]
-    assert verdict.blew_up and "non-finite" in verdict.event
+    assert isinstance(verdict, WentBack) and "non-finite" in verdict.event
     assert torch.equal(image, torch.zeros_like(image)), "the image did not go back to the lowest-loss one"
 
 
@@ -68,7 +77,7 @@ def test_a_lowered_step_size_is_doubled_back_after_good_iterations_and_never_abo
     losses = [4.0, 100.0, 100.0] + [3.0 - 0.01 * i for i in range(3 * STEP_RECOVERY)]
     verdicts = drive(control, losses, image)
     assert verdicts[2].step_size == 0.25
-    raised = [i for i, v in enumerate(verdicts) if v.step_raised]
+    raised = [i for i, v in enumerate(verdicts) if isinstance(v, Kept) and v.step_raised]
     assert raised == [2 + STEP_RECOVERY, 2 + 2 * STEP_RECOVERY]
     assert [verdicts[i].step_size for i in raised] == [0.5, 1.0]
     assert control.step_size == 1.0
@@ -85,7 +94,7 @@ def test_a_good_iteration_resets_the_count_of_blow_ups_in_a_row(image):
     control = StepControl(image, "lbfgs", 1.0)
     losses = [1.0] + ([math.inf] * (MAX_BLOWUPS - 1) + [0.9]) * 2
     verdicts = drive(control, losses, image)
-    assert sum(v.blew_up for v in verdicts) == 2 * (MAX_BLOWUPS - 1)
+    assert sum(isinstance(v, WentBack) for v in verdicts) == 2 * (MAX_BLOWUPS - 1)
 
 
 def test_after_a_new_objective_a_higher_loss_is_not_a_blow_up(image):
@@ -95,7 +104,7 @@ def test_after_a_new_objective_a_higher_loss_is_not_a_blow_up(image):
     drive(control, [1.0, 0.9], image)
     control.new_objective()
     verdicts = drive(control, [90.0, 80.0], image)
-    assert not any(v.blew_up for v in verdicts) and all(v.improved for v in verdicts)
+    assert not any(isinstance(v, WentBack) for v in verdicts) and all(v.improved for v in verdicts)
 
 
 def test_an_overflowed_gradient_undoes_the_step_but_its_loss_still_counts(image):
@@ -105,7 +114,7 @@ def test_an_overflowed_gradient_undoes_the_step_but_its_loss_still_counts(image)
     control.before_step(image)
     image.fill_(float("nan"))  # the step taken from an infinite gradient
     verdict = control.judge(2.0, image, 2, gradient_finite=False)
-    assert verdict.overflowed and verdict.improved and not verdict.blew_up and verdict.event is None
+    assert isinstance(verdict, Undone) and verdict.improved and verdict.event is None
     assert torch.equal(image, torch.full_like(image, 5.0)), "the step was not undone"
     assert torch.equal(control.lowest, torch.full_like(image, 5.0)) and control.step_size == 1.0
 
