@@ -30,7 +30,7 @@ def child(size: int, iterations: int) -> None:
 
     from _common import images, weights
 
-    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
+    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, door
     from style_studio.core.settings import DEFAULTS
 
     loaded = weights()
@@ -46,7 +46,7 @@ def child(size: int, iterations: int) -> None:
         if record.step in (2, iterations + 2):
             marks[record.step] = (resource.getrusage(resource.RUSAGE_SELF), time.perf_counter())
 
-    run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=mark, previews=Previews()))
+    door.picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=mark, previews=Previews()))
     (before, start), (after, end) = marks[2], marks[iterations + 2]
     seconds = end - start
     print(

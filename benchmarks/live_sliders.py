@@ -34,7 +34,7 @@ NOTHING_MOVE = lambda s: s.with_style_layer("relu5_1", 1.0001 * s.style_layer_we
 
 def paint(content, style, settings, loaded, step: int | None = None, move=None) -> np.ndarray:
     """The run's final picture, (H, W, 3) in 0-255; ``move`` applied once it has made ``step`` iterations."""
-    from style_studio.core import LiveChanges, Pictures, RunHooks, RunSpec, run_picture
+    from style_studio.core import LiveChanges, Pictures, RunHooks, RunSpec, door
 
     live = LiveChanges(settings, 1, content.size)
 
@@ -42,7 +42,7 @@ def paint(content, style, settings, loaded, step: int | None = None, move=None) 
         if move is not None and record.step == step and not record.start and not record.done:
             live.change_settings(move(settings))
 
-    result = run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=hear, live=live))
+    result = door.picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=hear, live=live))
     return np.asarray(result.image, np.float64)
 
 

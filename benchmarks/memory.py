@@ -25,7 +25,7 @@ CHILD = r"""
 import dataclasses, json, resource, sys
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
-from style_studio.core import Pictures, RunHooks, RunSpec, run_picture
+from style_studio.core import Pictures, RunHooks, RunSpec, door
 from style_studio.core.io.imageio import fit_size
 from style_studio.core.run.memory import estimate_bytes
 from style_studio.core.settings import DEFAULTS
@@ -40,7 +40,7 @@ def rss():
         return int(f.read().split()[1]) * resource.getpagesize()
 before = rss()  # torch, the weights and the images are loaded; the run itself has not begun
 peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(started=plans.append))
+door.picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(started=plans.append))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 width, height = plans[0].sizes[-1]
 precision = plans[0].target.precision

@@ -33,7 +33,7 @@ import dataclasses, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from _common import images, weights
 from style_studio.core.run import memory
-from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
+from style_studio.core import Pictures, Previews, RunHooks, RunSpec, door
 from style_studio.core.settings import DEFAULTS
 case = json.loads(sys.argv[2])
 if case.get("history"):
@@ -57,7 +57,7 @@ def timed(record):
     times.append(now - started[0])
     started[0] = now
     kept.append(record)
-run_picture(RunSpec(Pictures(content, (style,)), settings), loaded,
+door.picture(RunSpec(Pictures(content, (style,)), settings), loaded,
             RunHooks(report=timed, started=plans.append, previews=Previews(1e9)))
 last = kept[-1]
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -163,7 +163,8 @@ def render(photo: Image.Image, painting: Image.Image, settings, loaded) -> tuple
     """The picture, the seconds it took, and its previews as (seconds, picture), about one a second."""
     import time
 
-    from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec, run_picture
+    from style_studio.core import door
+    from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec
 
     began, shown = time.perf_counter(), []
 
@@ -171,7 +172,7 @@ def render(photo: Image.Image, painting: Image.Image, settings, loaded) -> tuple
         if record.preview is not None:
             shown.append((time.perf_counter() - began, Image.fromarray(record.preview)))
 
-    result = run_picture(RunSpec(Pictures(photo, (painting,)), settings), loaded,
+    result = door.picture(RunSpec(Pictures(photo, (painting,)), settings), loaded,
                          RunHooks(report=report, previews=Previews(1.0, settings.size)))  # fmt: skip
     return result.finished_or_raise(), time.perf_counter() - began, shown
 

@@ -29,10 +29,10 @@ PAIRS = [
 
 def run(content, style, settings, loaded) -> list[tuple[float, float]]:
     """(seconds, total loss) of each iteration."""
-    from style_studio.core import Pictures, Progress, RunHooks, RunSpec, run_picture
+    from style_studio.core import Pictures, Progress, RunHooks, RunSpec, door
 
     records: list[Progress] = []
-    run_picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=records.append))
+    door.picture(RunSpec(Pictures(content, (style,)), settings), loaded, RunHooks(report=records.append))
     return [(r.elapsed, r.total_loss) for r in records if not r.done and not r.within_iteration and not r.start]
 
 

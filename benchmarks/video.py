@@ -96,7 +96,7 @@ def object_clip(frames: int, size: tuple[int, int]) -> list[np.ndarray]:
 def render(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path,
            settle: float = 0.0, repair: float = 0.0):  # fmt: skip
     from style_studio.core.jobs.job import Job, VideoOptions
-    from style_studio.core.jobs.video_job import render_video
+    from style_studio.core.jobs.video_job import _render_video as render_video
 
     options = VideoOptions(frame_iterations, temporal, frame_settle=settle, frame_repair=repair)
     job = Job("bench", clip, (style,), settings, out, video=options)
@@ -119,10 +119,10 @@ def style_losses(pictures: list[np.ndarray], inputs: list[np.ndarray], style: Im
 
 
 def single_picture_seconds(content: np.ndarray, style: Image.Image, settings, loaded) -> float:
-    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, run_picture
+    from style_studio.core import Pictures, Previews, RunHooks, RunSpec, door
 
     began = time.perf_counter()
-    run_picture(
+    door.picture(
         RunSpec(Pictures(Image.fromarray(content), (style,)), settings), loaded, RunHooks(previews=Previews(0.5))
     )
     return time.perf_counter() - began
@@ -151,7 +151,7 @@ sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "benchmarks")!r}]
 import video as bench
 from tests.clips import write_clip
 from style_studio.core.jobs.job import Job, VideoOptions
-from style_studio.core.jobs.video_job import render_video
+from style_studio.core.jobs.video_job import _render_video as render_video
 from style_studio.core.network.weights import load_weights
 from style_studio.core.settings import DEFAULTS
 import dataclasses

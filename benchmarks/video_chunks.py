@@ -82,7 +82,9 @@ def main() -> None:
     parser.add_argument("--style", default="starry_night.jpg")
     args = parser.parse_args()
 
-    from style_studio.core import ChunksInProcess, Job, VideoOptions, render_video, render_video_in_chunks
+    from style_studio.core import ChunksInProcess, Job, VideoOptions
+    from style_studio.core.jobs.video_chunks import _render_video_in_chunks as render_video_in_chunks
+    from style_studio.core.jobs.video_job import _render_video as render_video
     from style_studio.core.settings import DEFAULTS
     from tests.clips import write_clip
 
@@ -141,7 +143,7 @@ def on_ray(job, args) -> tuple[list[np.ndarray], float]:
 
     from style_studio.cli.ray_cluster import RayCluster
     from style_studio.cli.ray_video import RayChunks
-    from style_studio.core import render_video_in_chunks
+    from style_studio.core.jobs.video_chunks import _render_video_in_chunks as render_video_in_chunks
 
     began = time.perf_counter()
     ray.init(num_cpus=args.ray_cpus, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

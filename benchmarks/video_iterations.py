@@ -41,7 +41,7 @@ RECIPE_FRAME_ITERATIONS = 60
 def render_timed(clip: Path, style: Path, settings, loaded, frame_iterations: int, temporal: float, out: Path):
     """The clip styled coherently: its frames, and the seconds each frame after the first took (on average)."""
     from style_studio.core.jobs.job import Job, VideoOptions
-    from style_studio.core.jobs.video_job import render_video
+    from style_studio.core.jobs.video_job import _render_video as render_video
 
     second_began: list[float] = []
 

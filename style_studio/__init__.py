@@ -5,7 +5,8 @@
     picture = style_studio.stylize("photo.jpg", "painting.jpg", size=384)
     picture.save("photo-painting.png")
 
-``stylize`` and ``stylize_video`` (``core.jobs.stylize``) are the door: every setting by the command line's name.
+``stylize`` and ``stylize_video`` (``style_studio.api``) are the door for Python: every setting by the command line's
+name, through the door every surface calls (``core.jobs.door``).
 The names below are loaded when first used, so that ``import style_studio`` does not import torch.
 """
 
@@ -27,12 +28,12 @@ APP_ID = "org.stylestudio.StyleStudio"
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 if TYPE_CHECKING:
+    from .api import Stylized as Stylized
+    from .api import stylize as stylize
+    from .api import stylize_video as stylize_video
     from .core.errors import Cancelled as Cancelled
     from .core.errors import StyleStudioError as StyleStudioError
     from .core.jobs.job import VideoOptions as VideoOptions
-    from .core.jobs.stylize import Stylized as Stylized
-    from .core.jobs.stylize import stylize as stylize
-    from .core.jobs.stylize import stylize_video as stylize_video
     from .core.jobs.video_job import FrameRecord as FrameRecord
     from .core.jobs.video_job import RenderedVideo as RenderedVideo
     from .core.objective.regions import Regions as Regions
@@ -47,9 +48,9 @@ if TYPE_CHECKING:
 
 #: The public names, and the module each comes from.
 _DOOR = {
-    "stylize": ".core.jobs.stylize",
-    "stylize_video": ".core.jobs.stylize",
-    "Stylized": ".core.jobs.stylize",
+    "stylize": ".api",
+    "stylize_video": ".api",
+    "Stylized": ".api",
     "Settings": ".core.settings",
     "VideoOptions": ".core.jobs.job",
     "Regions": ".core.objective.regions",

@@ -12,17 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from style_studio.core import (
-    PictureResult,
-    Pictures,
-    Previews,
-    Progress,
-    Regions,
-    RunHooks,
-    RunSpec,
-    Settings,
-    run_picture,
-)
+from style_studio.core import PictureResult, Pictures, Previews, Progress, Regions, RunHooks, RunSpec, Settings, door
 
 if TYPE_CHECKING:
     from style_studio.core.network.device import Compute
@@ -59,7 +49,7 @@ def run(
     spec = RunSpec(Pictures(content, tuple(styles), names, regions), settings,
                    **{k: v for k, v in options.items() if k in _SPEC})  # fmt: skip
     hooks = RunHooks(report=report, **{k: v for k, v in options.items() if k not in _SPEC})
-    result = run_picture(spec, weights, hooks)
+    result = door.picture(spec, weights, hooks)
     return records, result
 
 

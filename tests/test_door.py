@@ -209,7 +209,7 @@ def test_the_imagenet_download_a_first_call_makes_is_told_in_the_log(tmp_path, m
     source = tmp_path / f"vgg19-{hashlib.sha256(payload).hexdigest()[:8]}.pth"
     source.write_bytes(payload)
     monkeypatch.setattr(weights, "IMAGENET_URL", source.as_uri())
-    with caplog.at_level(logging.INFO, logger="style_studio.core.jobs.stylize"), pytest.raises(StyleStudioError):
+    with caplog.at_level(logging.INFO, logger="style_studio.api"), pytest.raises(StyleStudioError):
         style_studio.stylize(PHOTO, PAINTING, size=48, iterations=2, weights="imagenet")
     told = [r.getMessage() for r in caplog.records if "downloading the ImageNet VGG19 weights" in r.getMessage()]
     assert told and told[-1].endswith("3 of 3 MB") and len(told) <= 11

@@ -13,7 +13,7 @@ from ..core import (
     JobInputs,
     RenderedJob,
     StyleStudioError,
-    render_job,
+    door,
 )
 from .ray_join import find, join
 from .ray_weights import weights_bytes, weights_digest, weights_from_bytes
@@ -35,7 +35,7 @@ def _ray_render(inputs: JobInputs, weights_data: bytes | None, weights_digest: s
     torch.set_num_threads(threads)
     weights = weights_from_bytes(inputs.job.settings.network_weights, weights_data, weights_digest)
     # Checkpoints in the node's own cache: a job Ray starts again on the same node goes on from there.
-    return render_job(inputs, weights, app_version=__version__, checkpoints=CheckpointStore())
+    return door.job(inputs, weights, door.JobHooks(checkpoints=CheckpointStore(), app_version=__version__))
 
 
 class RayCluster:

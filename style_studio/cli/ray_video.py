@@ -22,14 +22,14 @@ from ..core import (
     StyleStudioError,
     VideoWritten,
     check_video_job,
+    door,
     plan_chunks,
-    render_video_in_chunks,
 )
 from .ray_weights import weights_from_bytes
 from .reports import JobFailed, JobProgress, JobRendered, RunnerReport, ended
 
 if TYPE_CHECKING:
-    from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork
+    from ..core import ChunkFrames, ChunksDone, ChunkStyled, ChunkWork, StyleChunk
 
 
 class JoinedCluster(Protocol):
@@ -51,15 +51,19 @@ class JoinedCluster(Protocol):
 
 
 def _ray_chunk(
-    work: ChunkWork, clip: bytes, weights_data: bytes | None, weights_digest: str, threads: int, inbox: Any
+    work: ChunkWork,
+    style: StyleChunk,
+    clip: bytes,
+    weights_data: bytes | None,
+    weights_digest: str,
+    threads: int,
+    inbox: Any,
 ) -> Any:
-    """A Ray task: style one chunk on whichever node Ray chose, from the clip's bytes (a file of its own there),
-    handing each frame to ``inbox`` (a ``StyledFrames`` actor) as it is done; run again after its worker
-    died, it goes on from the frames handed over before."""
+    """A Ray task: style one chunk on whichever node Ray chose with ``style`` (the core's chunk pass, handed to the
+    runner), from the clip's bytes (a file of its own there), handing each frame to ``inbox`` (a ``StyledFrames``
+    actor) as it is done; run again after its worker died, it goes on from the frames handed over before."""
     import ray
     import torch
-
-    from ..core import render_chunk
 
     torch.set_num_threads(threads)
     weights = weights_from_bytes(work.job.settings.network_weights, weights_data, weights_digest)
@@ -74,7 +78,7 @@ def _ray_chunk(
     with tempfile.TemporaryDirectory(prefix="style-studio-chunk-") as folder:
         path = Path(folder) / f"clip{work.job.content.suffix}"
         path.write_bytes(clip)
-        return render_chunk(work, weights, clip=path, styled=styled)
+        return style(work, weights, clip=path, styled=styled)
 
 
 class StyledFrames:
@@ -111,7 +115,7 @@ class RayChunks:
         self._clips: dict[Path, Any] = {}  # each clip's bytes in the object store, put once
 
     def run(
-        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+        self, works: Sequence[ChunkWork], style: StyleChunk, cancel: CancelToken, styled: ChunkStyled | None = None
     ) -> Iterator[ChunkFrames]:
         if not works:
             return
@@ -122,7 +126,7 @@ class RayChunks:
         task = ray.remote(num_cpus=cpus, num_gpus=1 if gpus else 0, max_retries=1)(_ray_chunk)
         weights = self.cluster.weights(works[0].job.settings.network_weights)
         inbox = ray.remote(num_cpus=0)(StyledFrames).remote()
-        refs = {task.remote(work, self._clip(work.job.content), *weights, cpus, inbox): work for work in works}
+        refs = {task.remote(work, style, self._clip(work.job.content), *weights, cpus, inbox): work for work in works}
         chunks = {work.chunk.index: work.chunk for work in works}
         try:
             while refs:
@@ -222,10 +226,10 @@ class ChunkedVideos:
 
         result: RenderedJob | StyleStudioError
         try:
-            rendered = render_video_in_chunks(
-                job, RayChunks(self.cluster), chunk_frames=chunk_frames, overlap=overlap, stop=self.stop,
-                progress=progress, resume=True, comment=f"Style Studio {__version__}",
-            )  # fmt: skip
+            plan = door.ChunkPlan(RayChunks(self.cluster), chunk_frames, overlap)
+            rendered = door.clip(door.ClipSpec(job), None, door.ClipHooks(
+                chunks_done=progress, stop=self.stop, comment=f"Style Studio {__version__}", chunks=plan,
+            ))  # fmt: skip
             chunks = f"{rendered.frames} frames in {len(plan_chunks(rendered.frames, chunk_frames, overlap))} chunks"
             result = RenderedJob(job.id, VideoWritten(), "", rendered.seconds, rendered.compute,
                                  notes=(chunks, *rendered.notes))  # fmt: skip

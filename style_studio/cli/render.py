@@ -157,7 +157,7 @@ def _render_run(
     stderr: IO[str],
 ) -> int:
     """The run itself, its checkpoint (and previews folder) held by this process: render, write, discard it."""
-    from ..core import render_job, write_output
+    from ..core import door, write_output
 
     job = inputs.job
     output = job.output
@@ -177,10 +177,11 @@ def _render_run(
 
     try:
         with signals_stop_the_render(cancel, stderr):
-            rendered = render_job(
-                inputs, loaded, cancel=cancel, progress=progress, app_version=__version__,
-                checkpoints=store, run_id=run_id, resume=resume, started=started, keep_checkpoint=True,
-                previews=Previews(args.preview_every) if previews is not None else Previews(),
+            rendered = door.job(
+                dataclasses.replace(inputs, run_id=run_id, resume=resume), loaded,
+                door.JobHooks(cancel=cancel, progress=progress, started=started, checkpoints=store,
+                              previews=Previews(args.preview_every) if previews is not None else Previews(),
+                              keep_checkpoint=True, app_version=__version__),
             )  # fmt: skip
     except (KeyboardInterrupt, Cancelled):
         cancel.cancel()

@@ -38,8 +38,8 @@ from ..core import (
     StyleStudioError,
     Why,
     already_done,
+    door,
     remove_partial_files,
-    render_job,
     summary_rows,
     write_output,
 )
@@ -115,14 +115,9 @@ class InProcess:
     def _render(self, inputs: JobInputs, reports: queue.Queue[RunnerReport | None]) -> None:
         job = inputs.job.id
         try:
-            rendered = render_job(
-                inputs,
-                _weights(inputs.job.settings.network_weights),
-                cancel=self._cancel,
-                progress=lambda record: reports.put(_progress(job, record)),
-                app_version=__version__,
-                checkpoints=CheckpointStore(),
-            )
+            hooks = door.JobHooks(cancel=self._cancel, progress=lambda record: reports.put(_progress(job, record)),
+                                  checkpoints=CheckpointStore(), app_version=__version__)  # fmt: skip
+            rendered = door.job(inputs, _weights(inputs.job.settings.network_weights), hooks)
             reports.put(JobRendered(job, rendered))
         except Cancelled:
             pass
@@ -168,13 +163,8 @@ def _pool_render(inputs: JobInputs) -> RenderedJob:
         if _worker_queue is not None:
             _worker_queue.put(_progress(job, record))
 
-    return render_job(
-        inputs,
-        _weights(inputs.job.settings.network_weights),
-        progress=report,
-        app_version=__version__,
-        checkpoints=CheckpointStore(),
-    )
+    hooks = door.JobHooks(progress=report, checkpoints=CheckpointStore(), app_version=__version__)
+    return door.job(inputs, _weights(inputs.job.settings.network_weights), hooks)
 
 
 class ProcessPool:

@@ -72,7 +72,7 @@ class FrameReporter(BarReporter):
 
 def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run ``style-studio video``; returns the exit status."""
-    from ..core import Busy, check_video_job, render_video
+    from ..core import Busy, check_video_job, door
 
     named = frames_name_problem(args.output)
     if named is not None:
@@ -110,11 +110,11 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             if args.ray:
                 rendered = _on_ray(args.ray, chunks, job, reporter, frames, stop, resume, stderr)
             else:
-                rendered = render_video(
-                    job, loaded, stop=stop, cancel=cancel, progress=reporter.show, resume=resume,
+                hooks = door.ClipHooks(
+                    progress=reporter.show, stop=stop, cancel=cancel, say=reporter.say,
                     started=lambda kept: reporter.started(kept, frames), comment=f"Style Studio {__version__}",
-                    say=reporter.say,
                 )  # fmt: skip
+                rendered = door.clip(door.ClipSpec(job, resume=resume), loaded, hooks)
     except (KeyboardInterrupt, Cancelled):
         reporter.close()
         stderr.write(
@@ -145,7 +145,7 @@ def _on_ray(
     stderr: IO[str],
 ) -> RenderedVideo:
     """The clip in chunks on a Ray cluster: the first frame, then every chunk at once."""
-    from ..core import render_video_in_chunks
+    from ..core import door
     from .ray_cluster import RayCluster
     from .ray_video import RayChunks
 
@@ -153,9 +153,10 @@ def _on_ray(
     stderr.write(f"style-studio: on Ray {cluster.connect(stop)}\n")
     try:
         reporter.started(0, frames)
-        return render_video_in_chunks(
-            job, RayChunks(cluster), chunk_frames=chunks[0], overlap=chunks[1], stop=stop,
-            progress=reporter.show_chunks, resume=resume, comment=f"Style Studio {__version__}", say=reporter.say,
-        )  # fmt: skip
+        plan = door.ChunkPlan(RayChunks(cluster), chunks[0], chunks[1])
+        return door.clip(door.ClipSpec(job, resume=resume), None, door.ClipHooks(
+            chunks_done=reporter.show_chunks, stop=stop, say=reporter.say, comment=f"Style Studio {__version__}",
+            chunks=plan,
+        ))  # fmt: skip
     finally:
         cluster.close()

@@ -15,7 +15,18 @@ The names it offers are listed once, in ``__init__.pyi``, and loaded when first 
 ``Progress`` does not import torch (the window starts before it needs it).
 """
 
+import importlib
+from typing import Any
+
 import lazy_loader
 
 # The names are in __init__.pyi, once: read from there at import, handed out when first used.
-__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+_named, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+
+
+def __getattr__(name: str) -> Any:
+    # lazy_loader hands out a subpackage's attributes, not its submodules: the door (jobs.door) is imported here,
+    # and only when named, so that naming it does not import torch before a render needs it.
+    if name == "door":
+        return importlib.import_module(".jobs.door", __name__)
+    return _named(name)

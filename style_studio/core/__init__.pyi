@@ -45,6 +45,7 @@ from .io.video import VideoError as VideoError
 from .io.video import is_video_path as is_video_path
 from .io.video import probe as probe
 from .io.video import read_frames as read_frames
+from .jobs import door as door
 from .jobs.batch import JOB_WORDS as JOB_WORDS
 from .jobs.batch import JobOutcome as JobOutcome
 from .jobs.batch import OutputOptions as OutputOptions
@@ -84,9 +85,7 @@ from .jobs.picture import Previews as Previews
 from .jobs.picture import RunHooks as RunHooks
 from .jobs.picture import RunSpec as RunSpec
 from .jobs.picture import load_engine as load_engine
-from .jobs.picture import run_picture as run_picture
 from .jobs.preview_folder import PreviewFolder as PreviewFolder
-from .jobs.render import render_job as render_job
 from .jobs.render import write_output as write_output
 from .jobs.render import write_picture as write_picture
 from .jobs.render_queue import BUSY as BUSY
@@ -101,13 +100,11 @@ from .jobs.video_chunks import ChunksDone as ChunksDone
 from .jobs.video_chunks import ChunksInProcess as ChunksInProcess
 from .jobs.video_chunks import ChunkStyled as ChunkStyled
 from .jobs.video_chunks import ChunkWork as ChunkWork
+from .jobs.video_chunks import StyleChunk as StyleChunk
 from .jobs.video_chunks import plan_chunks as plan_chunks
-from .jobs.video_chunks import render_chunk as render_chunk
-from .jobs.video_chunks import render_video_in_chunks as render_video_in_chunks
 from .jobs.video_job import FrameRecord as FrameRecord
 from .jobs.video_job import RenderedVideo as RenderedVideo
 from .jobs.video_job import check_video_job as check_video_job
-from .jobs.video_job import render_video as render_video
 from .network.layers import LAYER_NAMES as LAYER_NAMES
 from .network.layers import PRIMARY_STYLE_LAYERS as PRIMARY_STYLE_LAYERS
 from .network.layers import check_image_fits as check_image_fits

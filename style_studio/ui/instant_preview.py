@@ -1,7 +1,7 @@
 """The instant look in the picture area before Start: once a photo and a style are in, a network paints it at once.
 
 The look is the run of no iterations with the instant start (``--preset instant``), made by the same
-``run_picture`` as every run, in a thread of its own: it needs no VGG19 weights, so a new user sees a
+``door.picture`` as every run, in a thread of its own: it needs no VGG19 weights, so a new user sees a
 painted picture while the ImageNet weights are still to be downloaded. A new photo, a style, a blend,
 the size or "keep colours" paints it again and shows it in place of the picture shown (which stays in the
 history); while a run or a video is under way, nothing is painted.
@@ -106,9 +106,9 @@ class InstantPreview(QObject):
         )  # fmt: skip
 
         def work(_report: Report[None], cancel: CancelToken) -> PictureResult:
-            from ..core import RunHooks, RunSpec, load_weights, run_picture  # here: the window shows before torch
+            from ..core import RunHooks, RunSpec, door, load_weights  # here: the window shows before torch
 
-            return run_picture(
+            return door.picture(
                 RunSpec(pictures, settings), load_weights(settings.network_weights), RunHooks(cancel=cancel)
             )
 

@@ -39,12 +39,12 @@ from ..core import (
     RunSpec,
     Stopped,
     StyleStudioError,
+    door,
     file_digest,
     job_key,
     load_image,
     output_key,
     queue_word,
-    render_video,
     video_key,
     write_picture,
 )
@@ -282,9 +282,8 @@ class QueueController(QObject):
 
         def work(report: Report[FrameRecord], cancel: CancelToken) -> RenderedVideo:
             job.output.parent.mkdir(parents=True, exist_ok=True)
-            return render_video(
-                job, weights.get(job.settings.network_weights), cancel=cancel, progress=report, styles=styles
-            )
+            return door.clip(door.ClipSpec(job, tuple(styles)), weights.get(job.settings.network_weights),
+                             door.ClipHooks(progress=report, cancel=cancel))  # fmt: skip
 
         task = BackgroundTask(work, "style-studio-queue-video", failure=f"{job.content.name}: the video failed")
         task.on_report(self._video_progress)

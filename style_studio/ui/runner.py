@@ -150,7 +150,7 @@ class RenderSession:
         """The run's result, also when it stopped or failed: a failure that is not the user's to act on is logged
         and said as unexpected, and the picture so far is kept."""
         _lower_this_threads_priority()
-        from ..core import run_picture
+        from ..core import door
 
         self._report = report
         spec, previews = self.spec, self.job.previews
@@ -164,7 +164,7 @@ class RenderSession:
                 if previews is not None:  # its folder is this run's alone while it runs (Busy: another's)
                     going_on_from = spec.resume.position.step if spec.resume is not None else None
                     held.enter_context(previews.claim(self.run_id, going_on_from))
-                result = run_picture(
+                result = door.picture(
                     spec, weights, RunHooks(report=self._forward, started=report, cancel=cancel, live=self.live,
                                             checkpoints=self._checkpoints, previews=Previews(0.15)),
                 )  # fmt: skip

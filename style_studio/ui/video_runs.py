@@ -30,8 +30,8 @@ from ..core import (
     Stopped,
     StyleStudioError,
     describe,
+    door,
     read_frames,
-    render_video,
 )
 from .background import BackgroundTask, TaskOutcome
 from .clip_player import ClipPlayer
@@ -177,7 +177,7 @@ class VideoRuns:
 
         def work(report: Report[FrameRecord], cancel: CancelToken) -> RenderedVideo:
             loaded = cache.get(job.settings.network_weights)  # the still runs' weights, loaded once
-            return render_video(job, loaded, cancel=cancel, progress=report)
+            return door.clip(door.ClipSpec(job), loaded, door.ClipHooks(progress=report, cancel=cancel))
 
         self.task = BackgroundTask(work, "style-studio-video", failure="the video render failed")
         self.task.on_report(self._progressed)

@@ -21,13 +21,13 @@ from style_studio.core import (
     StyleStudioError,
     VideoOptions,
     plan_chunks,
-    render_video,
-    render_video_in_chunks,
 )
 from style_studio.core import settings as settings_mod
 from style_studio.core.io.files import cache_folder
 from style_studio.core.jobs import frame_styler
 from style_studio.core.jobs.video_chunks import Chunk, KeptFramesError, faded, joined
+from style_studio.core.jobs.video_chunks import _render_video_in_chunks as render_video_in_chunks
+from style_studio.core.jobs.video_job import _render_video as render_video
 from tests.clips import camera_pan, write_clip
 
 SETTINGS = dataclasses.replace(settings_mod.DEFAULTS, size=48, iterations=8, scales=1, first_scale=0,
@@ -72,13 +72,13 @@ def folder_frames(folder: Path) -> list[np.ndarray]:
 def frames_styled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that grows by one for each frame styled from now on in this process."""
     styled: list[int] = []
-    real = frame_styler.run_picture
+    real = frame_styler._run_picture
 
     def run_picture(*args, **kwargs):
         styled.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    monkeypatch.setattr(frame_styler, "_run_picture", run_picture)
     return styled
 
 
@@ -122,14 +122,14 @@ def test_the_first_chunks_frames_are_the_frames_a_whole_render_makes(tmp_path, s
     clip = lossless_clip(tmp_path, 9)
     render_video(job_for(clip, style, tmp_path / "whole"), tiny)
     runs: list[tuple[list[Image.Image], np.ndarray]] = []  # each frame's style pictures, and what it made
-    real = frame_styler.run_picture
+    real = frame_styler._run_picture
 
     def run_picture(spec, *args, **kwargs):
         result = real(spec, *args, **kwargs)
         runs.append((list(spec.pictures.styles), np.asarray(result.image)))
         return result
 
-    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    monkeypatch.setattr(frame_styler, "_run_picture", run_picture)
     made: list[str] = []
     runner = ChunksInProcess(tiny)
     rendered = render_video_in_chunks(
@@ -182,9 +182,9 @@ def test_a_stopped_chunked_render_keeps_its_chunks_and_goes_on_from_them(tmp_pat
     styled: list[str] = []
 
     class Counting(ChunksInProcess):
-        def run(self, works, cancel, told=None):
+        def run(self, works, style, cancel, told=None):
             styled.extend(work.chunk.name for work in works)
-            yield from super().run(works, cancel, told)
+            yield from super().run(works, style, cancel, told)
 
     rendered = render_video_in_chunks(job, Counting(tiny), chunk_frames=4, overlap=1, resume=True)
     assert styled == ["chunk-00001"] and rendered.frames == 8 and len(folder_frames(tmp_path / "out")) == 8
@@ -253,11 +253,11 @@ def test_a_chunk_that_fails_says_which_and_keeps_the_others(tmp_path, style, tin
     job = job_for(clip, style, tmp_path / "out.mp4")
 
     class FailingSecond(ChunksInProcess):
-        def run(self, works, cancel, told=None):
+        def run(self, works, style, cancel, told=None):
             for work in works:
                 if work.chunk.index == 1:
                     raise StyleStudioError("chunk-00001 of pan.mkv: out of memory")
-                yield from super().run([work], cancel, told)
+                yield from super().run([work], style, cancel, told)
 
     with pytest.raises(StyleStudioError, match="chunk-00001"):
         render_video_in_chunks(job, FailingSecond(tiny), chunk_frames=4, overlap=1)
@@ -306,8 +306,9 @@ def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it
 
     from style_studio.cli.ray_cluster import RayCluster
     from style_studio.cli.ray_video import StyledFrames, _ray_chunk
-    from style_studio.core import ChunkWork, render_chunk
+    from style_studio.core import ChunkWork
     from style_studio.core.jobs.video_chunks import KEY_FRAME
+    from style_studio.core.jobs.video_chunks import _render_chunk as render_chunk
 
     clip = lossless_clip(tmp_path, 8)
     job = job_for(clip, style, tmp_path / "out")

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from style_studio.core import Job, VideoOptions
+from style_studio.core import Job, VideoOptions, door
 from style_studio.core import settings as settings_mod
-from style_studio.core.jobs.picture import Pictures, RunSpec, run_picture
+from style_studio.core.jobs.picture import Pictures, RunSpec
 from style_studio.core.objective.temporal import FrameGuide
 from tests.clips import textured
 
@@ -56,7 +56,7 @@ def styled_frame(style: Path, tiny, repair: float) -> tuple[np.ndarray, np.ndarr
     photo = textured(64, 48, seed=4)
     guide = FrameGuide(photo, photo, untrusted_block(48, 64), 1.0, repair=repair)
     pictures = Pictures(Image.fromarray(photo), (Image.open(style).convert("RGB"),))
-    result = run_picture(RunSpec(pictures, SETTINGS, frame=guide), tiny)
+    result = door.picture(RunSpec(pictures, SETTINGS, frame=guide), tiny)
     return photo, np.asarray(result.finished_or_raise(), dtype=np.float32)
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from style_studio.core import Job, VideoOptions, render_video
+from style_studio.core import Job, VideoOptions
 from style_studio.core import settings as settings_mod
+from style_studio.core.jobs.video_job import _render_video as render_video
 from style_studio.core.run.steps import Settle
 from tests.clips import textured, write_clip
 

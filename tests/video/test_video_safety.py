@@ -356,11 +356,11 @@ def test_a_failed_batch_video_job_leaves_no_copy_of_the_clip(
     def fails(*args, **kwargs):
         raise StyleStudioError("out of memory")
 
-    monkeypatch.setattr(video_job, "render_video", fails)
+    monkeypatch.setattr(video_job, "_render_video", fails)
     job = Job("1", clip, (style,), DEFAULTS, tmp_path / "out" / "pan.mp4", video=VideoOptions())
     for local in (False, True):
         inputs = JobInputs.read(job, local=local)
         assert (inputs.content == b"") == local  # on this machine the clip is read where it is
         with pytest.raises(StyleStudioError):
-            video_job.render_video_inputs(inputs, load_weights("untrained"))
+            video_job._render_video_inputs(inputs, load_weights("untrained"))
         assert list((cache_folder() / "videos").iterdir()) == []

@@ -2,7 +2,7 @@
 
 A job whose output already carries its job key is skipped, so a batch that
 was killed is finished by running the same command again. Rendering a job
-(``render.render_job``) needs only the inputs' bytes and the weights, not their
+(``door.job``) needs only the inputs' bytes and the weights, not their
 files: a worker on another machine can do it (``batch`` runs jobs in this
 process, in a process pool, or on Ray); the submitting process writes every
 output (``render.write_output``), through its guarded output.

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from .. import settings as settings_mod
-from .picture import Pictures, Previews, RunHooks, RunSpec, run_picture
+from .picture import Pictures, Previews, RunHooks, RunSpec, _run_picture
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
@@ -134,7 +134,7 @@ class FrameStyler:
                         else under_look(self.settings, paintings))  # fmt: skip
             styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
         spec = RunSpec(Pictures(Image.fromarray(content), tuple(styles)), settings, frame=guide, known_styles=known)
-        result = run_picture(spec, self.weights, RunHooks(report=report, cancel=cancel, previews=Previews(0.5, 256)))
+        result = _run_picture(spec, self.weights, RunHooks(report=report, cancel=cancel, previews=Previews(0.5, 256)))
         picture = np.asarray(result.finished_or_raise(), dtype=np.uint8)
         self.kept(content, picture, fresh=sets_look)
         return picture, result.compute

@@ -2,7 +2,7 @@
 
 A job names its inputs (a photo, its styles, their regions), its settings and
 its output with the output's options (bit depth, print resolution). One
-function renders it (``render_job``), one writes a picture with its metadata
+function renders it (``door.job``), one writes a picture with its metadata
 (``write_picture``), and ``picture_metadata`` is the one place the document
 embedded in a picture is made. The document carries a *job key*: a hash of
 the settings, the weights and the pictures' pixels (and regions, when there
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import numpy as np
 from PIL import Image
@@ -43,6 +43,9 @@ from ..io.outputs import Output, file_name_problem
 from ..network.weights import identity as weights_identity
 from ..objective.regions import Regions
 from ..settings import FLOW_METHODS, Settings
+
+if TYPE_CHECKING:
+    from ..run.checkpoints import Checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +260,11 @@ class JobInputs:
 
     Attributes:
         key: the job key (``job_key``), worked out once where the files are read.
+        run_id: the checkpoint's name (a picture's job); None: ``batch-<job key>`` (the same job in any batch).
+        resume: a checkpoint to go on from, None to start afresh, or "auto": go on from the run's checkpoint when a
+            killed batch left one it can be gone on from (one it cannot use is set aside, never deleted, and
+            ``RenderedJob.notes`` says where it is kept). What the run goes on from is part of what it makes, as in
+            ``RunSpec``; a batch's workers keep the defaults.
     """
 
     job: Job
@@ -264,6 +272,8 @@ class JobInputs:
     styles: tuple[bytes, ...]
     key: str = ""
     content_file: Path | None = None
+    run_id: str | None = None
+    resume: Checkpoint | Literal["auto"] | None = "auto"
 
     @classmethod
     def read(cls, job: Job, *, local: bool = False) -> JobInputs:

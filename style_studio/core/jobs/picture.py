@@ -1,7 +1,7 @@
 """A picture's run: the one place the engine is built (``PictureRun``), for a job's picture, the window's, the queue's,
 a frame, and the benchmarks that step runs side by side.
 
-``run_picture`` takes what to make (``RunSpec``: pictures already read, the
+``_run_picture`` (the door's ``picture``) takes what to make (``RunSpec``: pictures already read, the
 settings, what it goes on from) and how to hear and steer it (``RunHooks``),
 runs the engine to its end and returns a ``PictureResult``: the best picture so far with the
 settings and regions it was made with (after any live change), its job key
@@ -118,7 +118,7 @@ def load_engine() -> None:
 
 
 class PictureRun:
-    """A picture's run taken one record at a time, the one place the engine is built: ``run_picture`` runs one to its
+    """A picture's run taken one record at a time, the one place the engine is built: ``_run_picture`` runs one to its
     end; a benchmark steps two side by side. Each ``next`` is a record, heard by ``hooks.report`` too.
 
     Raises (on construction):
@@ -187,7 +187,7 @@ class PictureRun:
         )  # fmt: skip
 
 
-def run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks()) -> PictureResult:
+def _run_picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks()) -> PictureResult:
     """Run the engine on ``spec`` with ``weights`` and return what it made; ``hooks`` hear and steer it.
 
     Raises:

@@ -1,7 +1,7 @@
 """Rendering a job and writing its result: the one place a picture's job or a video's is turned into a file.
 
-``render_job`` renders either kind of job from its inputs (a video's through
-``video_job``); ``write_output`` writes what it made through the job's guarded
+``_render_job`` renders either kind of job from its inputs (a video's through
+``video_job``; the door's ``job`` is its one caller); ``write_output`` writes what it made through the job's guarded
 output (``Job.target``). Above the job model and the video job, so that neither
 imports the other.
 """
@@ -22,8 +22,8 @@ from ..io.imageio import save_image
 from ..io.outputs import Output
 from ..run.checkpoints import NewerCheckpointError
 from .job import Job, JobInputs, PicturePixels, RenderedJob, VideoBytes, VideoFile, VideoWritten, job_key
-from .picture import PictureResult, Pictures, Previews, RunHooks, RunSpec, run_picture
-from .video_job import hand_over, render_video_inputs
+from .picture import PictureResult, Pictures, Previews, RunHooks, RunSpec, _run_picture
+from .video_job import _render_video_inputs, hand_over
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def render_job(
+def _render_job(
     inputs: JobInputs,
     weights: NetworkWeights,
     *,
@@ -65,7 +65,7 @@ def render_job(
         Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
     """
     if inputs.job.video is not None:
-        return render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
+        return _render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
     job = inputs.job
     content, styles = inputs.pictures()
     pictures = Pictures(content, tuple(styles), (job.content.name, *(p.name for p in job.styles)), job.regions,
@@ -77,7 +77,7 @@ def render_job(
 
     def run(resume: Checkpoint | None) -> PictureResult:
         spec = RunSpec(pictures, job.settings, resume, run_id, deep=job.bit_depth == 16, key=key)
-        return run_picture(spec, weights, hooks)
+        return _run_picture(spec, weights, hooks)
 
     notes: list[str] = []
     result = _resumed_if_it_can(run, checkpoints, run_id, notes) if resume == "auto" else run(resume)

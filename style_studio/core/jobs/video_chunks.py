@@ -12,7 +12,9 @@ written from the kept chunks, through the job's guarded output, once all are
 there.
 
 Where the chunks run is the caller's (``ChunkRunner``): one after another in
-this process (``ChunksInProcess``), or as tasks on a cluster.
+this process (``ChunksInProcess``), or as tasks on a cluster. What a chunk's
+pass does is the core's: the runner is handed the function to run for each
+chunk (``StyleChunk``), so a cluster's task runs what the core gives it.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class ChunkFrames:
     seconds: float
 
 
-def render_chunk(
+def _render_chunk(
     work: ChunkWork,
     weights: NetworkWeights,
     *,
@@ -173,16 +175,33 @@ def render_chunk(
 ChunkStyled = Callable[[Chunk, int, np.ndarray], None]
 
 
+class StyleChunk(Protocol):
+    """A chunk's pass, as the core hands it to a runner: ``work`` styled with ``weights`` (``clip``: where the
+    clip is, when not at the job's path; ``styled`` hears each frame styled, its number and picture)."""
+
+    def __call__(
+        self,
+        work: ChunkWork,
+        weights: NetworkWeights,
+        *,
+        clip: Path | None = None,
+        cancel: CancelToken | None = None,
+        progress: Callable[[FrameRecord], None] | None = None,
+        styled: Callable[[int, np.ndarray], None] | None = None,
+    ) -> ChunkFrames: ...
+
+
 class ChunkRunner(Protocol):
-    """Where chunks are styled: each work's ``ChunkFrames`` as it is done (in any order).
+    """Where chunks are styled: each work's ``ChunkFrames`` as it is done (in any order), made by ``style``.
 
     ``run`` stops, cancelling what is under way, and raises ``Cancelled`` once ``cancel`` is set; a chunk
     that failed raises ``StyleStudioError`` saying why. ``styled`` hears each frame a chunk under way styles,
-    soon after it is done (the render keeps it).
+    soon after it is done (the render keeps it). ``style`` is the core's chunk pass: a runner runs it (on a
+    cluster, in a task) and decides nothing of the picture.
     """
 
     def run(
-        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+        self, works: Sequence[ChunkWork], style: StyleChunk, cancel: CancelToken, styled: ChunkStyled | None = None
     ) -> Iterator[ChunkFrames]: ...
 
 
@@ -193,13 +212,13 @@ class ChunksInProcess:
         self.weights, self.progress = weights, progress
 
     def run(
-        self, works: Sequence[ChunkWork], cancel: CancelToken, styled: ChunkStyled | None = None
+        self, works: Sequence[ChunkWork], style: StyleChunk, cancel: CancelToken, styled: ChunkStyled | None = None
     ) -> Iterator[ChunkFrames]:
         for work in works:
             if cancel.cancelled:
                 raise Cancelled()
             told = functools.partial(styled, work.chunk) if styled is not None else None
-            yield render_chunk(work, self.weights, cancel=cancel, progress=self.progress, styled=told)
+            yield style(work, self.weights, cancel=cancel, progress=self.progress, styled=told)
 
 
 @dataclass(frozen=True)
@@ -374,7 +393,7 @@ def joined(chunks: Iterable[ChunkFrames], overlap: int) -> Iterator[tuple[float,
         yield held[number]
 
 
-def render_video_in_chunks(
+def _render_video_in_chunks(
     job: Job,
     runner: ChunkRunner,
     *,
@@ -385,12 +404,13 @@ def render_video_in_chunks(
     resume: bool | None = True,
     comment: str | None = None,
     say: Callable[[str], None] | None = None,
+    styles: Sequence[Image.Image] | None = None,
 ) -> RenderedVideo:
     """Render a video job in chunks on ``runner`` (the key frame first, then every chunk at once) and write it.
 
     Args:
         stop: set to stop at once: the chunks under way are cancelled, those done are kept for ``resume``.
-        resume, comment, say: as ``render_video``'s (kept chunks, not frames).
+        resume, comment, say, styles: as ``video_job._render_video``'s (kept chunks, not frames).
 
     Raises:
         StyleStudioError: bad input, an output that cannot be written, a chunk that failed (the others are kept).
@@ -405,7 +425,7 @@ def render_video_in_chunks(
     if options is None:
         raise StyleStudioError(f"{job.describe()}: not a video's job")
     info = check_video_job(job, read_styles=False)
-    styles = tuple(load_image(p) for p in job.styles)
+    styles = tuple(styles) if styles is not None else tuple(load_image(p) for p in job.styles)
     total = info.frames_between(options.start, options.duration)
     plan = plan_chunks(total, chunk_frames, overlap)
     key = video_key(job, file_digest(job.content), list(styles))
@@ -493,7 +513,7 @@ class _Chunks:
     def run(self, runner: ChunkRunner, works: Sequence[ChunkWork], stop: CancelToken) -> ChunkFrames | None:
         """Run ``works`` on ``runner``, each chunk kept and told as it comes back; the last one back."""
         last = None
-        for frames in runner.run(works, stop, self.styled):
+        for frames in runner.run(works, _render_chunk, stop, self.styled):
             self.came(frames)
             last = frames
         return last

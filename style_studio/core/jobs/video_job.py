@@ -130,7 +130,7 @@ def check_video_job(job: Job, read_styles: bool = True) -> ClipInfo:
     return info
 
 
-def render_video(
+def _render_video(
     job: Job,
     weights: NetworkWeights,
     *,
@@ -295,7 +295,7 @@ def frame_report(
         progress(FrameRecord(number, total, record, fresh, eta))
 
 
-def render_video_inputs(
+def _render_video_inputs(
     inputs: JobInputs,
     weights: NetworkWeights,
     *,
@@ -329,7 +329,7 @@ def render_video_inputs(
         output = folder / f"video{job.output.suffix}"
         styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
         here = dataclasses.replace(job, content=clip, output=output, within=None, mask=None)
-        rendered = render_video(here, weights, cancel=cancel, progress=progress, styles=styles)  # type: ignore[arg-type]
+        rendered = _render_video(here, weights, cancel=cancel, progress=progress, styles=styles)  # type: ignore[arg-type]
         metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
         seconds = time.perf_counter() - began
         if inputs.content_file is not None:

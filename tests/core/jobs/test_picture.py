@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
+from style_studio.core import door
 from style_studio.core.errors import Cancelled, StyleStudioError
 from style_studio.core.jobs.job import JOB_KEY, job_key
-from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec, run_picture
+from style_studio.core.jobs.picture import Pictures, Previews, RunHooks, RunSpec
 from style_studio.core.progress import CANCELLED, FINISHED, Failed
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.live import LiveChanges
@@ -26,7 +27,7 @@ def pictures(content_image, style_image):
 
 def test_a_finished_run_returns_its_picture_its_key_and_the_document_that_names_them(tiny, pictures):
     plans = []
-    result = run_picture(RunSpec(pictures, SETTINGS, deep=True), tiny, RunHooks(started=plans.append))
+    result = door.picture(RunSpec(pictures, SETTINGS, deep=True), tiny, RunHooks(started=plans.append))
     assert result.outcome == FINISHED and result.finished and result.error is None
     assert result.image is not None and result.image.size == (48, 32)
     assert result.deep is not None and result.deep.dtype == np.uint16 and result.deep.shape == (32, 48, 3)
@@ -47,7 +48,7 @@ def test_a_stopped_run_keeps_the_picture_so_far_and_all_or_nothing_callers_hear_
         if len(seen) == 3:
             cancel.cancel()
 
-    result = run_picture(
+    result = door.picture(
         RunSpec(pictures, dataclasses.replace(SETTINGS, iterations=200)), tiny, RunHooks(report=report, cancel=cancel)
     )
     assert result.outcome == CANCELLED and not result.finished
@@ -63,7 +64,7 @@ def test_a_failure_part_way_is_returned_with_the_picture_so_far_and_raised_for_a
         if record.step >= 3:
             raise trouble
 
-    result = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report))
+    result = door.picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report))
     assert result.outcome == Failed("the device went away") and result.outcome.exception is trouble
     assert result.image is not None
     with pytest.raises(StyleStudioError, match="the device went away"):
@@ -77,7 +78,7 @@ def test_a_live_change_is_in_the_result_and_its_key(tiny, pictures):
         if record.step == 2:
             live.change({"style_weight": 123.0})
 
-    result = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report, live=live))
+    result = door.picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=report, live=live))
     assert result.finished and result.settings.style_weight == 123.0
     changed = dataclasses.replace(SETTINGS, style_weight=123.0)
     assert (
@@ -98,7 +99,7 @@ def test_regions_at_another_size_are_fitted_to_the_photo(pictures):
 
 def test_previews_come_at_the_size_asked_for(tiny, pictures):
     shown = []
-    run_picture(
+    door.picture(
         RunSpec(pictures, SETTINGS),
         tiny,
         RunHooks(report=lambda r: shown.append(r.preview), previews=Previews(0.0, 16)),
@@ -112,7 +113,7 @@ def test_a_run_taken_a_record_at_a_time_is_the_run_run_picture_makes(tiny, pictu
     from style_studio.core.jobs.picture import PictureRun
 
     heard = []
-    whole = run_picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=heard.append))
+    whole = door.picture(RunSpec(pictures, SETTINGS), tiny, RunHooks(report=heard.append))
     first, second = PictureRun(RunSpec(pictures, SETTINGS), tiny), PictureRun(RunSpec(pictures, SETTINGS), tiny)
     stepped = [(next(first), next(second)) for _ in heard]
     assert [a.total_loss for a, _ in stepped if not a.start] == [b.total_loss for _, b in stepped if not b.start]

@@ -5,10 +5,10 @@
     picture = style_studio.stylize("photo.jpg", "painting.jpg", size=384, iterations=100)
     picture.save("photo-painting.png")
 
-Each is the run every other path takes (a picture's ``run_picture``, a video's ``render_video``), so a notebook's
-picture is the command line's and the window's for the same settings. Settings go by the command line's names
-(``style_weight=``, ``style_layers={"relu1_1": 1, ...}``, ``preset="quick"``); a picture saved writes through the
-guarded writer, never over its own photo or styles.
+Each goes through the door every other surface calls (``core.jobs.door``: a picture's ``door.picture``, a video's
+``door.clip``), so a notebook's picture is the command line's and the window's for the same settings. Settings go by
+the command line's names (``style_weight=``, ``style_layers={"relu1_1": 1, ...}``, ``preset="quick"``); a picture
+saved writes through the guarded writer, never over its own photo or styles.
 """
 
 from __future__ import annotations
@@ -24,21 +24,22 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import numpy as np
 from PIL import Image
 
-from ..about import shown
-from ..errors import Cancelled, ImageLoadError, OutputError, SettingsError, StyleStudioError
-from ..io.imageio import image_file, load_image, picture_from, save_image
-from ..io.outputs import Output, frames_name_problem
-from ..network.weights import WeightsCache, load_weights
-from ..objective.regions import Regions
-from ..progress import Failed, Outcome, Progress
-from ..run.cancel import CancelToken
-from ..settings import DEFAULTS, Settings, from_fields, preset
-from .job import Job, VideoOptions, picture_output_refusal
-from .picture import PictureResult, Pictures, RunHooks, RunSpec, run_picture
-from .video_job import FrameRecord, RenderedVideo, render_video
+from .core.about import shown
+from .core.errors import Cancelled, ImageLoadError, OutputError, SettingsError, StyleStudioError
+from .core.io.imageio import image_file, load_image, picture_from, save_image
+from .core.io.outputs import Output, frames_name_problem
+from .core.jobs import door
+from .core.jobs.job import Job, VideoOptions, picture_output_refusal
+from .core.jobs.picture import PictureResult, Pictures, RunHooks, RunSpec
+from .core.jobs.video_job import FrameRecord, RenderedVideo
+from .core.network.weights import WeightsCache, load_weights
+from .core.objective.regions import Regions
+from .core.progress import Failed, Outcome, Progress
+from .core.run.cancel import CancelToken
+from .core.settings import DEFAULTS, Settings, from_fields, preset
 
 if TYPE_CHECKING:
-    from ..network.weights import LoadedWeights
+    from .core.network.weights import LoadedWeights
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class Stylized:
     @property
     def metadata(self) -> str:
         """The document a saved file carries: its settings, weights, inputs and job key (the window reads it back)."""
-        from ... import __version__
+        from . import __version__
 
         return self._result.document(__version__)
 
@@ -135,7 +136,7 @@ class Stylized:
                 type; or ``bit_depth``, ``dpi`` or ``quality`` is not one the file can have. The message names it.
             ImageSaveError: the file could not be written (a full disk, ...); one that was there is as it was.
         """
-        from ... import __version__
+        from . import __version__
 
         named = _file_name(path, "the output", "a file's name", OutputError)
         output = Output(Path(named), self._result.pictures.files)  # checked by the writer, again as it replaces
@@ -191,8 +192,8 @@ def stylize(
     chosen = settings_for(preset, settings, fields)
     chosen.blend_weights(len(styles))
     pictures = _pictures(photo, styles, regions)
-    result = run_picture(RunSpec(pictures, chosen, deep=True), _weights.get(chosen.network_weights),
-                         RunHooks(report=progress, cancel=cancel))  # fmt: skip
+    result = door.picture(RunSpec(pictures, chosen, deep=True), _weights.get(chosen.network_weights),
+                          RunHooks(report=progress, cancel=cancel))  # fmt: skip
     if isinstance(result.outcome, Failed):
         raise result.outcome.raised()
     if result.image is None:
@@ -252,8 +253,8 @@ def stylize_video(
     problems = job.output_problems()
     if problems:
         raise SettingsError(problems)
-    return render_video(job, _weights.get(chosen.network_weights), cancel=cancel, progress=progress, resume=resume,
-                        styles=pictures)  # fmt: skip
+    return door.clip(door.ClipSpec(job, tuple(pictures), resume), _weights.get(chosen.network_weights),
+                     door.ClipHooks(progress=progress, cancel=cancel))  # fmt: skip
 
 
 def settings_for(
