@@ -323,7 +323,7 @@ def test_a_chunk_ray_runs_again_after_its_worker_died_goes_on_from_the_frames_it
         for number, picture in zip((4, 5, 6), whole.pictures, strict=False):  # handed over before the worker died
             ray.get(inbox.tell.remote(1, number, picture))
         styled = frames_styled(monkeypatch)
-        again = _ray_chunk(work, clip.read_bytes(), None, "untrained", torch.get_num_threads(), inbox)
+        again = _ray_chunk(work, render_chunk, clip.read_bytes(), None, "untrained", torch.get_num_threads(), inbox)
     finally:
         cluster.close()
     assert len(styled) == 2  # frames 7 and 8
