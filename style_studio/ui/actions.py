@@ -69,7 +69,7 @@ class WindowActions(QObject):
         self.apply_to_folder = self._make(
             "Apply to folder…", tip="Queue every picture in a folder with the current styles, settings and regions"
         )
-        self.render_video = self._make(
+        self.style_clip = self._make(
             "Render video…",
             "Ctrl+Shift+R",
             "Style every frame of the content video and write the video, with its sound",
@@ -111,7 +111,7 @@ class WindowActions(QObject):
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger, None, self.show_regions],
-            "&Run": [self.start, self.stop, None, self.timelapse, None, self.render_video, None, self.add_to_queue,
+            "&Run": [self.start, self.stop, None, self.timelapse, None, self.style_clip, None, self.add_to_queue,
                      self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.play, self.style_map,
                       None, *(dock.toggleViewAction() for dock in docks), None, self.reset_layout],

@@ -354,7 +354,7 @@ class MainWindow(QMainWindow):
             (a.start, self.runs.start),
             (a.stop, self.runs.stop),
             (a.stop, self.video.stop),
-            (a.render_video, lambda: self.video.start()),
+            (a.style_clip, lambda: self.video.start()),
             (a.fit, self.view.fit),
             (a.reset_layout, self.reset_layout),
             (a.actual_size, self.view.actual_size),
@@ -555,7 +555,7 @@ class MainWindow(QMainWindow):
         state, a = self.state, self.commands
         a.start.setEnabled(state.can_start)
         a.stop.setEnabled(state.can_stop)
-        a.render_video.setEnabled(state.can_render_video)
+        a.style_clip.setEnabled(state.can_render_video)
         a.play.setEnabled(state.can_play)
         self.run_bar.set_enabled(can_start=state.can_start, can_stop=state.can_stop)
         a.export.setEnabled(state.can_export)

@@ -30,7 +30,7 @@ def test_opening_a_video_shows_its_first_frame_and_a_frame_slider(window, clip) 
     content = window.inputs.content
     assert content.clip is not None and (content.clip.frame, content.clip.frames) == (0, 5)
     assert window.inputs.frame_slider.isVisibleTo(window.inputs) and window.inputs.frame_slider.maximum() == 4
-    assert window.commands.render_video.isEnabled()
+    assert window.commands.style_clip.isEnabled()
     window.inputs.show_frame(3)
     content = window.inputs.content
     assert content.clip.frame == 3
@@ -59,7 +59,7 @@ def test_the_video_options_show_only_for_a_video(window, clip) -> None:
     window.inputs.use_as_content(InputImage.from_file(SAMPLES / "content" / "coffee.png"))
     assert not window.inputs.video_options.isVisibleTo(window.inputs)
     assert not window.inputs.frame_slider.isVisibleTo(window.inputs)
-    assert not window.commands.render_video.isEnabled()
+    assert not window.commands.style_clip.isEnabled()
 
 
 def test_a_video_cannot_be_a_style(window, clip) -> None:
