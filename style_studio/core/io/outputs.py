@@ -223,6 +223,19 @@ class Output:
         with self.replacing() as part, open(part, "wb") as out:
             out.write(data)
 
+    def remove(self) -> None:
+        """Remove this output, a file the job made and no longer wants (a preview past a checkpoint): with the same
+        checks as a write (never an input, never outside ``within``), and never a link or a folder.
+
+        Raises:
+            OutputError: ``problems``, or it is a link.
+            OSError: it cannot be removed (read-only folder, ...); a file already gone is no error.
+        """
+        self.check()
+        if self.path.is_symlink():
+            raise OutputError(f"{self.path} is a link (to {os.path.realpath(self.path)}); it is not removed")
+        self.path.unlink(missing_ok=True)
+
     def append_line(self, line: str) -> None:
         """Add ``line`` (one line of text) at the output's end, made when missing: a log kept beside a run's files.
 

@@ -257,13 +257,8 @@ class PreviewFolder:
             self._output(LOG).write_bytes(text.encode())
         names = {preview_name(n) for n in kept}
         for entry in sorted(self.path.iterdir()):
-            if (
-                _PREVIEW.fullmatch(entry.name)
-                and entry.name not in names
-                and entry.is_file()
-                and not entry.is_symlink()
-            ):
-                entry.unlink()
+            if _PREVIEW.fullmatch(entry.name) and entry.name not in names and not entry.is_dir():
+                self._output(entry.name).remove()
         return max(kept, default=-1)
 
     def keep(self, record: Progress) -> None:
