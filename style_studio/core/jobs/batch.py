@@ -371,11 +371,9 @@ class JobOutcome:
             case Finished(made_before=True):
                 return "skipped"
             case Finished():
-                return "done"
-            case Failed():
-                return "failed"
-            case Stopped():
-                return "cancelled"
+                return "done"  # where a run's record says "finished"
+            case Failed() | Stopped():
+                return self.outcome.word
 
     @property
     def reason(self) -> str:

@@ -57,11 +57,9 @@ def queue_word(state: Standing) -> str:
         case QueueState():
             return state.value
         case Finished():
-            return "done"
-        case Failed():
-            return "failed"
-        case Stopped():
-            return "cancelled"
+            return "done"  # where a run's record says "finished"
+        case Failed() | Stopped():
+            return state.word
 
 
 def default_folder() -> Path:
