@@ -32,7 +32,7 @@ FORMAT: Final = "style-studio"
 FORMAT_VERSION: Final = 1
 
 OPTIMIZERS: Final = ("lbfgs", "adam")
-INITS: Final = ("content", "noise", "style", "palette", "instant")
+INITS: Final = ("content", "noise", "style", "palette", "instant", "tuned")
 POOLINGS: Final = ("max", "avg")
 
 
@@ -171,15 +171,26 @@ class Settings:
     init: str = field(
         default="palette",
         metadata=_about("the picture the run starts from: the photo, noise, the first style, the photo in "
-                        "the styles' colours (palette), or the instant look (a network paints it at once)",
+                        "the styles' colours (palette), the instant look (a network paints it at once), or the "
+                        "look tuned to the painting (the network trained through VGG19 first; kept for the next "
+                        "photo in the same painting)",
                         choices=INITS,
                         tip="Where the picture starts: the content photo (keeps layout best), random noise (more "
                         "painterly, less faithful), the first style image, the photo already in the "
                         "painting's colours (its palette from the first iteration), or the instant look: a "
-                        "network's painting of the photo, in a second, that the optimisation goes on from.",
+                        "network's painting of the photo, in a second, that the optimisation goes on from; or the "
+                        "look tuned to the painting (a minute or two the first time, then at once).",
                         label="Start from", group="Picture", everyday=True,
                         choice_labels=("Content image", "Noise", "First style image", "Content, recoloured",
-                                       "Instant look")),
+                                       "Instant look", "Tuned look")),
+    )  # fmt: skip
+    tune_steps: int = field(
+        default=120,
+        metadata=_about("steps tuning the look to the painting (with --init tuned), each on a crop of the photo",
+                        low=1, high=100_000,
+                        tip="How long the look is tuned to the painting, the first time it is used: more steps, "
+                        "a look closer to the painting.",
+                        label="Tuning steps", group="Picture", step=20),
     )  # fmt: skip
     content_layers: tuple[str, ...] = field(
         default=("relu4_2",),
@@ -327,9 +338,15 @@ class Settings:
         return self.iterations > 0
 
     @property
+    def tunes(self) -> bool:
+        """Whether the run starts from the look tuned to the painting (tuned through VGG19 when not kept)."""
+        return self.init == "tuned"
+
+    @property
     def network_weights(self) -> str:
-        """The weights the run loads: ``weights``, or none (``NO_NETWORK``) for a run that optimises nothing."""
-        return self.weights if self.optimises else NO_NETWORK
+        """The weights the run loads: ``weights``, or none (``NO_NETWORK``) for a run that neither optimises nor
+        tunes the look."""
+        return self.weights if self.optimises or self.tunes else NO_NETWORK
 
     def scale_count(self) -> int:
         """The number of scales: ``scales`` when set, else from ``first_scale`` by ``scale_ratio``, or with neither
@@ -422,10 +439,13 @@ PRESETS: Final[dict[str, dict[str, Any]]] = {
     "best": {"style_loss": "gaussian", "init": "palette", "iterations": 300, "scales": 0, "first_scale": 0},
     # The instant look alone: a network paints the photo at once; no optimisation, no VGG19.
     "instant": {"init": "instant", "iterations": 0},
+    # The look tuned to the painting, alone: the first photo tunes it (a minute or two), the next paint at once.
+    "tuned": {"init": "tuned", "iterations": 0},
 }
 #: What each preset says in the window's Settings menu.
 PRESET_NAMES: Final = {
     "instant": "Instant look (no optimisation)",
+    "tuned": "Tuned look (the look learns the painting)",
     "quick": "Quick look",
     "default": "Default",
     "best": "Best this machine can do",

@@ -11,6 +11,8 @@ from ..core import settings as settings_mod
 _Key = QKeySequence.StandardKey
 PRESET_TIPS = {
     "instant": "The instant look alone: a network paints the photo in a second; Start runs no optimisation",
+    "tuned": "The look tuned to the painting: the first Start tunes it (a minute or two), the next photo in the "
+    "same painting is painted at once",
     "quick": "A first look soon: most iterations at a small first scale, from the painting's colours",
     "default": "The default settings for the picture (your size, weights and loss weights stay)",
     "best": "The most like the painting: its colours and strokes, every iteration at full size",

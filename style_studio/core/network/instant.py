@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -97,19 +97,37 @@ class InstantLook:
                    torch.zeros(1, 1, 1, 100, device=self.device))  # fmt: skip
 
     @torch.no_grad()
-    def paint(self, photo: Image.Image, vector: torch.Tensor, longest: int = LOOK_SIDE) -> Image.Image:
+    def paint(
+        self,
+        photo: Image.Image,
+        vector: torch.Tensor,
+        longest: int = LOOK_SIDE,
+        tuned: Mapping[str, torch.Tensor] | None = None,
+    ) -> Image.Image:
         """``photo`` painted with a style vector, at its own shape with its longer side ``longest`` px.
 
-        The sides are padded (mirrored) to a multiple of 4 for the network and cropped back after.
+        ``tuned``: the transformer's weights tuned to a painting (``run.tuning``), instead of its own.
         """
         width, height = _fit(photo.size, longest)
         pixels = _tensor(photo.convert("RGB").resize((width, height), Image.Resampling.LANCZOS), self.device)
+        painted = self.painted(pixels.permute(0, 3, 1, 2), vector, tuned)[0].permute(1, 2, 0)
+        return Image.fromarray((painted.clamp(0, 1) * 255 + 0.5).to(torch.uint8).cpu().numpy())
+
+    def painted(
+        self, photo: torch.Tensor, vector: torch.Tensor, tuned: Mapping[str, torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """A photo tensor (1, 3, H, W) in [0, 1] painted: (1, 3, H, W), not clamped; a gradient flows through it to
+        ``tuned`` when they need one.
+
+        The sides are padded (mirrored) to a multiple of 4 for the network and cropped back after.
+        """
+        height, width = photo.shape[-2:]
         bottom, right = -height % _STEP, -width % _STEP
         if bottom or right:
-            pixels = torch.nn.functional.pad(pixels.permute(0, 3, 1, 2), (0, right, 0, bottom), mode="reflect")
-            pixels = pixels.permute(0, 2, 3, 1)
-        painted = self.transformer(pixels.contiguous(), vector.to(self.device))[0][0, :height, :width]
-        return Image.fromarray((painted.clamp(0, 1) * 255 + 0.5).to(torch.uint8).cpu().numpy())
+            photo = torch.nn.functional.pad(photo, (0, right, 0, bottom), mode="reflect")
+        pixels = photo.permute(0, 2, 3, 1).contiguous()
+        painted = self.transformer(pixels, vector.to(self.device), replaced=tuned)[0]
+        return painted[:, :height, :width].permute(0, 3, 1, 2)
 
 
 @functools.lru_cache(maxsize=2)

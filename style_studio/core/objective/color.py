@@ -69,18 +69,38 @@ def recoloured(content: Tensor, styles: Sequence[Tensor], weights: Sequence[floa
     loss is closest to. Several styles blend by their means and second moments.
     """
     pixels = content[0].flatten(1).double()  # (3, N)
-    mean = pixels.mean(1, keepdim=True)
-    eye = torch.eye(3, dtype=torch.float64, device=content.device)
-    covariance = torch.cov(pixels) + 1e-5 * eye
-    style_mean = torch.zeros_like(mean)
-    second = torch.zeros_like(covariance)
+    mean, covariance = _mean_and_covariance(pixels)
+    style_mean, style_covariance = blended_statistics(styles, weights)
+    mapped = gaussian_map(covariance, style_covariance) @ (pixels - mean) + style_mean
+    return mapped.reshape(content.shape).to(content.dtype).clamp(0, 1)
+
+
+def blended_statistics(styles: Sequence[Tensor], weights: Sequence[float]) -> tuple[Tensor, Tensor]:
+    """The styles' blended RGB colour mean (3, 1) and covariance (3, 3), float64: blended by their means and
+    second moments."""
+    first = styles[0]
+    eye = torch.eye(3, dtype=torch.float64, device=first.device)
+    style_mean = torch.zeros(3, 1, dtype=torch.float64, device=first.device)
+    second = torch.zeros_like(eye)
     for style, weight in zip(styles, weights, strict=True):
         colours = style[0].flatten(1).double()
         style_mean += weight * colours.mean(1, keepdim=True)
         second += weight * (colours @ colours.t()) / colours.shape[1]
-    style_covariance = second - style_mean @ style_mean.t() + 1e-5 * eye
-    mapped = gaussian_map(covariance, style_covariance) @ (pixels - mean) + style_mean
-    return mapped.reshape(content.shape).to(content.dtype).clamp(0, 1)
+    return style_mean, second - style_mean @ style_mean.t() + 1e-5 * eye
+
+
+def statistics_distance(picture: Tensor, statistics: tuple[Tensor, Tensor]) -> Tensor:
+    """How far ``picture``'s (1, 3, H, W) RGB mean and covariance are from ``statistics`` (``blended_statistics``):
+    the squared distance of the means plus that of the covariances (Frobenius), differentiable, in its dtype."""
+    mean, covariance = _mean_and_covariance(picture[0].flatten(1))
+    target_mean, target_covariance = (value.to(picture.dtype) for value in statistics)
+    return (mean - target_mean).square().sum() + (covariance - target_covariance).square().sum()
+
+
+def _mean_and_covariance(pixels: Tensor) -> tuple[Tensor, Tensor]:
+    """(3, N) colours' mean (3, 1) and covariance (3, 3), a little above 0 on the diagonal."""
+    eye = torch.eye(3, dtype=pixels.dtype, device=pixels.device)
+    return pixels.mean(1, keepdim=True), torch.cov(pixels) + 1e-5 * eye
 
 
 def composed(detail: Tensor, composition: Tensor, side: int = COMPOSITION_SIDE) -> Tensor:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import torch
 from PIL import Image
@@ -38,6 +38,9 @@ from .regions import Regions
 from .statistics import Values
 from .temporal import TemporalTarget
 from .terms import ContentTerm, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
+
+if TYPE_CHECKING:
+    from ..run.tuning import TunedLook
 
 #: Each picture term's maker: (the photo at this scale, the settings, a video frame's temporal target) -> the
 #: term, or None where it does not apply. In this order in records.
@@ -79,7 +82,11 @@ def vgg_input(image: Tensor) -> Tensor:
 
 
 def initial_image(
-    settings: Settings, inputs: ScaleInputs, content: Image.Image, styles: Sequence[Image.Image]
+    settings: Settings,
+    inputs: ScaleInputs,
+    content: Image.Image,
+    styles: Sequence[Image.Image],
+    tuned: TunedLook | None = None,
 ) -> Tensor:
     """The picture a run starts from at its first scale (``settings.init``), in ``inputs.content``'s format.
 
@@ -89,17 +96,26 @@ def initial_image(
     composition (``color.composed``): the network lightens and darkens whole areas at will, and the optimisation
     would keep those moves. The look alone keeps its own colours: they are part of the style it closes at half
     size (docs/performance.md).
+
+    ``tuned``: the look tuned to the painting (``run.tuning``), for ``tuned``. It keeps the photo's layout and
+    the painting's colours itself, so a run goes on from it as it is.
     """
     width, height = inputs.size
     device = inputs.content.device
     weights = settings.blend_weights(len(inputs.styles))
-    if settings.init == "instant":
+    if settings.init in ("instant", "tuned"):
         network = instant_look(str(device))
-        look = resized_tensor(network.paint(content, network.blend(styles, weights)), (width, height)).to(device)
+        if settings.init == "tuned":
+            if tuned is None:
+                raise StyleStudioError("the tuned start needs the look tuned to the painting")
+            painted = network.paint(content, tuned.vector.to(device), settings.size, tuned.on(device))
+        else:
+            painted = network.paint(content, network.blend(styles, weights))
+        look = resized_tensor(painted, (width, height)).to(device)
         if settings.preserve_colors:
             look = color.luminance(look).clamp(0, 1)
             return color.composed(look, inputs.content) if settings.optimises else look
-        if not settings.optimises:
+        if not settings.optimises or settings.init == "tuned":
             return look
         return color.composed(color.recoloured(look, inputs.styles, weights), _palette(inputs, weights))
     style = styles[0]
@@ -229,6 +245,7 @@ class Objective:
                 f"need at least {need} pixels on each side. Use a larger size or fewer scales"
             )
         self.net = TruncatedNetwork(network, layers, settings.pooling)
+        self._settings = settings
         self.loss = style_loss(settings.style_loss)
         self.groups: tuple[StyleGroup, ...] = inputs.regions.groups
         self.guided = inputs.regions.guided
@@ -307,6 +324,15 @@ class Objective:
         self.style = StyleTerm(self.loss, styles, self.groups, settings)
         made = (make(content, settings, inputs.temporal) for make in PICTURE_TERMS)
         self.picture_terms: tuple[PictureTerm, ...] = tuple(term for term in made if term is not None)
+
+    def content_of(self, picture: Tensor) -> ContentTerm:
+        """The content term of another photo (of the picture's size), for ``aim_at``: a look tuned on several
+        photos keeps one objective and its style targets (``run.tuning``)."""
+        return ContentTerm(self.summarise(vgg_input(picture))[0], self._settings)
+
+    def aim_at(self, content: ContentTerm) -> None:
+        """Measure the content against another photo's term (``content_of``) from the next evaluation on."""
+        self.content = content
 
     def reweight(self, settings: Settings) -> float:
         """Take new loss weights (the style layers must stay the same).

@@ -37,6 +37,7 @@ from torch import Tensor
 from ..errors import Cancelled, ResourceError, StyleStudioError
 from ..io.tensors import resized_tensor, tensor_to_pil
 from ..network.device import Compute, free_device_memory, resolve
+from ..network.instant import instant_look
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..network.weights import NetworkWeights
@@ -58,6 +59,8 @@ from .saving import RunSaver
 from .scale import AVERAGED_SHARE, ScaleRun, Standing
 from .spec import RunHooks, RunSpec
 from .steps import Settle
+from .tuned_looks import obtain_look
+from .tuning import TunedLook
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +111,7 @@ class StyleTransfer:
         previews = hooks.previews
         self.pictures = RunPictures(self.content_image, plan.sizes[-1], settings.preserve_colors, previews.max_side)
         self.standing = Standing()
+        self._tuned: TunedLook | None = None
         resume = spec.resume
         self.run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
         names = (pictures.content_name, *pictures.style_names)
@@ -237,10 +241,13 @@ class StyleTransfer:
         enlarged; the start picture's record before the first."""
         resume = self.spec.resume
         first = resume.position.scale if resume is not None else 0
-        # No network for a run that optimises nothing: its picture is the start picture (the instant look alone).
-        network = network_for(self.weights, self.compute) if self.settings.optimises else None
+        # No network for a run that neither optimises nor tunes: its picture is the start picture (the instant look).
+        settings = self.settings
+        network = network_for(self.weights, self.compute) if settings.optimises or settings.tunes else None
         image: Tensor | None = None
-        with device_flags(self.compute, self.settings.deterministic):
+        with device_flags(self.compute, settings.deterministic):
+            if settings.tunes and network is not None and resume is None and self.spec.frame is None:
+                self._tuned = yield from self._tune(network)
             for index, size in enumerate(self.sizes):
                 if index < first:
                     continue
@@ -249,7 +256,7 @@ class StyleTransfer:
                 image = self._start_picture(image, inputs)
                 if index == first and resume is None:
                     yield self._start_record(index, size, image)
-                if network is None:
+                if network is None or not settings.optimises:
                     self.standing.kept = image.detach()
                     continue
                 resumed = resume if index == first else None
@@ -265,7 +272,39 @@ class StyleTransfer:
             return self.spec.resume.image.to(device)
         if self.spec.frame is not None:
             return self.spec.frame.start_tensor(inputs.size, device, self.settings.preserve_colors)
-        return initial_image(self.settings, inputs, self.content_image, self.style_images)
+        return initial_image(self.settings, inputs, self.content_image, self.style_images, self._tuned)
+
+    def _tune(self, network: FeatureNetwork) -> Generator[Progress, None, TunedLook]:
+        """The look tuned to the painting (``tuned_looks.obtain_look``): the kept one, or tuned on the photo now,
+        with a record saying so, then about one a preview interval showing the look so far."""
+        told: list[str] = []
+        settings, size = self.settings, self.sizes[-1]
+        steps = obtain_look(network, (self.content_image,), self.style_images, settings, self.compute,
+                            self.weights.label, cancel=self.cancel_token, tell=told.append)  # fmt: skip
+        side = min(max(size), self.hooks.previews.max_side)
+        while True:
+            try:
+                step = next(steps)
+            except StopIteration as end:
+                look: TunedLook = end.value
+                break
+            event = None
+            if step.step == 1 or told:
+                event = "; ".join(told) or (
+                    f"tuning the look to the painting ({step.steps} steps; kept for the next photo in this painting)"
+                )
+                told.clear()
+            if event is not None or step.step == step.steps or self._records.preview_due(False):
+                preview = self._look_preview(step.look(), side)
+                yield self._records.record(0, 0, size, NO_LOSSES, pictures=(preview, None), event=event)
+        for event in told:
+            yield self._records.record(0, 0, size, NO_LOSSES, event=event)
+        return look
+
+    def _look_preview(self, look: TunedLook, side: int) -> np.ndarray:
+        device = self.compute.device
+        painted = instant_look(str(device)).paint(self.content_image, look.vector.to(device), side, look.on(device))
+        return self.pictures.preview(resized_tensor(painted, painted.size).to(device))
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
         device, frame, preserve_colors = self.compute.device, self.spec.frame, self.settings.preserve_colors
