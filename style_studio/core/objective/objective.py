@@ -81,43 +81,53 @@ def vgg_input(image: Tensor) -> Tensor:
     return image.expand(-1, 3, -1, -1) if image.shape[1] == 1 else image
 
 
+def painted_look(
+    settings: Settings, content: Image.Image, styles: Sequence[Image.Image], device: torch.device,
+    tuned: TunedLook | None = None,
+) -> Image.Image:  # fmt: skip
+    """The look a run with a look's start (``instant`` or ``tuned``) starts from, as the network paints it.
+
+    ``instant``: the instant look (``network.instant``: a feed-forward network paints the photo at once, in the
+    styles blended). ``tuned``: the look tuned to the painting (``run.tuning``), at the run's size.
+    """
+    network = instant_look(str(device))
+    if settings.init == "tuned":
+        if tuned is None:
+            raise StyleStudioError("the tuned start needs the look tuned to the painting")
+        return network.paint(content, tuned.vector.to(device), settings.size, tuned.on(device))
+    return network.paint(content, network.blend(styles, settings.blend_weights(len(styles))))
+
+
 def initial_image(
     settings: Settings,
     inputs: ScaleInputs,
     content: Image.Image,
     styles: Sequence[Image.Image],
-    tuned: TunedLook | None = None,
+    look: Image.Image | None = None,
 ) -> Tensor:
     """The picture a run starts from at its first scale (``settings.init``), in ``inputs.content``'s format.
 
-    ``instant``: the instant look (``network.instant``: a feed-forward network paints the photo at once). Alone (a
-    run that optimises nothing) it is the picture as the network painted it. A run that optimises starts from its
-    strokes in the styles' colour statistics (as the palette start carries them onto the photo) over the photo's
-    composition (``color.composed``): the network lightens and darkens whole areas at will, and the optimisation
-    would keep those moves. The look alone keeps its own colours: they are part of the style it closes at half
-    size (docs/performance.md).
-
-    ``tuned``: the look tuned to the painting (``run.tuning``), for ``tuned``. It keeps the photo's layout and
-    the painting's colours itself, so a run goes on from it as it is.
+    ``instant`` and ``tuned``: the look (``painted_look``, given). Alone (a run that optimises nothing) it is the
+    picture as the network painted it. A run that optimises from the instant look starts from its strokes in the
+    styles' colour statistics (as the palette start carries them onto the photo) over the photo's composition
+    (``color.composed``): the network lightens and darkens whole areas at will, and the optimisation would keep
+    those moves. The look alone keeps its own colours: they are part of the style it closes at half size
+    (docs/performance.md). The tuned look keeps the photo's layout and the painting's colours itself: a run goes
+    on from it as it is.
     """
     width, height = inputs.size
     device = inputs.content.device
     weights = settings.blend_weights(len(inputs.styles))
     if settings.init in ("instant", "tuned"):
-        network = instant_look(str(device))
-        if settings.init == "tuned":
-            if tuned is None:
-                raise StyleStudioError("the tuned start needs the look tuned to the painting")
-            painted = network.paint(content, tuned.vector.to(device), settings.size, tuned.on(device))
-        else:
-            painted = network.paint(content, network.blend(styles, weights))
-        look = resized_tensor(painted, (width, height)).to(device)
+        if look is None:
+            raise StyleStudioError(f"the {settings.init} start needs its look")
+        painted = resized_tensor(look, (width, height)).to(device)
         if settings.preserve_colors:
-            look = color.luminance(look).clamp(0, 1)
-            return color.composed(look, inputs.content) if settings.optimises else look
+            painted = color.luminance(painted).clamp(0, 1)
+            return color.composed(painted, inputs.content) if settings.optimises else painted
         if not settings.optimises or settings.init == "tuned":
-            return look
-        return color.composed(color.recoloured(look, inputs.styles, weights), _palette(inputs, weights))
+            return painted
+        return color.composed(color.recoloured(painted, inputs.styles, weights), _palette(inputs, weights))
     style = styles[0]
     if settings.init == "noise":
         generator = torch.Generator().manual_seed(settings.seed)

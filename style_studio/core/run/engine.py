@@ -41,7 +41,8 @@ from ..network.instant import instant_look
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..network.weights import NetworkWeights
-from ..objective.objective import Objective, ScaleInputs, initial_image
+from ..objective import color
+from ..objective.objective import Objective, ScaleInputs, initial_image, painted_look
 from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
 from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, RunEnd
@@ -53,7 +54,7 @@ from .compute import device_flags, empty_device_cache, is_out_of_memory, network
 from .lbfgs import LBFGS
 from .live import LiveChanges, Steering
 from .plan import RunPlan, Schedule, plan_run
-from .previews import RunPictures
+from .previews import RunPictures, preview_picture
 from .records import RunRecords
 from .saving import RunSaver
 from .scale import AVERAGED_SHARE, ScaleRun, Standing
@@ -112,6 +113,7 @@ class StyleTransfer:
         self.pictures = RunPictures(self.content_image, plan.sizes[-1], settings.preserve_colors, previews.max_side)
         self.standing = Standing()
         self._tuned: TunedLook | None = None
+        self._painted_look: Image.Image | None = None
         resume = spec.resume
         self.run_id = resume.run_id if resume is not None else spec.run_id or uuid.uuid4().hex
         names = (pictures.content_name, *pictures.style_names)
@@ -267,12 +269,28 @@ class StyleTransfer:
         start, or as the settings' ``init`` says."""
         device, (width, height) = self.compute.device, inputs.size
         if last is not None:
-            return F.interpolate(last, size=(height, width), mode="bicubic", align_corners=False).clamp_(0, 1)
+            enlarged = F.interpolate(last, size=(height, width), mode="bicubic", align_corners=False).clamp_(0, 1)
+            strokes = self.pictures.look
+            if strokes is None:
+                return enlarged
+            # A run from a look: the look's strokes at this size over the last scale's masses, not a blur.
+            detail = F.interpolate(strokes, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
+            return color.composed(detail, enlarged)
         if self.spec.resume is not None:
             return self.spec.resume.image.to(device)
         if self.spec.frame is not None:
             return self.spec.frame.start_tensor(inputs.size, device, self.settings.preserve_colors)
-        return initial_image(self.settings, inputs, self.content_image, self.style_images, self._tuned)
+        return initial_image(self.settings, inputs, self.content_image, self.style_images, self._look())
+
+    def _look(self) -> Image.Image | None:
+        """The look the run starts from (its ``init`` instant or tuned), painted once; None for another start."""
+        settings = self.settings
+        if settings.init not in ("instant", "tuned"):
+            return None
+        if self._painted_look is None:
+            device = self.compute.device
+            self._painted_look = painted_look(settings, self.content_image, self.style_images, device, self._tuned)
+        return self._painted_look
 
     def _tune(self, network: FeatureNetwork) -> Generator[Progress, None, TunedLook]:
         """The look tuned to the painting (``tuned_looks.obtain_look``): the kept one, or tuned on the photo now,
@@ -421,8 +439,22 @@ class StyleTransfer:
         )
 
     def _start_record(self, index: int, size: tuple[int, int], image: Tensor) -> Progress:
-        """The record of the picture the run starts from (iteration 0), with it as its preview: the first look."""
-        preview = self.pictures.preview(image)
+        """The record of the picture the run starts from (iteration 0), with it as its preview: the first look.
+
+        A run from a look (``init`` instant or tuned) that optimises shows the look itself at the run's size, as
+        the window showed it before Start; each later scale starts from, and an earlier one is previewed with,
+        the look's strokes over it (``RunPictures.look``).
+        """
+        look = self._look()
+        if look is None or not self.settings.optimises:
+            return self._records.record(index, 0, size, NO_LOSSES, pictures=(self.pictures.preview(image), None))
+        painted = resized_tensor(look, self.sizes[-1]).to(self.compute.device)
+        preview = preview_picture(painted, self.pictures.max_side, None)
+        if not self.settings.preserve_colors:
+            weights = self.settings.blend_weights(len(self.style_images))
+            styles = self._inputs(self.sizes[-1]).styles
+            strokes = painted if self.settings.init == "tuned" else color.recoloured(painted, styles, weights)
+            self.pictures.look = strokes
         return self._records.record(index, 0, size, NO_LOSSES, pictures=(preview, None))
 
     def _end(self, reason: RunEnd) -> Progress:

@@ -60,6 +60,9 @@ class RunPictures:
         self.content, self.size, self.preserve_colors, self.max_side = content, size, preserve_colors, max_side
         #: The last evaluation's style map, (h, w), shown with the next preview; None: none asked for.
         self.style_map: Tensor | None = None
+        #: A run from a look: the look's strokes at the run's size (1, 3, H, W), laid over a preview of a smaller
+        #: scale (``color.composed``) so that an early scale is seen painted, not blurred; None: no look.
+        self.look: Tensor | None = None
         self._chroma: Tensor | None = None
 
     def result(self, image: Tensor) -> Tensor:
@@ -67,6 +70,14 @@ class RunPictures:
         return final_picture(image, self.size, self._chroma_of(image.device))
 
     def preview(self, image: Tensor) -> np.ndarray:
+        """``image`` as a preview; at a scale smaller than the run's, with the look's strokes over it (``look``)."""
+        look = self.look
+        if look is not None and image.shape[1] == look.shape[1] and image.shape[-1] < look.shape[-1]:
+            height, width = look.shape[-2:]
+            w, h = fit_size(width, height, self.max_side) if max(width, height) > self.max_side else (width, height)
+            masses = F.interpolate(image, size=(h, w), mode="bicubic", align_corners=False).clamp(0, 1)
+            strokes = F.interpolate(look, size=(h, w), mode="bilinear", antialias=True, align_corners=False)
+            image = color.composed(strokes, masses)
         return preview_picture(image, self.max_side, self._chroma_of(image.device))
 
     def with_style_map(self, image: Tensor) -> tuple[np.ndarray, np.ndarray | None]:

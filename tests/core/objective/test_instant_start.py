@@ -12,7 +12,7 @@ from PIL import Image
 from style_studio.core.io.tensors import resized_tensor
 from style_studio.core.network.instant import instant_look
 from style_studio.core.objective import color
-from style_studio.core.objective.objective import ScaleInputs, initial_image
+from style_studio.core.objective.objective import ScaleInputs, initial_image, painted_look
 from style_studio.core.settings import DEFAULTS
 from tests.conftest import SAMPLES
 
@@ -37,7 +37,8 @@ def test_the_instant_start_is_the_look_in_the_paintings_colours_over_the_photos_
     settings = dataclasses.replace(DEFAULTS, init="instant")
     size = content_image.size
     inputs = ScaleInputs(resized_tensor(content_image, size), (resized_tensor(style_image, style_image.size),))
-    start = initial_image(settings, inputs, content_image, [style_image])
+    painted_by_network = painted_look(settings, content_image, [style_image], torch.device("cpu"))
+    start = initial_image(settings, inputs, content_image, [style_image], painted_by_network)
     look = instant_look("cpu")
     painted = color.recoloured(
         resized_tensor(look.paint(content_image, look.blend([style_image])), size), inputs.styles, [1.0]
@@ -55,7 +56,8 @@ def test_the_instant_start_is_the_look_in_the_paintings_colours_over_the_photos_
     assert (start.mean(dim=(2, 3)) - style_mean).abs().max() < 0.03
     assert (start - inputs.content).abs().mean() > 0.1  # painted, not the photo
     # The look alone (no optimisation) is as the network painted it: its own colours, which are part of its style.
-    alone = initial_image(dataclasses.replace(settings, iterations=0), inputs, content_image, [style_image])
+    alone_settings = dataclasses.replace(settings, iterations=0)
+    alone = initial_image(alone_settings, inputs, content_image, [style_image], painted_by_network)
     assert torch.allclose(alone, resized_tensor(look.paint(content_image, look.blend([style_image])), size))
 
 

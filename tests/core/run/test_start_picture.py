@@ -12,7 +12,7 @@ import torch
 from style_studio.core.errors import WeightsError
 from style_studio.core.io.tensors import tensor_to_uint8
 from style_studio.core.network.weights import NO_NETWORK, load_weights
-from style_studio.core.objective.objective import ScaleInputs, initial_image
+from style_studio.core.objective.objective import ScaleInputs, initial_image, painted_look
 from style_studio.core.progress import FINISHED
 from style_studio.core.settings import DEFAULTS, with_preset
 from tests.runs import run
@@ -23,7 +23,8 @@ FAST = dataclasses.replace(DEFAULTS, size=48, iterations=3, scales=1, weights="u
 def start_picture(settings, content, style) -> np.ndarray:
     width, height = 48, 32
     inputs = ScaleInputs.prepare(content, (style,), (width, height), settings, torch.device("cpu"))
-    return tensor_to_uint8(initial_image(settings, inputs, content, [style]))
+    look = painted_look(settings, content, [style], torch.device("cpu")) if settings.init == "instant" else None
+    return tensor_to_uint8(initial_image(settings, inputs, content, [style], look))
 
 
 def test_the_first_record_is_the_start_picture_before_any_iteration(tiny, content_image, style_image):
