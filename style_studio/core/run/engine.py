@@ -61,7 +61,7 @@ from .scale import AVERAGED_SHARE, ScaleRun, Standing
 from .spec import RunHooks, RunSpec
 from .steps import Settle
 from .tuned_looks import obtain_look
-from .tuning import TunedLook
+from .tuning import TunedLook, TuningStep
 
 log = logging.getLogger(__name__)
 
@@ -300,18 +300,18 @@ class StyleTransfer:
         steps = obtain_look(network, (self.content_image,), self.style_images, settings, self.compute,
                             self.weights.label, cancel=self.cancel_token, tell=told.append)  # fmt: skip
         side = min(max(size), self.hooks.previews.max_side)
+        first = True
         while True:
             try:
                 step = next(steps)
             except StopIteration as end:
                 look: TunedLook = end.value
                 break
-            event = None
-            if step.step == 1 or told:
-                event = "; ".join(told) or (
-                    f"tuning the look to the painting ({step.steps} steps; kept for the next photo in this painting)"
-                )
-                told.clear()
+            # What was told (a kept look set aside) comes before the step, and does not replace its word.
+            said = [*told, _tuning_said(step)] if first else [*told]
+            first = False
+            event = "; ".join(said) or None
+            told.clear()
             if event is not None or step.step == step.steps or self._records.preview_due(False):
                 preview = self._look_preview(step.look(), side)
                 yield self._records.record(0, 0, size, NO_LOSSES, pictures=(preview, None), event=event)
@@ -464,6 +464,13 @@ class StyleTransfer:
             return self._progress(0, 0, self.sizes[0], NO_LOSSES, stop_reason=reason)
         losses = self._records.result_losses or last.losses
         return self._progress(last.scale - 1, last.iteration, (last.width, last.height), losses, stop_reason=reason)
+
+
+def _tuning_said(step: TuningStep) -> str:
+    """What a run says at its first tuning step: from the start, or going on from the steps a stopped run kept."""
+    done = step.step - 1
+    going_on = f", going on from step {done}" if done else ""
+    return f"tuning the look to the painting ({step.steps} steps{going_on}; kept for the next photo in this painting)"
 
 
 def _check_fits(settings: Settings, content: Image.Image, styles: Sequence[Image.Image]) -> None:
