@@ -42,7 +42,9 @@ def tuning_events(records: Sequence[Progress]) -> list[str]:
     return [record.event for record in records if record.event and TUNING in record.event]
 
 
-def kept(settings: Settings, styles: Sequence[Image.Image], weights: Any, shapes: dict[str, torch.Size]):
+def kept(
+    settings: Settings, styles: Sequence[Image.Image], weights: Any, shapes: dict[str, torch.Size]
+) -> TunedLook | None:
     """The look kept for ``settings`` and ``styles`` in this test's cache; None when there is none."""
     return TunedLooks().load(look_key(settings, styles, weights.label), shapes)
 
@@ -54,7 +56,7 @@ def a_look(shapes: dict[str, torch.Size], steps_done: int = 3, steps: int = 3) -
 
 def test_tuning_lowers_each_crop_s_loss_the_second_time_it_is_seen(untrained, content_image, style_image):
     """Each step tunes on the next of the photo's crops, in turn: the second round's loss on each is below the
-    first's. Nothing here is random (the crops are fixed, Adam is), so the comparison is the same every run."""
+    first's. Nothing here is random (fixed crops; Adam from the network's own weights): the same every run."""
     compute = resolve("cpu", "fp32")
     look = instant_look("cpu")
     settings = dataclasses.replace(SETTINGS, tune_steps=2 * CROPS_PER_PHOTO)
