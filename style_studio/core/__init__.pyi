@@ -156,4 +156,6 @@ from .run.memory import available_bytes as available_bytes
 from .run.plan import RunPlan as RunPlan
 from .run.plan import Target as Target
 from .run.plan import plan_run as plan_run
+from .run.tuned_looks import TunedLooks as TunedLooks
+from .run.tuned_looks import kept_look as kept_look
 from .settings import Settings as Settings

@@ -442,6 +442,12 @@ PRESETS: Final[dict[str, dict[str, Any]]] = {
     # The look tuned to the painting, alone: the first photo tunes it (a minute or two), the next paint at once.
     "tuned": {"init": "tuned", "iterations": 0},
 }
+#: The settings a look tuned to a painting is tuned under (``run.tuned_looks``): a look tuned under others is
+#: another look (the window's look before Start follows them too).
+TUNING_FIELDS: Final = (
+    "size", "content_layers", "style_layers", "content_weight", "style_weight", "tv_weight", "style_scale",
+    "pooling", "style_loss", "tune_steps", "weights",
+)  # fmt: skip
 #: What each preset says in the window's Settings menu.
 PRESET_NAMES: Final = {
     "instant": "Instant look (no optimisation)",

@@ -26,20 +26,15 @@ from ..io.files import cache_folder, write_atomically
 from ..io.imageio import image_hash
 from ..io.kept import Tell, read_kept
 from ..network import instant
-from ..network.device import Compute
+from ..network.device import Compute, resolve_device
 from ..network.vgg import FeatureNetwork
-from ..settings import Settings
+from ..settings import TUNING_FIELDS, Settings
 from . import checkpoints
 from .cancel import CancelToken
 from .tuning import LookTuner, TunedLook, TuningStep
 
 FORMAT: Final = "style-studio-tuned-look"
 VERSION: Final = 1
-#: The settings a tuning reads: a look tuned under others is another look.
-TUNING_FIELDS: Final = (
-    "size", "content_layers", "style_layers", "content_weight", "style_weight", "tv_weight", "style_scale",
-    "pooling", "style_loss", "tune_steps", "weights",
-)  # fmt: skip
 
 
 def look_key(settings: Settings, styles: Sequence[Image.Image], weights_label: str) -> str:
@@ -63,6 +58,10 @@ class TunedLooks:
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.pt"
+
+    def any_kept(self) -> bool:
+        """Whether any look is kept: where none is, nothing need be loaded to name one (``kept_look``)."""
+        return self.root.is_dir() and any(self.root.glob("*.pt"))
 
     @property
     def aside(self) -> Path:
@@ -148,8 +147,7 @@ def obtain_look(
     store = store or TunedLooks()
     look = instant.instant_look(str(compute.device))
     key = look_key(settings, styles, weights_label)
-    shapes = {name: w.shape for name, w in look.transformer.weights().items()}
-    kept = store.load(key, shapes, tell=tell)
+    kept = store.load(key, _shapes(look), tell=tell)
     if kept is not None and kept.finished:
         return kept
     tuner = LookTuner(network, look, photos, styles, settings, compute, start=kept)
@@ -178,3 +176,30 @@ def _keep(store: TunedLooks, key: str, look: TunedLook, tell: Tell | None) -> No
         if tell is not None:
             problem = exc.strerror or exc
             tell(f"the tuned look could not be kept in {store.root} ({problem}); it is tuned again next time")
+
+
+def kept_look(
+    settings: Settings,
+    styles: Sequence[Image.Image],
+    weights_label: str,
+    *,
+    store: TunedLooks | None = None,
+    tell: Tell | None = None,
+) -> TunedLook | None:
+    """The look tuned to ``styles`` under ``settings`` through the weights ``weights_label`` names, when it is kept
+    whole (all its steps tuned); None when none is, or only a part of the way (``obtain_look`` goes on from that).
+
+    It only reads: nothing is tuned, no VGG19 is needed. The window's look before Start is painted with it where
+    it is kept (``ui.instant_preview``); a file that cannot be read is set aside as ``TunedLooks.load`` does.
+    """
+    store = store or TunedLooks()
+    key = look_key(settings, styles, weights_label)
+    if not store.path(key).is_file():
+        return None  # no network loaded to learn the weights' shapes of a look that is not there
+    look = store.load(key, _shapes(instant.instant_look(str(resolve_device(settings.device)))), tell=tell)
+    return look if look is not None and look.finished else None
+
+
+def _shapes(look: instant.InstantLook) -> dict[str, torch.Size]:
+    """The shapes of the weights a tuning changes: a kept look's must be these."""
+    return {name: w.shape for name, w in look.transformer.weights().items()}
