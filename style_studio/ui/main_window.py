@@ -48,7 +48,7 @@ from .file_commands import FileCommands
 from .history import HistoryStrip
 from .image_view import ImageView
 from .inputs_panel import InputsPanel
-from .instant_preview import INSTANT_LOOK_NOTE, InstantPreview
+from .instant_preview import InstantPreview, look_note
 from .kept_history import KeptHistory
 from .loss_plot import LossPlot
 from .pictures import HistoryEntry, InputImage
@@ -120,8 +120,9 @@ class MainWindow(QMainWindow):
         self.kept = KeptHistory(self.history, parent=self)
         self.kept.restore()
         self.commands = WindowActions(self)
+        # Named by the runs' own weights: a look tuned by a run is the look before Start.
+        self.instant = InstantPreview(self.state, self, weights=self.controller.weights) if instant_look else None
         self._make_parts()
-        self.instant = InstantPreview(self.state, self) if instant_look else None
         self.commands.install([self.loss_dock, self.history_dock, self.regions_dock, self.queue_dock])
         for action in self.findChildren(QAction):  # before the commands' own slots: an error they cause stays
             action.triggered.connect(self.banner.clear_error)
@@ -411,7 +412,7 @@ class MainWindow(QMainWindow):
         self.controller.status_changed.connect(self.state.set_picture_run)
         self.controller.started.connect(lambda _: self.video.player.pause())  # the run's previews take the picture
         if self.instant is not None:
-            self.instant.shown.connect(lambda _: self.run_bar.show_text(INSTANT_LOOK_NOTE))
+            self.instant.shown.connect(lambda entry: self.run_bar.show_text(look_note(entry)))
             self.instant.unavailable.connect(self.show_info)
 
     def _connect_history(self) -> None:
