@@ -38,6 +38,12 @@ class WindowActions(QObject):
         self.quit = self._make("Quit", _Key.Quit)
         self.start = self._make("Start", ["Ctrl+Return", "Ctrl+Enter"], "Start stylising")
         self.stop = self._make("Stop", "Esc", "Stop and keep the picture so far")
+        self.tune = self._make(
+            "Tune the look",
+            "Ctrl+T",
+            "Tune the instant look to the painting through VGG19 (a minute or two), then show it before Start; "
+            "it is kept for the next photo in this painting, and Stop keeps what it learnt so far",
+        )
         self.fit = self._make("Fit to window", "Ctrl+0")
         self.actual_size = self._make("Actual size (100%)", "Ctrl+1")
         self.zoom_in = self._make("Zoom in", _Key.ZoomIn)
@@ -113,8 +119,8 @@ class WindowActions(QObject):
             "&Edit": [self.undo, self.redo],
             "&Regions": [self.add_region, self.load_mask, None, self.paint, self.eraser, self.brush_smaller,
                          self.brush_larger, None, self.show_regions],
-            "&Run": [self.start, self.stop, None, self.timelapse, None, self.style_clip, None, self.add_to_queue,
-                     self.apply_to_folder],
+            "&Run": [self.start, self.stop, None, self.tune, None, self.timelapse, None, self.style_clip, None,
+                     self.add_to_queue, self.apply_to_folder],
             "&View": [self.fit, self.actual_size, self.zoom_in, self.zoom_out, self.split, self.play, self.style_map,
                       None, *(dock.toggleViewAction() for dock in docks), None, self.reset_layout],
             "&Settings": [*self.presets.values(), None, self.reset],
@@ -127,6 +133,6 @@ class WindowActions(QObject):
         toolbar = self._window.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
         toolbar.setIconSize(QSize(18, 18))
-        for action in (self.open, self.add_style, None, self.start, self.stop, None, self.export, None,
-                       self.fit, self.actual_size, self.split, None, self.paint, self.style_map):  # fmt: skip
+        for action in (self.open, self.add_style, None, self.start, self.stop, self.tune, None, self.export,
+                       None, self.fit, self.actual_size, self.split, None, self.paint, self.style_map):  # fmt: skip
             toolbar.addSeparator() if action is None else toolbar.addAction(action)

@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
             state=self.state, controller=self.controller, queue=self.queue,
             planner=self.planner, store=self.store, history=self.history, kept=self.kept, display=display,
             feedback=self.feedback, use_weights_file=lambda path: self.files.use_weights_file(path), parent=self,
+            tuned_look=self.instant.adopt if self.instant is not None else None,
         )  # fmt: skip
         self.files = FileCommands(
             state=self.state, controls=self.controls,
@@ -353,6 +354,7 @@ class MainWindow(QMainWindow):
             (a.load_preset, self.files.load_preset_dialog),
             (a.quit, self.close),
             (a.start, self.runs.start),
+            (a.tune, self.runs.tune),
             (a.stop, self.runs.stop),
             (a.stop, self.video.stop),
             (a.style_clip, lambda: self.video.start()),
@@ -555,6 +557,7 @@ class MainWindow(QMainWindow):
         """What can be done now, as the state says (it tells when that may have changed)."""
         state, a = self.state, self.commands
         a.start.setEnabled(state.can_start)
+        a.tune.setEnabled(state.can_start)
         a.stop.setEnabled(state.can_stop)
         a.style_clip.setEnabled(state.can_render_video)
         a.play.setEnabled(state.can_play)

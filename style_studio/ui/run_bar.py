@@ -81,6 +81,13 @@ class RunBar(QWidget):
         self.progress.setRange(0, 0)
         self.progress.setFormat("Loading the network…")
 
+    def show_busy(self, text: str) -> None:
+        """Busy without a count of steps (the look tuned to the painting): ``text``, the bar moving."""
+        self.progress.setRange(0, 0)
+        self.progress.setFormat(text)
+        for label in (self.rate_label, self.eta_label, self.grad_label):
+            label.setText("")
+
     def show_stopping(self) -> None:
         self.progress.setFormat("Stopping…")
 

@@ -26,10 +26,12 @@ from ..core import (
     RunSpec,
     Settings,
     SettingsError,
+    Stopped,
     describe,
     fit_size,
     missing_weights,
 )
+from .instant_preview import tuned_settings
 from .pictures import HistoryEntry
 from .regions_panel import style_map_image
 from .runner import QUEUE, USER, RunRequest
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     from .state import WindowState
     from .store import Store
     from .widgets import MessageBanner
+
+
+#: What the run bar says while a run tunes the look to the painting (its records are start pictures', one a
+#: preview of the look so far).
+TUNING_TEXT = "Tuning the look to the painting…"
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class UserRuns:
         history, kept: where finished results go (kept until exported).
         display: where a run shows itself; ``feedback``: tells the user.
         use_weights_file, parent: takes a weights file the weights dialog found; the dialog's parent.
+        tuned_look: shows a tuning's picture (``tune``) as the look before Start; False when it does not (then it
+            is kept as any run's). None: no look is shown.
     """
 
     def __init__(
@@ -97,8 +106,10 @@ class UserRuns:
         feedback: Feedback,
         use_weights_file: Callable[[Path], None],
         parent: QWidget,
+        tuned_look: Callable[[PictureResult], bool] | None = None,
     ) -> None:
         self.state = state
+        self.tuned_look = tuned_look
         self.use_weights_file = use_weights_file
         self.controller, self.queue = controller, queue
         self.planner, self.store, self.history, self.kept = planner, store, history, kept
@@ -109,6 +120,7 @@ class UserRuns:
         self._final_size: tuple[int, int] | None = None  # the size previews are shown at
         self._previews: PreviewFolder | None = None  # where the run under way keeps its previews
         self._then: Callable[[HistoryEntry], None] | None = None  # what to do with its picture once it stopped
+        self._tuning = False  # the run under way is the Tune action's (``tune``)
 
     def announced_plan(self, settings: Settings | None = None) -> RunPlan | None:
         """The plan the window announces for a run of ``settings`` (default: the panel's) on the pictures shown."""
@@ -133,8 +145,15 @@ class UserRuns:
             self.planner.learn(settings, plan)
             self.update_needs()
 
-    def start(self, *, resume: Checkpoint | None = None) -> None:
-        """Start a run with the current inputs and settings (going on from ``resume``, when given)."""
+    def tune(self) -> None:
+        """Tune the look to the painting (Run → Tune the look): a run of the tuned start alone with the current
+        inputs and settings; its previews show the look as it learns, and once tuned it is the look before Start
+        (``tuned_look``). A look kept whole is not tuned again; one stopped part of the way goes on."""
+        self.start(tune=True)
+
+    def start(self, *, resume: Checkpoint | None = None, tune: bool = False) -> None:
+        """Start a run with the current inputs and settings (going on from ``resume``, when given; the tuned start
+        alone with ``tune``)."""
         if self.queue.busy:
             self.feedback.error("The queue is rendering: pause it (Queue panel, or Esc) to run here.")
             return
@@ -152,6 +171,8 @@ class UserRuns:
             # or clamp them (a blend shown relative to its largest weight, a command
             # line's weight past a slider's end), and the run would then be refused.
             settings = (resume.settings if resume is not None else self.state.settings).validate()
+            if tune:
+                settings = tuned_settings(settings).validate()
         except SettingsError as exc:
             self.feedback.error(str(exc))
             return
@@ -159,7 +180,8 @@ class UserRuns:
         if ready is None:
             return
         settings = ready
-        regions = self.state.regions_for_run()
+        # The look learns the paintings blended, not where each goes: the regions shape the optimisation.
+        regions = None if tune else self.state.regions_for_run()
         if regions is not None and resume is None:
             try:
                 regions.check(len(styles))
@@ -180,6 +202,7 @@ class UserRuns:
         self.display.loss_plot.clear()
         self.display.run_bar.begin()
         self.running_weights = (settings.network_weights, describe(settings.network_weights))
+        self._tuning = tune
         self.controller.start(job)
         self.display.weights_changed()
 
@@ -209,7 +232,8 @@ class UserRuns:
 
     def ensure_weights(self, settings: Settings) -> Settings | None:
         """Make sure the chosen weights exist; offer the ways to get them when they do not."""
-        if not settings.optimises or missing_weights(settings.weights) is None:  # a start picture alone needs none
+        # The instant look alone needs none; the tuned look is tuned through them.
+        if missing_weights(settings.network_weights) is None:
             return settings
         if settings.weights != IMAGENET:
             self.feedback.error(
@@ -247,7 +271,11 @@ class UserRuns:
     def on_progress(self, record: Progress) -> None:
         if self.controller.owner != USER:  # the queue's: its panel shows it
             return
-        self.display.run_bar.show_progress(record)
+        settings = self.controller.job_settings()
+        if record.start and settings is not None and settings.tunes:
+            self.display.run_bar.show_busy(TUNING_TEXT)
+        else:
+            self.display.run_bar.show_progress(record)
         if self.running_weights is not None and record.weights != self.running_weights[1]:
             self.running_weights = (self.running_weights[0], record.weights)
             self.display.weights_changed()
@@ -266,26 +294,16 @@ class UserRuns:
     def on_finished(self, owner: str, outcome: PictureResult) -> None:
         if owner != USER:  # the queue's: it writes its picture
             return
+        tuning, self._tuning = self._tuning, False
         self.measure_speed(outcome)
-        if outcome.image is not None:
-            label = outcome.weights_label or (self.running_weights[1] if self.running_weights else "")
-            entry = HistoryEntry(
-                outcome.image,
-                outcome.settings,
-                label,
-                outcome.outcome,
-                deep=outcome.deep,
-                regions=outcome.regions,
-                key=outcome.key if outcome.finished else None,
-                inputs=outcome.pictures.files,
-            )
-            if self.queue.closing:
-                self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
-            else:
-                entry = self.kept.add(entry)
-            self.state.show(entry)
+        # A tuning that ended with its look: that is the look before Start now, not a result for the history.
+        adopt = self.tuned_look if tuning and isinstance(outcome.outcome, Finished) else None
+        looked = adopt is not None and adopt(outcome)
+        entry = self._keep(outcome) if outcome.image is not None and not looked else None
+        if tuning and not looked and entry is None:  # stopped or failed: what was shown, not the look's preview
+            self.state.show(self.state.shown)
         then, self._then = self._then, None
-        if then is not None and outcome.image is not None:
+        if then is not None and entry is not None:
             then(entry)
         previews, self._previews = self._previews, None
         if outcome.error:
@@ -294,9 +312,35 @@ class UserRuns:
             self.feedback.error(previews.stopped[0].upper() + previews.stopped[1:])
         elif previews is not None and previews.path.is_dir():
             self.feedback.info(f"The run's previews are in {previews.path}")
-        self.display.run_bar.show_outcome(outcome)
+        elif looked:
+            self.feedback.info("The look is tuned to the painting and kept: the next photo in it is painted at once")
+        if tuning and isinstance(outcome.outcome, Stopped):
+            self.display.run_bar.show_text("Tuning stopped — Tune the look goes on from what it learnt")
+        elif not looked:  # a look shown has its own words there (``InstantPreview.shown``)
+            self.display.run_bar.show_outcome(outcome)
         self.running_weights = None
         self.display.weights_changed()
+
+    def _keep(self, outcome: PictureResult) -> HistoryEntry:
+        """A run's picture in the history (kept until exported), shown."""
+        assert outcome.image is not None
+        label = outcome.weights_label or (self.running_weights[1] if self.running_weights else "")
+        entry = HistoryEntry(
+            outcome.image,
+            outcome.settings,
+            label,
+            outcome.outcome,
+            deep=outcome.deep,
+            regions=outcome.regions,
+            key=outcome.key if outcome.finished else None,
+            inputs=outcome.pictures.files,
+        )
+        if self.queue.closing:
+            self.history.add(entry)  # cut off by closing: its checkpoint keeps it, to be resumed
+        else:
+            entry = self.kept.add(entry)
+        self.state.show(entry)
+        return entry
 
     def measure_speed(self, outcome: PictureResult) -> None:
         """Keep a finished run's speed per pixel, for the next runs' expected time."""
