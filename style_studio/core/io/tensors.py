@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import torch
 from PIL import Image
@@ -30,3 +33,20 @@ def tensor_to_uint8(image: Tensor) -> np.ndarray:
 def tensor_to_pil(image: Tensor) -> Image.Image:
     """(1, 3, H, W) float -> PIL RGB, clamped."""
     return Image.fromarray(tensor_to_uint8(image))
+
+
+def read_tensors(path: Path, what: str) -> Any:
+    """What a file of tensors Style Studio kept holds (``torch.load``, tensors only, onto the CPU).
+
+    Raises:
+        ValueError: it cannot be read; the message names ``what`` and torch's reason in a few words, never torch's
+            advice to load it unsafely (a kept file is never run as code).
+    """
+    import io
+
+    try:
+        return torch.load(io.BytesIO(path.read_bytes()), map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a truncated or foreign file
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        reason = first.split(". ")[0].rstrip(".")[:120]
+        raise ValueError(f"{what} cannot be read ({reason})") from None

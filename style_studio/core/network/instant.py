@@ -17,12 +17,14 @@ import functools
 import hashlib
 import importlib.util
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 import torch
 from PIL import Image
+from torch import Tensor
 
 from ..errors import InstantLookUnavailable, StyleStudioError
 from .onnx_graph import OnnxGraph
@@ -128,6 +130,32 @@ class InstantLook:
         pixels = photo.permute(0, 2, 3, 1).contiguous()
         painted = self.transformer(pixels, vector.to(self.device), replaced=tuned)[0]
         return painted[:, :height, :width].permute(0, 3, 1, 2)
+
+
+@dataclass(frozen=True, eq=False)
+class TunedLook:
+    """The look tuned to a painting (``run.tuning``): the styles' vector and the transformer's weights, on the CPU.
+
+    Attributes:
+        vector: the styles' blended style vector, (1, 1, 1, 100).
+        weights: the transformer's convolution weights, tuned, by name (``OnnxGraph.weights``).
+        steps_done, steps: tuning steps taken, and asked for; fewer when it was stopped (it goes on from here).
+        losses: the tuning loss every step, in order (for tests and benchmarks).
+    """
+
+    vector: Tensor
+    weights: dict[str, Tensor]
+    steps_done: int
+    steps: int
+    losses: tuple[float, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.steps_done >= self.steps
+
+    def on(self, device: torch.device) -> dict[str, Tensor]:
+        """The weights on ``device``, for ``InstantLook.paint``."""
+        return {name: value.to(device) for name, value in self.weights.items()}
 
 
 @functools.lru_cache(maxsize=2)

@@ -40,7 +40,7 @@ from .temporal import TemporalTarget
 from .terms import ContentTerm, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
 
 if TYPE_CHECKING:
-    from ..run.tuning import TunedLook
+    from ..network.instant import TunedLook
 
 #: Each picture term's maker: (the photo at this scale, the settings, a video frame's temporal target) -> the
 #: term, or None where it does not apply. In this order in records.

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import json
 import logging
 import math
@@ -432,11 +431,9 @@ def _step_scale(value: Any) -> float | None:
 def _load_state(path: Path) -> dict[str, Any]:
     import torch
 
-    data = io.BytesIO(path.read_bytes())
-    try:
-        state: dict[str, Any] = torch.load(data, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many kinds for a truncated or foreign file
-        raise ValueError(f"its state file cannot be read: {exc}") from None
+    from ..io.tensors import read_tensors
+
+    state = read_tensors(path, "its state file")
     if not isinstance(state, dict) or not all(isinstance(state.get(k), torch.Tensor) for k in ("image", "lowest")):
         raise ValueError("its state file holds no image")
     image, lowest = state["image"], state["lowest"]

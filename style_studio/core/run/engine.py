@@ -37,7 +37,7 @@ from torch import Tensor
 from ..errors import Cancelled, ResourceError, StyleStudioError
 from ..io.tensors import resized_tensor, tensor_to_pil
 from ..network.device import Compute, free_device_memory, resolve
-from ..network.instant import instant_look
+from ..network.instant import TunedLook, instant_look
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..network.weights import NetworkWeights
@@ -61,7 +61,7 @@ from .scale import AVERAGED_SHARE, ScaleRun, Standing
 from .spec import RunHooks, RunSpec
 from .steps import Settle
 from .tuned_looks import obtain_look
-from .tuning import TunedLook, TuningStep
+from .tuning import TuningStep
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,15 @@ from ..errors import Cancelled
 from ..io.files import cache_folder, write_atomically
 from ..io.imageio import image_hash
 from ..io.kept import Tell, read_kept
+from ..io.tensors import read_tensors
 from ..network import instant
 from ..network.device import Compute, resolve_device
+from ..network.instant import TunedLook
 from ..network.vgg import FeatureNetwork
 from ..settings import TUNING_FIELDS, Settings
 from . import checkpoints
 from .cancel import CancelToken
-from .tuning import LookTuner, TunedLook, TuningStep
+from .tuning import LookTuner, TuningStep
 
 FORMAT: Final = "style-studio-tuned-look"
 VERSION: Final = 1
@@ -101,10 +103,7 @@ def _write(state: dict[str, Any], out: BinaryIO) -> None:
 
 
 def _read(path: Path, key: str, shapes: dict[str, torch.Size]) -> TunedLook:
-    try:
-        state = torch.load(io.BytesIO(path.read_bytes()), map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many kinds for a truncated or foreign file
-        raise ValueError(f"it cannot be read: {exc}") from None
+    state = read_tensors(path, "the file")
     if not isinstance(state, dict) or state.get("format") != FORMAT or state.get("key") != key:
         raise ValueError("not a tuned look, or another one's")
     weights, vector = state.get("weights"), state.get("vector")

@@ -32,7 +32,7 @@ from torch import Tensor
 
 from ..io.tensors import resized_tensor
 from ..network.device import Compute
-from ..network.instant import InstantLook
+from ..network.instant import InstantLook, TunedLook
 from ..network.vgg import FeatureNetwork
 from ..objective import color
 from ..objective.objective import Objective, ScaleInputs
@@ -51,32 +51,6 @@ COLOUR_WEIGHT = 100.0
 RATE = 1e-2
 #: Blocks across the blurred luminance the layout term compares (as ``benchmarks/quality.py`` judges layout).
 LAYOUT_BLOCKS = 24
-
-
-@dataclass(frozen=True, eq=False)
-class TunedLook:
-    """The look tuned to a painting: the styles' vector and the transformer's weights, on the CPU.
-
-    Attributes:
-        vector: the styles' blended style vector, (1, 1, 1, 100).
-        weights: the transformer's convolution weights, tuned, by name (``OnnxGraph.weights``).
-        steps_done, steps: tuning steps taken, and asked for; fewer when it was stopped (it goes on from here).
-        losses: the tuning loss every step, in order (for tests and benchmarks).
-    """
-
-    vector: Tensor
-    weights: dict[str, Tensor]
-    steps_done: int
-    steps: int
-    losses: tuple[float, ...] = ()
-
-    @property
-    def finished(self) -> bool:
-        return self.steps_done >= self.steps
-
-    def on(self, device: torch.device) -> dict[str, Tensor]:
-        """The weights on ``device``, for ``InstantLook.paint``."""
-        return {name: value.to(device) for name, value in self.weights.items()}
 
 
 @dataclass(frozen=True)

