@@ -191,6 +191,25 @@ class InstantPreview(QObject):
         self._show(result)
         return True
 
+    def start_settings(self, settings: Settings) -> Settings:
+        """The settings Start runs with: going on from the look shown (its start, instant or tuned) when
+        ``settings`` start from the photo in the painting's colours (the default) or the instant look and
+        optimise; as they are otherwise (a start the user chose, or no look of these pictures shown).
+
+        So the first preview after Start is the look the user saw, at the run's size (``StyleTransfer``).
+        """
+        look = self.look
+        if (
+            look is None
+            or not settings.optimises
+            or settings.init not in ("palette", "instant")
+            or self._task is not None
+            or self._painting != self._wanted
+            or not self._free()
+        ):
+            return settings
+        return dataclasses.replace(settings, init=look.settings.init)
+
     def _show(self, result: PictureResult) -> None:
         assert result.image is not None
         name = TUNED_LOOK_NAME if result.settings.tunes else LOOK_NAME

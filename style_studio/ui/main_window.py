@@ -169,7 +169,7 @@ class MainWindow(QMainWindow):
             state=self.state, controller=self.controller, queue=self.queue,
             planner=self.planner, store=self.store, history=self.history, kept=self.kept, display=display,
             feedback=self.feedback, use_weights_file=lambda path: self.files.use_weights_file(path), parent=self,
-            tuned_look=self.instant.adopt if self.instant is not None else None,
+            look=self.instant,
         )  # fmt: skip
         self.files = FileCommands(
             state=self.state, controls=self.controls,

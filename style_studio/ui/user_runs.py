@@ -31,7 +31,7 @@ from ..core import (
     fit_size,
     missing_weights,
 )
-from .instant_preview import tuned_settings
+from .instant_preview import InstantPreview, tuned_settings
 from .pictures import HistoryEntry
 from .regions_panel import style_map_image
 from .runner import QUEUE, USER, RunRequest
@@ -88,8 +88,8 @@ class UserRuns:
         history, kept: where finished results go (kept until exported).
         display: where a run shows itself; ``feedback``: tells the user.
         use_weights_file, parent: takes a weights file the weights dialog found; the dialog's parent.
-        tuned_look: shows a tuning's picture (``tune``) as the look before Start; False when it does not (then it
-            is kept as any run's). None: no look is shown.
+        look: the look before Start (``InstantPreview``): Start goes on from the look shown, and a tuning's
+            picture (``tune``) becomes the look shown (else it is kept as any run's). None: no look is shown.
     """
 
     def __init__(
@@ -106,10 +106,10 @@ class UserRuns:
         feedback: Feedback,
         use_weights_file: Callable[[Path], None],
         parent: QWidget,
-        tuned_look: Callable[[PictureResult], bool] | None = None,
+        look: InstantPreview | None = None,
     ) -> None:
         self.state = state
-        self.tuned_look = tuned_look
+        self.look = look
         self.use_weights_file = use_weights_file
         self.controller, self.queue = controller, queue
         self.planner, self.store, self.history, self.kept = planner, store, history, kept
@@ -173,6 +173,8 @@ class UserRuns:
             settings = (resume.settings if resume is not None else self.state.settings).validate()
             if tune:
                 settings = tuned_settings(settings).validate()
+            elif resume is None and self.look is not None:
+                settings = self.look.start_settings(settings)
         except SettingsError as exc:
             self.feedback.error(str(exc))
             return
@@ -297,7 +299,7 @@ class UserRuns:
         tuning, self._tuning = self._tuning, False
         self.measure_speed(outcome)
         # A tuning that ended with its look: that is the look before Start now, not a result for the history.
-        adopt = self.tuned_look if tuning and isinstance(outcome.outcome, Finished) else None
+        adopt = self.look.adopt if self.look is not None and tuning and isinstance(outcome.outcome, Finished) else None
         looked = adopt is not None and adopt(outcome)
         entry = self._keep(outcome) if outcome.image is not None and not looked else None
         if tuning and not looked and entry is None:  # stopped or failed: what was shown, not the look's preview

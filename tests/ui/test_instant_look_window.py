@@ -94,3 +94,20 @@ def test_without_the_network_the_photo_stays_and_the_user_is_told_once(qtbot, ma
     assert len(told) == 1 and "pip install" in told[0] and "Start paints the picture as usual" in told[0]
     assert window.state.shown is None and not window.instant.busy
     instant.instant_look.cache_clear()
+
+
+def test_start_goes_on_from_the_look_shown_and_its_first_preview_is_that_look(qtbot, make_window, files):
+    photo, _other, style, _mask = files
+    window = make_window(dataclasses.replace(FAST, size=96, first_scale=64), instant_look=True, load_defaults=False)
+    open_pictures(window, photo, style)
+    look = look_shown(qtbot, window)
+    requests, previews = [], []
+    window.controller.started.connect(requests.append)
+    window.controller.preview.connect(lambda image: previews.append(image.copy()))
+    result = run_to_end(qtbot, window)
+    assert result.finished and requests[0].spec.settings.init == "instant"  # the palette start, from the look shown
+    first = previews[0].convertToFormat(QImage.Format.Format_RGB888)
+    rows = np.frombuffer(first.constBits(), np.uint8).reshape(first.height(), first.bytesPerLine())
+    pixels = rows[:, : first.width() * 3].reshape(first.height(), first.width(), 3).astype(float)
+    assert pixels.shape[:2] == (look.result.height, look.result.width)
+    assert np.abs(pixels - np.asarray(look.result, float)).mean() < 1.5  # the look the user saw, not a blur
