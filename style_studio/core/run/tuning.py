@@ -45,7 +45,7 @@ CROP = 256
 CROPS_PER_PHOTO = 4
 MOST_PHOTOS = 4
 #: The layout and colour terms' weights, next to the objective's own terms (about 3 to 6 at the start).
-LAYOUT_WEIGHT = 10.0
+LAYOUT_WEIGHT = 4.0
 COLOUR_WEIGHT = 100.0
 #: Adam's step for each weight tensor, as a share of the tensor's root mean square.
 RATE = 1e-2
