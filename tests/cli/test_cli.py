@@ -188,7 +188,7 @@ PINNED_METADATA = {
     "version": 1,
     "settings": {
         "size": 48, "iterations": 3, "scales": 0, "first_scale": 192, "scale_ratio": 2.0, "finer_iterations": 0.5,
-        "average": False, "optimizer": "lbfgs", "init": "palette",
+        "average": False, "optimizer": "lbfgs", "init": "palette", "tune_steps": 120,
         "content_layers": ["relu4_2"],
         "style_layers": {"relu1_1": 1.0, "relu2_1": 1.0, "relu3_1": 1.0, "relu4_1": 1.0, "relu5_1": 1.0},
         "content_weight": 1.0, "style_weight": 3.0, "tv_weight": 0.1, "style_blend": [], "style_scale": 1.0,
