@@ -190,7 +190,7 @@ class Settings:
                         low=1, high=100_000,
                         tip="How long the look is tuned to the painting, the first time it is used: more steps, "
                         "a look closer to the painting.",
-                        label="Tuning steps", group="Picture", step=20),
+                        label="Tuning steps", group="Picture", step=20, earlier=120),
     )  # fmt: skip
     content_layers: tuple[str, ...] = field(
         default=("relu4_2",),

@@ -261,7 +261,8 @@ def test_16_bits_in_a_jpeg_is_refused_before_the_run(tmp_path):
 NOT_DEFAULT = {
     "size": ("300", 300), "iterations": ("7", 7), "scales": ("2", 2), "first_scale": ("128", 128),
     "scale_ratio": ("1.5", 1.5), "finer_iterations": ("0.25", 0.25), "average": (None, True),
-    "optimizer": ("adam", "adam"), "init": ("noise", "noise"), "content_layers": ("relu3_2", ("relu3_2",)),
+    "optimizer": ("adam", "adam"), "init": ("noise", "noise"), "tune_steps": ("40", 40),
+    "content_layers": ("relu3_2", ("relu3_2",)),
     "style_layers": ("relu1_1:2,relu3_1:0.5", (("relu1_1", 2.0), ("relu3_1", 0.5))),
     "content_weight": ("2", 2.0), "style_weight": ("5000", 5000.0), "tv_weight": ("0", 0.0),
     "style_blend": ("2", (2.0,)), "style_scale": ("0.5", 0.5), "preserve_colors": (None, True),
