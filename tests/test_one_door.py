@@ -1,8 +1,8 @@
 """One door: the command line and the window render through ``core.jobs.door`` and nothing below it.
 
 The renders below the door (a picture's run, a job's, a clip's, a chunk's, the engine) are the core's own: a module
-under ``style_studio/cli`` or ``style_studio/ui`` that names one fails here, and so does a fourth public render
-function in ``core/jobs`` beside the door's three.
+under ``style_studio/cli`` or ``style_studio/ui`` that names one fails here, and so does a public render function in
+``core/jobs`` beside the door's four.
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def test_the_check_sees_a_surface_that_reaches_below_the_door() -> None:
 
 
 def test_core_jobs_has_at_most_four_public_render_functions() -> None:
-    """The door's three (picture, clip, job), and nothing else public there that renders: a function named as a
-    render (render..., run_..., stylize...) that takes the network's weights or a chunk runner."""
+    """The door's four (picture, clip, job, and the look a batch's pictures share), and nothing else public there
+    that renders: a function named as a render (render..., run_..., stylize...) that takes the network's weights
+    or a chunk runner."""
     renders = []
     for path in sorted((PACKAGE / "core" / "jobs").glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
@@ -79,4 +80,4 @@ def test_core_jobs_has_at_most_four_public_render_functions() -> None:
                 takes = {a.arg for a in node.args.args + node.args.kwonlyargs} & {"weights", "runner"}
                 if path.stem == "door" or (named and takes):
                     renders.append(f"{path.stem}.{node.name}")
-    assert renders == ["door.picture", "door.clip", "door.job"]
+    assert renders == ["door.picture", "door.clip", "door.job", "door.look"]

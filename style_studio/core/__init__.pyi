@@ -145,6 +145,7 @@ from .progress import Finished as Finished
 from .progress import Outcome as Outcome
 from .progress import Progress as Progress
 from .progress import Stopped as Stopped
+from .progress import TuningProgress as TuningProgress
 from .progress import Why as Why
 from .progress import read_outcome as read_outcome
 from .run.cancel import CancelToken as CancelToken
@@ -158,4 +159,5 @@ from .run.plan import Target as Target
 from .run.plan import plan_run as plan_run
 from .run.tuned_looks import TunedLooks as TunedLooks
 from .run.tuned_looks import kept_look as kept_look
+from .network.instant import TunedLook as TunedLook
 from .settings import Settings as Settings

@@ -260,6 +260,32 @@ class Progress:
         return out
 
 
+@dataclass(frozen=True)
+class TuningProgress:
+    """A step of the look being tuned to the painting before many pictures are painted with it: a batch's photos
+    in one painting, or a clip's frames (``jobs.look``). A single picture's tuning is in its run's records.
+
+    Attributes:
+        step, steps: 1-based step done (counting those a stopped tuning kept), and how many there are.
+        loss: the step's tuning loss.
+        photos: how many photos (or frames) the look learns from.
+        elapsed: seconds since the tuning began.
+        event: what the user should know (the first step says what is tuned), else None.
+    """
+
+    step: int
+    steps: int
+    loss: float
+    photos: int
+    elapsed: float
+    event: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``--progress json`` prints it: ``"tuning": true`` tells it from a run's record."""
+        return {"tuning": True, "step": self.step, "steps": self.steps, "loss": _finite_or_none(self.loss),
+                "photos": self.photos, "elapsed": round(self.elapsed, 3), "event": self.event}  # fmt: skip
+
+
 class TimeLeft:
     """Seconds left in a run of several scales, from the pace of the scale it is at.
 

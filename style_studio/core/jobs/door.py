@@ -1,7 +1,8 @@
-"""The door every surface calls: a picture, a clip, a job of a batch, each from what to make and how it is heard.
+"""The door every surface calls: a picture, a clip, a job of a batch, a look for many pictures, each from what to
+make and how it is heard.
 
 The notebook's ``style_studio.stylize``, the window, its queue, ``style-studio render | video | batch``, the pool's
-workers and Ray's tasks all render through these three calls and nothing below them (an import contract and
+workers and Ray's tasks all render through these calls and nothing below them (an import contract and
 ``tests/test_one_door.py`` keep it so):
 
 - ``picture(RunSpec, weights, RunHooks)``: one run of a picture, to its end (the window's, the queue's, the instant
@@ -9,7 +10,9 @@ workers and Ray's tasks all render through these three calls and nothing below t
 - ``clip(ClipSpec, weights, ClipHooks)``: a video job, its frames in this process or its chunks on a chunk runner
   (``ClipHooks.chunks``), written to its output;
 - ``job(JobInputs, weights, JobHooks)``: a job of a batch or of ``render``, from its inputs' bytes, as a worker
-  sends it back (``RenderedJob``); what the in-process runner, the worker pool and Ray's tasks run.
+  sends it back (``RenderedJob``); what the in-process runner, the worker pool and Ray's tasks run;
+- ``look(LookSpec, weights, LookHooks)``: the look tuned to a painting on several photos (a batch's in one
+  painting), before they are painted with it.
 
 Each spec says what to make; each hooks object how it is heard and steered. Nothing here decides anything about the
 picture: each call hands its spec and hooks to the one render below it.
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..run.spec import RunHooks, RunSpec
 from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, JobInputs, RenderedJob
+from .look import _tune_look
 from .picture import PictureResult, Previews, _run_picture
 from .render import _render_job
 from .video_chunks import ChunkRunner, ChunksDone, _render_video_in_chunks
@@ -32,9 +36,11 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from ..network.weights import NetworkWeights
-    from ..progress import Progress
+    from ..progress import Progress, TuningProgress
     from ..run.cancel import CancelToken
     from ..run.checkpoints import CheckpointStore
+    from ..run.tuning import TunedLook
+    from ..settings import Settings
 
 
 def picture(spec: RunSpec, weights: NetworkWeights, hooks: RunHooks = RunHooks()) -> PictureResult:
@@ -165,3 +171,45 @@ def job(inputs: JobInputs, weights: NetworkWeights, hooks: JobHooks = JobHooks()
         checkpoints=hooks.checkpoints, run_id=inputs.run_id, resume=inputs.resume, started=hooks.started,
         keep_checkpoint=hooks.keep_checkpoint, previews=hooks.previews,
     )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class LookSpec:
+    """A look tuned to a painting for several photos.
+
+    Attributes:
+        photos: what it learns from (a batch's photos in the painting): at most ``tuning.MOST_PHOTOS``, spread over
+            them, are used.
+        styles: the paintings, blended by ``settings``.
+        settings: the pictures' settings (``init`` "tuned"; ``tune_steps``, the size and the objective's).
+    """
+
+    photos: tuple[Image.Image, ...]
+    styles: tuple[Image.Image, ...]
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class LookHooks:
+    """How a look's tuning is heard and stopped.
+
+    Attributes:
+        progress: hears each step (the first says what is tuned); none when the look is kept.
+        cancel: set to stop (the steps done are kept in the cache, and the next tuning goes on from them).
+        say: hears what the user should know besides (a kept look set aside, a cache that cannot be written).
+    """
+
+    progress: Callable[[TuningProgress], None] | None = None
+    cancel: CancelToken | None = None
+    say: Callable[[str], None] | None = None
+
+
+def look(spec: LookSpec, weights: NetworkWeights, hooks: LookHooks = LookHooks()) -> TunedLook:
+    """The look tuned to ``spec``'s paintings: the one kept in the cache, or tuned on its photos now and kept.
+
+    Raises:
+        StyleStudioError: settings that do not fit the paintings, the instant look's network missing.
+        Cancelled: ``hooks.cancel`` was set.
+    """
+    return _tune_look(spec.photos, spec.styles, spec.settings, weights, cancel=hooks.cancel,
+                      progress=hooks.progress, say=hooks.say)  # fmt: skip

@@ -243,13 +243,16 @@ class StyleTransfer:
         enlarged; the start picture's record before the first."""
         resume = self.spec.resume
         first = resume.position.scale if resume is not None else 0
-        # No network for a run that neither optimises nor tunes: its picture is the start picture (the instant look).
-        settings = self.settings
-        network = network_for(self.weights, self.compute) if settings.optimises or settings.tunes else None
+        # No network for a run that neither optimises nor tunes: its picture is the start picture (the instant look,
+        # or the tuned look it was given).
+        settings, given = self.settings, self.spec.look
+        tunes = settings.tunes and resume is None and self.spec.frame is None
+        needed = settings.optimises or (tunes and given is None)
+        network = network_for(self.weights, self.compute) if needed else None
         image: Tensor | None = None
         with device_flags(self.compute, settings.deterministic):
-            if settings.tunes and network is not None and resume is None and self.spec.frame is None:
-                self._tuned = yield from self._tune(network)
+            if tunes:
+                self._tuned = given if given is not None else (yield from self._tune(network))
             for index, size in enumerate(self.sizes):
                 if index < first:
                     continue
@@ -292,9 +295,10 @@ class StyleTransfer:
             self._painted_look = painted_look(settings, self.content_image, self.style_images, device, self._tuned)
         return self._painted_look
 
-    def _tune(self, network: FeatureNetwork) -> Generator[Progress, None, TunedLook]:
+    def _tune(self, network: FeatureNetwork | None) -> Generator[Progress, None, TunedLook]:
         """The look tuned to the painting (``tuned_looks.obtain_look``): the kept one, or tuned on the photo now,
         with a record saying so, then about one a preview interval showing the look so far."""
+        assert network is not None
         told: list[str] = []
         settings, size = self.settings, self.sizes[-1]
         steps = obtain_look(network, (self.content_image,), self.style_images, settings, self.compute,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .checkpoints import Checkpoint, CheckpointStore
     from .live import LiveChanges
     from .plan import RunPlan
+    from .tuning import TunedLook
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,9 @@ class RunSpec:
         frame: a video frame's guide from the previous one; ``known_styles``: the clip's style statistics.
         deep: keep the result at 16 bits per channel too (``PictureResult.deep``).
         key: the job key of the pictures with the settings, when the caller has worked it out already.
+        look: with ``init`` "tuned", the look tuned to the painting when the caller has it (a batch's, tuned on its
+            photos; a clip's, on its frames): the run paints with it and tunes nothing; None: the kept one, or
+            tuned on the photo now.
     """
 
     pictures: Pictures
@@ -85,6 +89,7 @@ class RunSpec:
     known_styles: StyleCache | None = None
     deep: bool = False
     key: str | None = None
+    look: TunedLook | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -127,7 +127,7 @@ def _plain(value: object) -> object:
 
 def obtain_look(
     network: FeatureNetwork,
-    photos: Sequence[Image.Image],
+    photos: Sequence[Image.Image] | Callable[[], Sequence[Image.Image]],
     styles: Sequence[Image.Image],
     settings: Settings,
     compute: Compute,
@@ -140,6 +140,8 @@ def obtain_look(
     """The look tuned to ``styles`` under ``settings``: the kept one when it is whole, else tuned on ``photos``
     (going on from a kept part), a ``TuningStep`` yielded after each step; kept as it goes and when stopped.
 
+    ``photos`` may be a function that reads them (a clip's frames): it is called only when the look is tuned.
+
     Raises:
         Cancelled: stopped; what was tuned is kept, and the next call goes on from it.
     """
@@ -149,7 +151,8 @@ def obtain_look(
     kept = store.load(key, _shapes(look), tell=tell)
     if kept is not None and kept.finished:
         return kept
-    tuner = LookTuner(network, look, photos, styles, settings, compute, start=kept)
+    pictures = photos() if callable(photos) else photos
+    tuner = LookTuner(network, look, pictures, styles, settings, compute, start=kept)
     steps = settings.tune_steps
     saved = time.monotonic()
     keep: Callable[[], None] = lambda: _keep(store, key, tuner.result(steps), tell)  # noqa: E731

@@ -177,8 +177,7 @@ def _fitted(size: tuple[int, int], longest: int) -> tuple[int, int]:
 def _crops(photos: Sequence[Image.Image], longest: int, device: torch.device) -> list[Tensor]:
     """``CROPS_PER_PHOTO`` square crops of each photo (at most ``MOST_PHOTOS``, spread over them) at the run's
     scale, from its corners inwards, all of one side: the whole photo's shorter side when it is below ``CROP``."""
-    count, used = len(photos), min(len(photos), MOST_PHOTOS)
-    chosen = [photos[round(i * (count - 1) / max(1, used - 1))] for i in range(used)]
+    chosen = [photos[index] for index in spread(len(photos))]
     pictures = [resized_tensor(photo, _fitted(photo.size, longest)) for photo in chosen]
     side = min(CROP, *(min(p.shape[-2:]) for p in pictures))
     side -= side % 4
@@ -191,6 +190,12 @@ def _crops(photos: Sequence[Image.Image], longest: int, device: torch.device) ->
             left = round((width - side) * fraction)
             crops.append(picture[..., top : top + side, left : left + side].to(device))
     return crops
+
+
+def spread(count: int, most: int = MOST_PHOTOS) -> list[int]:
+    """The indices of at most ``most`` of ``count`` photos (or frames), spread evenly from the first to the last."""
+    used = min(count, most)
+    return [round(i * (count - 1) / max(1, used - 1)) for i in range(used)]
 
 
 def _layout(picture: Tensor) -> Tensor:
