@@ -21,6 +21,15 @@ class JobProgress:
 
 
 @dataclass(frozen=True)
+class LookProgress:
+    """Where the look a batch's pictures in one painting share stands while it is tuned, before they are painted:
+    its step's record as ``--progress json`` prints it (``TuningProgress``), with the jobs it is for (``"jobs"``)."""
+
+    jobs: tuple[str, ...]
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class JobRendered:
     """A job's result, to be written by the batch (a clip in chunks: written already, ``VideoWritten``)."""
 

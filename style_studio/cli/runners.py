@@ -6,11 +6,16 @@ a worker gets bytes and sends back pixels, so it needs no shared folder, and
 no output is ever half-written by a worker that was stopped. A worker saves
 its job's checkpoints in its machine's cache folder, so a job cut off by a
 kill goes on where it stood when the batch runs again there.
+
+Pictures that start from the tuned look in one painting share one look (``core.look_groups``): this process tunes
+it on their photos (``door.look``) when the first of them still to make is taken, and each job carries it to
+wherever it runs (``JobInputs.look``), so that every picture is painted with it at once.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import json
 import multiprocessing
@@ -33,20 +38,24 @@ from ..core import (
     Job,
     JobInputs,
     JobOutcome,
+    LookGroup,
     RenderedJob,
     Stopped,
     StyleStudioError,
+    TuningProgress,
     Why,
     already_done,
     door,
+    load_image,
+    look_groups,
     remove_partial_files,
     summary_rows,
     write_output,
 )
-from .reports import JobFailed, JobProgress, JobRendered, RunnerReport, ended
+from .reports import JobFailed, JobProgress, JobRendered, LookProgress, RunnerReport, ended
 
 if TYPE_CHECKING:
-    from ..core import NetworkWeights, Progress
+    from ..core import NetworkWeights, Progress, TunedLook
 
 
 class Runner(Protocol):
@@ -277,22 +286,24 @@ class BatchRun:
         return any(isinstance(o.outcome, Failed) for o in self.outcomes.values())
 
 
-#: What ``run_batch`` tells as it goes: a job's progress, or how a job ended.
-Event = Callable[[JobProgress | JobOutcome], None]
+#: What ``run_batch`` tells as it goes: a job's progress, a shared look's tuning, or how a job ended.
+Event = Callable[[JobProgress | LookProgress | JobOutcome], None]
 
 
 def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None) -> BatchRun:
     """Render the jobs that are not done yet with ``runner``; write each result as it comes.
 
-    ``on_event``: each job's progress (``JobProgress``) and how each ended (``JobOutcome``: done, skipped, failed).
-    Ctrl+C (KeyboardInterrupt) cancels what is left; finished outputs stay.
+    ``on_event``: each job's progress (``JobProgress``), each step of a look its pictures share being tuned
+    (``LookProgress``), and how each job ended (``JobOutcome``: done, skipped, failed).
+    Ctrl+C (KeyboardInterrupt) cancels what is left; finished outputs stay (and a look's tuning steps done).
     """
     event = on_event or (lambda _: None)
     batch = BatchRun(jobs, {})
     remove_partial_files(job.output.parent for job in jobs)
     by_id = {job.id: job for job in jobs}
+    looks = BatchLooks(jobs, event)
     try:
-        for report in runner.run(_work(jobs, batch, event, getattr(runner, "local_files", False))):
+        for report in runner.run(_work(jobs, batch, event, getattr(runner, "local_files", False), looks)):
             match report:
                 case JobProgress():
                     event(report)
@@ -306,9 +317,10 @@ def run_batch(jobs: Sequence[Job], runner: Runner, on_event: Event | None = None
     return batch
 
 
-def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool) -> Iterator[JobInputs]:
+def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool, looks: BatchLooks) -> Iterator[JobInputs]:
     """The jobs still to do, their files read only when a runner takes them (one job's bytes at a time,
-    not 50 photos x 20 styles of 9 MB before the first starts); done and unreadable ones are reported."""
+    not 50 photos x 20 styles of 9 MB before the first starts), each with the look it shares (``looks``); done and
+    unreadable ones are reported, and so are those whose look could not be tuned."""
     for job in jobs:
         try:
             inputs = JobInputs.read(job, local=local)
@@ -322,8 +334,88 @@ def _work(jobs: Sequence[Job], batch: BatchRun, event: Event, local: bool) -> It
         if already_done(job, inputs.key):
             already = "already done, with the same settings and pictures"
             _finish(batch, JobOutcome(job, Finished(made_before=True), already), event)
-        else:
-            yield inputs
+            continue
+        try:
+            look = looks.of(job)
+        except StyleStudioError as exc:
+            _finish(batch, JobOutcome(job, Failed(f"the look could not be tuned to the painting: {exc}")), event)
+            continue
+        yield dataclasses.replace(inputs, look=look) if look is not None else inputs
+
+
+class BatchLooks:
+    """The looks a batch's pictures share (``core.look_groups``: one for each painting whose pictures start from the
+    tuned look), each tuned once, on its pictures' photos, when the first of them still to make is taken.
+
+    The tuning runs in a thread of this process while this one waits, so that Ctrl+C is heard: it stops the
+    tuning (the steps done are kept, and the next batch goes on from them) and then the batch. Its steps are
+    told as ``LookProgress``.
+    """
+
+    def __init__(self, jobs: Sequence[Job], event: Event) -> None:
+        self.event = event
+        self._groups = {job.id: group for group in look_groups(jobs) for job in group.jobs}
+        self._looks: dict[int, TunedLook | StyleStudioError] = {}
+
+    def of(self, job: Job) -> TunedLook | None:
+        """The look ``job`` is painted with (tuned now if it is the first of its group); None: it has none.
+
+        Raises:
+            StyleStudioError: the look could not be tuned (said once for each of its pictures).
+            KeyboardInterrupt: Ctrl+C while it was tuned.
+        """
+        group = self._groups.get(job.id)
+        if group is None:
+            return None
+        if id(group) not in self._looks:
+            try:
+                self._looks[id(group)] = self._tuned(group)
+            except StyleStudioError as exc:
+                self._looks[id(group)] = exc
+        look = self._looks[id(group)]
+        if isinstance(look, StyleStudioError):
+            raise look
+        return look
+
+    def _tuned(self, group: LookGroup) -> TunedLook:
+        try:
+            photos = tuple(load_image(path) for path in group.photos)
+            styles = tuple(load_image(path) for path in group.styles)
+        except OSError as exc:
+            raise StyleStudioError(f"{exc.filename}: {exc.strerror or exc}") from None
+        ids = tuple(job.id for job in group.jobs)
+        steps: queue.Queue[TuningProgress | str | TunedLook | BaseException] = queue.Queue()
+        cancel = CancelToken()
+
+        def tune() -> None:
+            try:
+                hooks = door.LookHooks(progress=steps.put, cancel=cancel, say=steps.put)
+                steps.put(door.look(door.LookSpec(photos, styles, group.settings),
+                                    _weights(group.settings.network_weights), hooks))  # fmt: skip
+            except BaseException as exc:  # handed to the batch's thread, which raises it there
+                steps.put(exc)
+
+        thread = threading.Thread(target=tune, name="style-studio-look", daemon=True)
+        thread.start()
+        try:
+            while True:
+                try:
+                    step = steps.get(timeout=0.2)  # a timeout, so that Ctrl+C is seen
+                except queue.Empty:
+                    continue
+                match step:
+                    case BaseException():
+                        raise step
+                    case str():
+                        self.event(LookProgress(ids, {"jobs": list(ids), "tuning": True, "event": step}))
+                    case TuningProgress():
+                        self.event(LookProgress(ids, {"jobs": list(ids), **step.to_json()}))
+                    case _:
+                        return step
+        finally:
+            if thread.is_alive():
+                cancel.cancel()
+                thread.join()
 
 
 def _written(job: Job, rendered: RenderedJob) -> JobOutcome:
@@ -365,11 +457,11 @@ class BatchProgress:
 
             self._batch = tqdm(total=total, file=stderr, unit="job", desc="batch", position=0, dynamic_ncols=True)
 
-    def __call__(self, event: JobProgress | JobOutcome) -> None:
+    def __call__(self, event: JobProgress | LookProgress | JobOutcome) -> None:
         with self._lock:
             if self.mode == "json":
                 match event:
-                    case JobProgress(record=record):
+                    case JobProgress(record=record) | LookProgress(record=record):
                         line = record
                     case JobOutcome():
                         line = event.to_json()
@@ -378,24 +470,32 @@ class BatchProgress:
             elif self.mode == "bar":
                 self._bar(event)
 
-    def _bar(self, event: JobProgress | JobOutcome) -> None:
-        from tqdm import tqdm
-
+    def _bar(self, event: JobProgress | LookProgress | JobOutcome) -> None:
         match event:
+            case LookProgress(jobs=jobs, record=record):
+                named = f"job {jobs[0]}" if len(jobs) == 1 else f"{len(jobs)} jobs ({jobs[0]} to {jobs[-1]})"
+                if record.get("event"):
+                    self._batch.write(f"style-studio: {named}: {record['event']}", file=self.stderr)
+                if "step" in record:
+                    self._show(f"look for {named}", "step", record)
             case JobProgress(job=job, record=record):
-                if job != self._job_id or self._job is None:
-                    if self._job is not None:
-                        self._job.close()
-                    self._job_id = job
-                    self._job = tqdm(
-                        total=record["steps"], file=self.stderr, unit="it", desc=f"job {job}", position=1, leave=False
-                    )
-                self._job.update(record["step"] - self._job.n)
+                self._show(f"job {job}", "it", record)
             case JobOutcome(job=job, outcome=Failed(error=error)):
                 self._batch.update(1)
                 self._batch.write(f"style-studio: job {job.id} ({job.describe()}) failed: {error}", file=self.stderr)
             case JobOutcome():
                 self._batch.update(1)
+
+    def _show(self, name: str, unit: str, record: dict[str, Any]) -> None:
+        """The second bar: ``name``'s steps (a job's, or a shared look's tuning), a new bar when it is another's."""
+        from tqdm import tqdm
+
+        if name != self._job_id or self._job is None:
+            if self._job is not None:
+                self._job.close()
+            self._job_id = name
+            self._job = tqdm(total=record["steps"], file=self.stderr, unit=unit, desc=name, position=1, leave=False)
+        self._job.update(record["step"] - self._job.n)
 
     def close(self) -> None:
         for bar in (self._job, self._batch):

@@ -48,11 +48,13 @@ from .io.video import read_frames as read_frames
 from .jobs import door as door
 from .jobs.batch import JOB_WORDS as JOB_WORDS
 from .jobs.batch import JobOutcome as JobOutcome
+from .jobs.batch import LookGroup as LookGroup
 from .jobs.batch import OutputOptions as OutputOptions
 from .jobs.batch import check_jobs as check_jobs
 from .jobs.batch import free_generated_names as free_generated_names
 from .jobs.batch import jobs_from_arguments as jobs_from_arguments
 from .jobs.batch import jobs_from_file as jobs_from_file
+from .jobs.batch import look_groups as look_groups
 from .jobs.batch import remove_partial_files as remove_partial_files
 from .jobs.batch import summary_rows as summary_rows
 from .jobs.job import CHUNK_FRAMES as CHUNK_FRAMES

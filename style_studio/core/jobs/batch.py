@@ -6,6 +6,9 @@ was killed is finished by running the same command again. Rendering a job
 files: a worker on another machine can do it (``batch`` runs jobs in this
 process, in a process pool, or on Ray); the submitting process writes every
 output (``render.write_output``), through its guarded output.
+
+Pictures that start from the tuned look (``init`` "tuned") in one painting share one look (``LookGroup``): the
+batch tunes it once, on their photos, before the first of them is painted, and hands it to each.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .. import settings as settings_mod
 from ..errors import SettingsError, StyleStudioError
@@ -30,6 +33,9 @@ from ..objective.regions import Regions
 from ..progress import Failed, Finished, Outcome, Stopped
 from ..settings import Settings
 from .job import Job, VideoOptions, free_name, made_by_style_studio
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 #: A video's output in a batch, unless a jobs file names another.
 VIDEO_SUFFIX: Final = ".mp4"
@@ -343,6 +349,49 @@ def check_jobs(jobs: Sequence[Job], outdir: Path) -> None:
                 problems.append(f"job {job.id}: {exc}")
     if problems:
         raise BatchError(problems)
+
+
+@dataclass(frozen=True, eq=False)
+class LookGroup:
+    """A batch's pictures in one painting whose settings tune the look alike: one look, tuned on their photos.
+
+    Attributes:
+        jobs: the pictures' jobs, in the batch's order (each with the same styles and tuning settings).
+    """
+
+    jobs: tuple[Job, ...]
+
+    @property
+    def photos(self) -> tuple[Path, ...]:
+        """The photos the look learns from: at most ``tuning.MOST_PHOTOS`` of the pictures', spread over them."""
+        from ..run.tuning import spread
+
+        photos = list(dict.fromkeys(job.content for job in self.jobs))
+        return tuple(photos[index] for index in spread(len(photos)))
+
+    @property
+    def styles(self) -> tuple[Path, ...]:
+        return self.jobs[0].styles
+
+    @property
+    def settings(self) -> Settings:
+        return self.jobs[0].settings
+
+
+def look_groups(jobs: Sequence[Job]) -> list[LookGroup]:
+    """The batch's pictures that start from the tuned look, grouped by their paintings (the files) and the settings
+    the tuning reads (``tuned_looks.TUNING_FIELDS``, and the blend), in the order of each group's first job. A
+    video's job tunes its own look, on its frames."""
+    from ..run.tuned_looks import TUNING_FIELDS
+
+    groups: dict[Hashable, list[Job]] = {}
+    for job in jobs:
+        settings = job.settings
+        if job.video is None and settings.tunes:
+            tuning = tuple(getattr(settings, name) for name in TUNING_FIELDS)
+            key = (tuple(path_key(style) for style in job.styles), settings.style_blend, tuning)
+            groups.setdefault(key, []).append(job)
+    return [LookGroup(tuple(group)) for group in groups.values()]
 
 
 #: The words a batch's summary and ``--progress json`` say of how a job ended, in the summary's order.

@@ -12,7 +12,7 @@ workers and Ray's tasks all render through these calls and nothing below them (a
 - ``job(JobInputs, weights, JobHooks)``: a job of a batch or of ``render``, from its inputs' bytes, as a worker
   sends it back (``RenderedJob``); what the in-process runner, the worker pool and Ray's tasks run;
 - ``look(LookSpec, weights, LookHooks)``: the look tuned to a painting on several photos (a batch's in one
-  painting), before they are painted with it.
+  painting), before they are painted with it (``JobInputs.look``).
 
 Each spec says what to make; each hooks object how it is heard and steered. Nothing here decides anything about the
 picture: each call hands its spec and hooks to the one render below it.

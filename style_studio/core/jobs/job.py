@@ -46,6 +46,7 @@ from ..settings import FLOW_METHODS, Settings
 
 if TYPE_CHECKING:
     from ..run.checkpoints import Checkpoint
+    from ..run.tuning import TunedLook
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,8 @@ class JobInputs:
             killed batch left one it can be gone on from (one it cannot use is set aside, never deleted, and
             ``RenderedJob.notes`` says where it is kept). What the run goes on from is part of what it makes, as in
             ``RunSpec``; a batch's workers keep the defaults.
+        look: a picture's job with ``init`` "tuned": the look the batch tuned on its photos in this painting
+            (``door.look``), painted with at once wherever the job runs; None: the kept one, or tuned on the photo.
     """
 
     job: Job
@@ -274,6 +277,7 @@ class JobInputs:
     content_file: Path | None = None
     run_id: str | None = None
     resume: Checkpoint | Literal["auto"] | None = "auto"
+    look: TunedLook | None = None
 
     @classmethod
     def read(cls, job: Job, *, local: bool = False) -> JobInputs:

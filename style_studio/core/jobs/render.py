@@ -76,7 +76,7 @@ def _render_job(
                      cancel=cancel, checkpoints=checkpoints, previews=previews or Previews())  # fmt: skip
 
     def run(resume: Checkpoint | None) -> PictureResult:
-        spec = RunSpec(pictures, job.settings, resume, run_id, deep=job.bit_depth == 16, key=key)
+        spec = RunSpec(pictures, job.settings, resume, run_id, deep=job.bit_depth == 16, key=key, look=inputs.look)
         return _run_picture(spec, weights, hooks)
 
     notes: list[str] = []
