@@ -85,7 +85,7 @@ def _weights(choice: str) -> NetworkWeights:
     return load_weights(choice, download=True)
 
 
-def _progress(job_id: str, record: Progress) -> JobProgress:
+def _progress(job_id: str, record: Progress | TuningProgress) -> JobProgress:
     return JobProgress(job_id, {"job": job_id, **record.to_json()})
 
 
@@ -123,9 +123,13 @@ class InProcess:
 
     def _render(self, inputs: JobInputs, reports: queue.Queue[RunnerReport | None]) -> None:
         job = inputs.job.id
+
+        def told(record: Progress | TuningProgress) -> None:
+            reports.put(_progress(job, record))
+
         try:
-            hooks = door.JobHooks(cancel=self._cancel, progress=lambda record: reports.put(_progress(job, record)),
-                                  checkpoints=CheckpointStore(), app_version=__version__)  # fmt: skip
+            hooks = door.JobHooks(cancel=self._cancel, progress=told, checkpoints=CheckpointStore(),
+                                  app_version=__version__, tuning=told)  # fmt: skip
             rendered = door.job(inputs, _weights(inputs.job.settings.network_weights), hooks)
             reports.put(JobRendered(job, rendered))
         except Cancelled:
@@ -168,11 +172,11 @@ def gpu_share(workers: int, gpus: int) -> list[int] | None:
 def _pool_render(inputs: JobInputs) -> RenderedJob:
     job = inputs.job.id
 
-    def report(record: Progress) -> None:
+    def report(record: Progress | TuningProgress) -> None:
         if _worker_queue is not None:
             _worker_queue.put(_progress(job, record))
 
-    hooks = door.JobHooks(progress=report, checkpoints=CheckpointStore(), app_version=__version__)
+    hooks = door.JobHooks(progress=report, checkpoints=CheckpointStore(), app_version=__version__, tuning=report)
     return door.job(inputs, _weights(inputs.job.settings.network_weights), hooks)
 
 

@@ -14,7 +14,7 @@ from .parser import UsageError, as_flags, chunking, preset_base, settings_from_a
 from .terminal import BarReporter, handling, load_weights_shown
 
 if TYPE_CHECKING:
-    from ..core import ChunksDone, FrameRecord, RenderedVideo
+    from ..core import ChunksDone, FrameRecord, RenderedVideo, TuningProgress
 
 EXIT_INTERRUPTED = 130
 
@@ -33,6 +33,18 @@ class FrameReporter(BarReporter):
     def say(self, notice: str) -> None:
         """Tell the user something now, on stderr (beside the JSON lines on stdout)."""
         self._write(f"style-studio: {notice}")
+
+    def tuned(self, step: TuningProgress) -> None:
+        """The look being tuned on the clip's frames, before the first: a JSON line, or its event (the first step
+        says what is tuned) and the step beside the bar."""
+        if self.mode == "json":
+            self.stdout.write(json.dumps(step.to_json()) + "\n")
+            self.stdout.flush()
+            return
+        if step.event:
+            self._write(f"style-studio: {step.event}")
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"tuning the look: step {step.step}/{step.steps} loss {step.loss:.4g}")
 
     def show_chunks(self, done: ChunksDone) -> None:
         """A chunked render: the bar moves as the chunks under way style their frames (the key frame first)."""
@@ -113,6 +125,7 @@ def video(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
                 hooks = door.ClipHooks(
                     progress=reporter.show, stop=stop, cancel=cancel, say=reporter.say,
                     started=lambda kept: reporter.started(kept, frames), comment=f"Style Studio {__version__}",
+                    tuning=reporter.tuned,
                 )  # fmt: skip
                 rendered = door.clip(door.ClipSpec(job, resume=resume), loaded, hooks)
     except (KeyboardInterrupt, Cancelled):

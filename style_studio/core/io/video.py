@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,7 +285,9 @@ def frame_to_rgb(frame: Any) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(picture, k=turns)) if turns else picture
 
 
-def read_frames(path: str | os.PathLike[str], start: float = 0.0, duration: float | None = None) -> Iterator[ClipFrame]:
+def read_frames(
+    path: str | os.PathLike[str], start: float = 0.0, duration: float | None = None
+) -> Generator[ClipFrame, None, None]:
     """The frames in [start, start + duration) seconds, one at a time (memory: one frame).
 
     Raises:

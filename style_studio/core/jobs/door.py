@@ -12,7 +12,7 @@ workers and Ray's tasks all render through these calls and nothing below them (a
 - ``job(JobInputs, weights, JobHooks)``: a job of a batch or of ``render``, from its inputs' bytes, as a worker
   sends it back (``RenderedJob``); what the in-process runner, the worker pool and Ray's tasks run;
 - ``look(LookSpec, weights, LookHooks)``: the look tuned to a painting on several photos (a batch's in one
-  painting), before they are painted with it (``JobInputs.look``).
+  painting), before they are painted with it (``JobInputs.look``). A clip tunes its own, on its frames.
 
 Each spec says what to make; each hooks object how it is heard and steered. Nothing here decides anything about the
 picture: each call hands its spec and hooks to the one render below it.
@@ -94,6 +94,8 @@ class ClipHooks:
             that is in the video's notes.
         comment: text to record in the video file's metadata (the job key is added).
         chunks: render in chunks on this plan's runner; None: every frame in this process.
+        tuning: hears each step of the look being tuned on the clip's frames (``init`` "tuned"; in this process);
+            without it, ``say`` hears what is tuned.
     """
 
     progress: Callable[[FrameRecord], None] | None = None
@@ -104,6 +106,7 @@ class ClipHooks:
     say: Callable[[str], None] | None = None
     comment: str | None = None
     chunks: ChunkPlan | None = None
+    tuning: Callable[[TuningProgress], None] | None = None
 
 
 def clip(spec: ClipSpec, weights: NetworkWeights | None, hooks: ClipHooks = ClipHooks()) -> RenderedVideo:
@@ -128,7 +131,7 @@ def clip(spec: ClipSpec, weights: NetworkWeights | None, hooks: ClipHooks = Clip
         raise ValueError("a clip rendered in this process needs weights")
     return _render_video(
         spec.job, weights, stop=hooks.stop, cancel=hooks.cancel, progress=hooks.progress, resume=spec.resume,
-        started=hooks.started, say=hooks.say, comment=hooks.comment, styles=spec.styles,
+        started=hooks.started, say=hooks.say, comment=hooks.comment, styles=spec.styles, tuning=hooks.tuning,
     )  # fmt: skip
 
 
@@ -145,6 +148,7 @@ class JobHooks:
         keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written; else it is
             removed as soon as the job is rendered.
         app_version: the version named in the picture's metadata.
+        tuning: a video's job with ``init`` "tuned": hears each step of the look being tuned on its frames.
     """
 
     cancel: CancelToken | None = None
@@ -154,6 +158,7 @@ class JobHooks:
     previews: Previews | None = None
     keep_checkpoint: bool = False
     app_version: str = ""
+    tuning: Callable[[TuningProgress], None] | None = None
 
 
 def job(inputs: JobInputs, weights: NetworkWeights, hooks: JobHooks = JobHooks()) -> RenderedJob:
@@ -169,7 +174,7 @@ def job(inputs: JobInputs, weights: NetworkWeights, hooks: JobHooks = JobHooks()
     return _render_job(
         inputs, weights, cancel=hooks.cancel, progress=hooks.progress, app_version=hooks.app_version,
         checkpoints=hooks.checkpoints, run_id=inputs.run_id, resume=inputs.resume, started=hooks.started,
-        keep_checkpoint=hooks.keep_checkpoint, previews=hooks.previews,
+        keep_checkpoint=hooks.keep_checkpoint, previews=hooks.previews, tuning=hooks.tuning,
     )  # fmt: skip
 
 

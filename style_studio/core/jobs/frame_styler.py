@@ -6,6 +6,11 @@ cut starts a frame fresh, as the first. A fresh frame is styled from the
 style images; the frames after it take its look (``Look``), so the clip keeps
 one look from its first frame to its last. A pass that begins inside a clip
 (a chunk rendered on another machine) begins under the clip's look, given.
+
+With the tuned look alone (``--preset tuned``: nothing optimised), the look, tuned once for the clip on its
+frames and handed to every frame's run, paints each frame at once, and the frame is blended with the last one
+along the flow where it is reliable (``temporal.blend_along_flow``): the clip goes at the network's pace, without
+most of its flicker. The instant look alone (``--preset instant``) stays a draft: each frame as it painted it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ if TYPE_CHECKING:
     from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
+    from ..run.tuning import TunedLook
     from .job import VideoOptions
 
 
@@ -78,6 +84,7 @@ class FrameStyler:
         styles: the style pictures; a fresh frame after a cut is styled from them and sets a new look.
         look: the clip's look when this pass begins inside the clip: its first frame is styled fresh, with
             that look as its style (not the style pictures), so that its colours are the clip's.
+        tuned: with ``init`` "tuned", the look tuned to the painting on the clip's frames, for every frame's run.
     """
 
     def __init__(
@@ -87,6 +94,7 @@ class FrameStyler:
         styles: Sequence[Image.Image],
         weights: NetworkWeights,
         look: np.ndarray | None = None,
+        tuned: TunedLook | None = None,
     ) -> None:
         from ..objective.objective import StyleCache
         from ..objective.temporal import FlowEstimator
@@ -95,6 +103,7 @@ class FrameStyler:
         self.flows = FlowEstimator(options.flow)
         self.known_styles = StyleCache()
         self.look = Look(look) if look is not None else None
+        self.tuned = tuned
         self.previous: tuple[np.ndarray, np.ndarray] | None = None  # (input frame, stylised frame) at render size
         self.flow_seconds = 0.0
 
@@ -111,9 +120,10 @@ class FrameStyler:
         self.kept(content, picture, fresh=self.look is None or (guide is None and self.previous is not None))
 
     def guide(self, content: np.ndarray) -> FrameGuide | None:
-        """What the next frame takes from the last one; None: it starts fresh (the first, after a cut, without
-        coherence, or in a draft that optimises nothing)."""
-        if not self.settings.optimises:  # the instant look alone paints each frame on its own (a draft)
+        """What the next frame's run takes from the last one; None: it starts fresh (the first, after a cut,
+        without coherence, or where nothing is optimised: the look paints it, and ``style`` blends the tuned
+        look's with the last frame)."""
+        if not self.settings.optimises:
             return None
         began = time.perf_counter()
         try:
@@ -133,11 +143,30 @@ class FrameStyler:
             settings = (frame_settings(self.settings, self.options, paintings) if guide is not None
                         else under_look(self.settings, paintings))  # fmt: skip
             styles, known = list(self.look.styles(settings, self.styles)), self.look.statistics
-        spec = RunSpec(Pictures(Image.fromarray(content), tuple(styles)), settings, frame=guide, known_styles=known)
+        spec = RunSpec(Pictures(Image.fromarray(content), tuple(styles)), settings, frame=guide, known_styles=known,
+                       look=self.tuned)  # fmt: skip
         result = _run_picture(spec, self.weights, RunHooks(report=report, cancel=cancel, previews=Previews(0.5, 256)))
         picture = np.asarray(result.finished_or_raise(), dtype=np.uint8)
+        if settings.tunes and not settings.optimises:
+            picture = self._carried(content, picture)
         self.kept(content, picture, fresh=sets_look)
         return picture, result.compute
+
+    def _carried(self, content: np.ndarray, painted: np.ndarray) -> np.ndarray:
+        """A frame the tuned look painted on its own, blended with the last one along the flow where it is reliable
+        (``blend_along_flow``); the first, one after a cut, and every frame without coherence (temporal weight 0)
+        as painted."""
+        from ..objective.temporal import FrameMotion, blend_along_flow
+
+        if self.previous is None or self.options.temporal_weight <= 0:
+            return painted
+        began = time.perf_counter()
+        try:
+            previous_input, previous_output = self.previous
+            motion = FrameMotion.between(previous_input, content, self.flows)
+            return painted if motion.is_cut else blend_along_flow(painted, previous_output, motion)
+        finally:
+            self.flow_seconds += time.perf_counter() - began
 
 
 def under_look(settings: settings_mod.Settings, paintings: int) -> settings_mod.Settings:

@@ -9,13 +9,16 @@ painted: the look learns more of what it will paint, and then paints every pictu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Generator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PIL import Image
 
+from ..io.video import ClipFrame, read_frames
 from ..progress import TuningProgress
 from ..settings import Settings
 
@@ -106,3 +109,29 @@ def _heard(
         if progress is not None:
             elapsed = time.perf_counter() - began
             progress(TuningProgress(step.step, step.steps, step.loss, count, elapsed, "; ".join(events) or None))
+
+
+def clip_frames(
+    clip: Path, start: float, duration: float | None, frames: int, size: tuple[int, int]
+) -> list[Image.Image]:
+    """At most ``tuning.MOST_PHOTOS`` frames spread over the part of ``clip`` from ``start`` for ``duration`` seconds
+    (about ``frames`` frames, as its headers say), at ``size`` (width, height): read one at a time, up to the last
+    one chosen. A clip that ends before its headers say gives its last frame in place of those it lacks.
+
+    Raises:
+        VideoError: the clip cannot be read.
+    """
+    from ..run.tuning import spread
+
+    wanted = spread(max(1, frames))
+    chosen: list[Image.Image] = []
+    last: ClipFrame | None = None
+    with contextlib.closing(read_frames(clip, start, duration)) as reading:
+        for last in reading:
+            if last.index in wanted:
+                chosen.append(last.image().resize(size, Image.Resampling.LANCZOS))
+            if last.index >= wanted[-1]:
+                break
+    if last is not None and last.index not in wanted:
+        chosen.append(last.image().resize(size, Image.Resampling.LANCZOS))
+    return chosen

@@ -27,7 +27,7 @@ from .video_job import _render_video_inputs, hand_over
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
-    from ..progress import Progress
+    from ..progress import Progress, TuningProgress
     from ..run.cancel import CancelToken
     from ..run.checkpoints import Checkpoint, CheckpointStore
 
@@ -47,6 +47,7 @@ def _render_job(
     started: Callable[[], None] | None = None,
     keep_checkpoint: bool = False,
     previews: Previews | None = None,
+    tuning: Callable[[TuningProgress], None] | None = None,
 ) -> RenderedJob:
     """Render one job in this process, with checkpoints in ``checkpoints`` (if given) as it goes.
 
@@ -59,13 +60,14 @@ def _render_job(
         keep_checkpoint: leave the checkpoint for the caller to remove once the picture is written;
             else it is removed as soon as the job is rendered.
         previews: how often ``progress`` hears a record with a preview, and how large (a picture's job).
+        tuning: a video's job with ``init`` "tuned": hears each step of the look being tuned on its frames.
 
     Raises:
         StyleStudioError: a picture that cannot be read, settings that do not fit it, out of memory.
         Cancelled: ``cancel`` was set (nothing is returned; the checkpoint is kept).
     """
     if inputs.job.video is not None:
-        return _render_video_inputs(inputs, weights, cancel=cancel, progress=progress)
+        return _render_video_inputs(inputs, weights, cancel=cancel, progress=progress, tuning=tuning)
     job = inputs.job
     content, styles = inputs.pictures()
     pictures = Pictures(content, tuple(styles), (job.content.name, *(p.name for p in job.styles)), job.regions,

@@ -11,6 +11,10 @@ frame it stood at in each chunk; the video is
 written from the kept chunks, through the job's guarded output, once all are
 there.
 
+With the tuned look (``init`` "tuned"), the key frame's pass first tunes the look on frames spread over the
+whole clip (``video_job._clip_look``), on the machine that runs it; the look is kept with the key frame and handed
+to every chunk, so that all are painted by the same network.
+
 Where the chunks run is the caller's (``ChunkRunner``): one after another in
 this process (``ChunksInProcess``), or as tasks on a cluster. What a chunk's
 pass does is the core's: the runner is handed the function to run for each
@@ -27,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 from PIL import Image
@@ -39,14 +43,23 @@ from ..io.kept import Tell, read_kept
 from ..io.locks import held
 from ..io.video import probe, read_frames
 from ..io.video_writer import check_writable, write_video
+from ..run.cancel import CancelToken
 from .frame_cache import GO_ON, read_frame
 from .frame_styler import FrameStyler
 from .job import CHUNK_FRAMES, CHUNK_OVERLAP, Job, video_key
-from .video_job import FrameRecord, KeptFramesError, RenderedVideo, check_video_job, frame_report, render_size
+from .video_job import (
+    FrameRecord,
+    KeptFramesError,
+    RenderedVideo,
+    _clip_look,
+    check_video_job,
+    frame_report,
+    render_size,
+)
 
 if TYPE_CHECKING:
     from ..network.weights import NetworkWeights
-    from ..run.cancel import CancelToken
+    from ..run.tuning import TunedLook
 
 
 @dataclass(frozen=True)
@@ -96,25 +109,29 @@ def plan_chunks(frames: int, chunk_frames: int = CHUNK_FRAMES, overlap: int = CH
 @dataclass(frozen=True)
 class ChunkWork:
     """What a chunk's pass needs: the job (its clip where it is read), the chunk, the style pictures (a cut
-    inside the chunk starts from them), the key frame's picture (None: this is the key frame), and the
-    pictures of its first frames styled before (by a pass that was stopped or killed), which it goes on from."""
+    inside the chunk starts from them), the key frame's picture (None: this is the key frame), the
+    pictures of its first frames styled before (by a pass that was stopped or killed), which it goes on from,
+    and with ``init`` "tuned" the look tuned on the clip (None: the key frame's pass tunes it)."""
 
     job: Job
     chunk: Chunk
     styles: tuple[Image.Image, ...]
     look: np.ndarray | None
     kept: tuple[np.ndarray, ...] = ()
+    tuned: TunedLook | None = None
 
 
 @dataclass(frozen=True)
 class ChunkFrames:
-    """A chunk styled: its frames' pictures and times (from the part's start), where, and in how long."""
+    """A chunk styled: its frames' pictures and times (from the part's start), where, and in how long; the key
+    frame's, with the look it tuned on the clip (``init`` "tuned")."""
 
     chunk: Chunk
     pictures: tuple[np.ndarray, ...]
     times: tuple[float, ...]
     compute: str
     seconds: float
+    tuned: TunedLook | None = None
 
 
 def _render_chunk(
@@ -133,15 +150,17 @@ def _render_chunk(
     Raises:
         StyleStudioError: the clip cannot be read, out of memory; Cancelled: ``cancel`` was set.
     """
-    from ..run.cancel import CancelToken
-
     began = time.perf_counter()
     job, chunk = work.job, work.chunk
     assert job.video is not None
     clip = clip or job.content
-    size = render_size(probe(clip), job.settings.size)
-    styler = FrameStyler(job.settings, job.video, work.styles, weights, look=work.look)
+    info = probe(clip)
+    size = render_size(info, job.settings.size)
     cancel = cancel or CancelToken()
+    tuned = work.tuned
+    if tuned is None and job.settings.tunes:
+        tuned = _clip_look(clip, job, info, size, work.styles, weights, cancel, None, None)
+    styler = FrameStyler(job.settings, job.video, work.styles, weights, look=work.look, tuned=tuned)
     pictures: list[np.ndarray] = []
     times: list[float] = []
     compute = ""
@@ -168,7 +187,8 @@ def _render_chunk(
                 styled(number, picture)
         pictures.append(picture)
         times.append(clip_frame.time)
-    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, time.perf_counter() - began)
+    seconds = time.perf_counter() - began
+    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, seconds, tuned if chunk.index < 0 else None)
 
 
 #: Hears that a chunk under way has styled a frame: its number and its picture.
@@ -303,14 +323,21 @@ class ChunkStore:
         return tuple(pictures)
 
     def keep(self, frames: ChunkFrames) -> None:
-        """Raises StyleStudioError: the cache cannot be written (the chunks kept before stay)."""
-        document = json.dumps({"compute": frames.compute, "times": frames.times})
+        """Keep a chunk whole (the key frame's with its tuned look).
+
+        Raises:
+            StyleStudioError: the cache cannot be written (the chunks kept before stay).
+        """
+        about: dict[str, object] = {"compute": frames.compute, "times": frames.times}
+        arrays: dict[str, Any] = {}
+        if frames.tuned is not None:
+            about["look"], arrays = _look_arrays(frames.tuned)
         pictures = np.stack(frames.pictures) if frames.pictures else np.zeros((0, 2, 2, 3), np.uint8)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             write_atomically(
                 self._path(frames.chunk),
-                lambda out: np.savez_compressed(out, pictures=pictures, about=np.array(document)),
+                lambda out: np.savez_compressed(out, pictures=pictures, about=np.array(json.dumps(about)), **arrays),
             )
             remove_tree(self._frames(frames.chunk), self.folder)
         except OSError as exc:
@@ -337,6 +364,7 @@ def _read_chunk(path: Path, chunk: Chunk, size: tuple[int, int]) -> ChunkFrames:
     with open(path, "rb") as data, np.load(data, allow_pickle=False) as kept:
         about = json.loads(str(kept["about"]))
         pictures = kept["pictures"]
+        tuned = _look_of(about["look"], kept) if "look" in about else None
     times, compute = [float(t) for t in about["times"]], str(about["compute"])
     width, height = size
     most = (chunk.stop - chunk.start) if chunk.stop is not None else None
@@ -344,7 +372,33 @@ def _read_chunk(path: Path, chunk: Chunk, size: tuple[int, int]) -> ChunkFrames:
         raise ValueError(f"its pictures are {pictures.dtype} {pictures.shape}, not frames of {width}×{height}")
     if len(times) != len(pictures) or not pictures.shape[0] or (most is not None and len(times) > most):
         raise ValueError(f"it holds {len(pictures)} pictures and {len(times)} times")
-    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, 0.0)
+    return ChunkFrames(chunk, tuple(pictures), tuple(times), compute, 0.0, tuned)
+
+
+def _look_arrays(look: TunedLook) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+    """A tuned look as a kept chunk holds it: its steps and weights' names (in the chunk's document), and its style
+    vector and weights as arrays (``look-vector``, ``look-0``, ...)."""
+    names = sorted(look.weights)
+    about = {"names": names, "steps_done": look.steps_done, "steps": look.steps}
+    arrays = {"look-vector": look.vector.float().numpy()}
+    arrays |= {f"look-{n}": look.weights[name].float().numpy() for n, name in enumerate(names)}
+    return about, arrays
+
+
+def _look_of(about: dict[str, object], kept: Any) -> TunedLook:
+    """The look ``_look_arrays`` kept (ValueError: it is not one)."""
+    import torch
+
+    from ..run.tuning import TunedLook
+
+    names, steps_done, steps = about["names"], about["steps_done"], about["steps"]
+    if not (isinstance(names, list) and isinstance(steps_done, int) and isinstance(steps, int) and steps > 0):
+        raise ValueError("its tuned look is not one")
+    arrays = [kept["look-vector"], *(kept[f"look-{n}"] for n in range(len(names)))]
+    if not all(a.dtype == np.float32 and np.isfinite(a).all() for a in arrays):
+        raise ValueError("its tuned look's weights are not finite numbers")
+    vector, *weights = (torch.from_numpy(np.array(a)) for a in arrays)
+    return TunedLook(vector, dict(zip((str(n) for n in names), weights, strict=True)), steps_done, steps)
 
 
 def faded(before: np.ndarray, after: np.ndarray, share: float) -> np.ndarray:
@@ -418,8 +472,6 @@ def _render_video_in_chunks(
         Busy: another process is rendering the same job or writing the same output.
         Cancelled: ``stop`` was set; the chunks done are kept.
     """
-    from ..run.cancel import CancelToken
-
     began = time.perf_counter()
     options = job.video
     if options is None:
@@ -443,8 +495,9 @@ def _render_video_in_chunks(
         if key_frames is None:
             key_frames = chunks.run(runner, [ChunkWork(job, KEY_FRAME, styles, None)], stop)
         assert key_frames is not None
-        look = key_frames.pictures[0]
-        chunks.run(runner, [ChunkWork(job, c, styles, look, begun[c.index]) for c in plan if c.index in begun], stop)
+        look, tuned = key_frames.pictures[0], key_frames.tuned
+        works = [ChunkWork(job, c, styles, look, begun[c.index], tuned) for c in plan if c.index in begun]
+        chunks.run(runner, works, stop)
         document = json.dumps({"job_key": key, "chunks": [chunk_frames, overlap],
                                **({"note": comment} if comment else {})})  # fmt: skip
         notes += write_video(target, joined(chunks.written(), overlap), info.frame_rate,

@@ -15,6 +15,9 @@ are kept (``KeptFramesError``), and kept frames that cannot be read are set
 aside. The video file is made from the kept frames at the end, with the clip's
 sound, through the job's guarded output, and appears under its name only when
 complete; the cache folder is then removed.
+
+With the tuned look (``init`` "tuned"), the look is tuned once, on frames spread over the clip, before the first
+frame (``look``); every frame is then painted with it.
 """
 
 from __future__ import annotations
@@ -39,15 +42,17 @@ from ..io.locks import held
 from ..io.video import ClipInfo, probe, read_frames
 from ..io.video_writer import check_writable, write_video
 from ..network.layers import check_image_fits
+from ..run.cancel import CancelToken, EitherToken
 from .frame_cache import FrameCache
 from .frame_styler import FrameStyler
 from .job import Job, JobInputs, RenderedJob, VideoBytes, VideoFile, VideoOptions, video_key
+from .look import _tune_look, clip_frames
 
 if TYPE_CHECKING:
     from ..io.outputs import Output
     from ..network.weights import NetworkWeights
-    from ..progress import Progress
-    from ..run.cancel import CancelToken
+    from ..progress import Progress, TuningProgress
+    from ..run.tuning import TunedLook
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ def _render_video(
     say: Callable[[str], None] | None = None,
     comment: str | None = None,
     styles: Sequence[Image.Image] | None = None,
+    tuning: Callable[[TuningProgress], None] | None = None,
 ) -> RenderedVideo:
     """Render a video job and write its output.
 
@@ -155,6 +161,7 @@ def _render_video(
             without it, that is in the video's notes.
         comment: text to record in the video file's metadata (the job key is added).
         styles: the style pictures, when already decoded (else read from ``job.styles``).
+        tuning: hears each step of the look tuned on the clip's frames first (``init`` "tuned"); else ``say`` does.
 
     Raises:
         StyleStudioError: bad input, an output that cannot be written, out of memory, a cache that cannot be
@@ -163,8 +170,6 @@ def _render_video(
         Busy: another process is rendering the same job or writing the same output.
         Cancelled: ``stop`` or ``cancel`` was set; the frames made so far are kept for ``resume``.
     """
-    from ..run.cancel import CancelToken
-
     began = time.perf_counter()
     options = job.video
     if options is None:
@@ -183,13 +188,50 @@ def _render_video(
         _take_kept(cache, resume, tell, started)
         size = render_size(info, job.settings.size)
         compute, flow_seconds = _render_frames(job, options, info, size, styles, weights, cache, stop, cancel,
-                                               progress, tell)  # fmt: skip
+                                               progress, tell, tuning or _events_said(say))  # fmt: skip
         notes += _write(target, cache.frames(size), info, options, key, comment)
         frames, times = cache.done, cache.times
         cache.clear()
     notes[:0] = _cut_short(job.content.name, info, options, frames, times)
     seconds = time.perf_counter() - began
     return RenderedVideo(job.output, frames, seconds, compute, (*info.notes, *notes), key, flow_seconds)
+
+
+def _clip_look(
+    clip: Path,
+    job: Job,
+    info: ClipInfo,
+    size: tuple[int, int],
+    styles: Sequence[Image.Image],
+    weights: NetworkWeights,
+    cancel: CancelToken | None,
+    tuning: Callable[[TuningProgress], None] | None,
+    tell: Callable[[str], None] | None,
+) -> TunedLook:
+    """The look tuned to the painting on frames spread over the job's part of ``clip`` (its frames at ``size``),
+    read only when the look is not kept; ``tuning`` hears each step, ``tell`` what the user should know besides (a
+    kept look set aside, a cache that cannot be written).
+
+    Raises:
+        StyleStudioError: the clip cannot be read, the instant look's network is missing; Cancelled: stopped.
+    """
+    options = job.video
+    assert options is not None
+    frames = info.frames_between(options.start, options.duration)
+    read = functools.partial(clip_frames, clip, options.start, options.duration, frames, size)
+    return _tune_look(read, styles, job.settings, weights, cancel=cancel, progress=tuning, say=tell, kind="frame")
+
+
+def _events_said(say: Callable[[str], None] | None) -> Callable[[TuningProgress], None] | None:
+    """What hears a tuning's steps when only ``say`` was given: their events, said (None: no ``say``)."""
+    if say is None:
+        return None
+
+    def told(step: TuningProgress) -> None:
+        if step.event:
+            say(step.event)
+
+    return told
 
 
 def _write(
@@ -246,11 +288,16 @@ def _render_frames(
     cancel: CancelToken,
     progress: Callable[[FrameRecord], None] | None,
     tell: Callable[[str], None],
+    tuning: Callable[[TuningProgress], None] | None = None,
 ) -> tuple[str, float]:
-    """Make the frames the cache lacks (a kept frame that cannot be read is styled again, and the frames after it);
-    returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
+    """Make the frames the cache lacks (a kept frame that cannot be read is styled again, and the frames after it),
+    with the tuned look first tuned on the clip (``init`` "tuned", ``tuning`` hearing its steps) when frames are
+    left to make; returns where they were computed ("cpu, fp32", ...) and the flow's seconds."""
     total = max(info.frames_between(options.start, options.duration), cache.done)
-    styler = FrameStyler(job.settings, options, styles, weights)
+    tuned = None
+    if job.settings.tunes and cache.done < total:
+        tuned = _clip_look(job.content, job, info, size, styles, weights, EitherToken(stop, cancel), tuning, tell)
+    styler = FrameStyler(job.settings, options, styles, weights, tuned=tuned)
     compute = cache.compute or "frames kept from an earlier render"
     made, making_since = 0, time.perf_counter()
     for clip_frame in read_frames(job.content, options.start, options.duration):
@@ -301,6 +348,7 @@ def _render_video_inputs(
     *,
     cancel: CancelToken | None = None,
     progress: Callable[[FrameRecord], None] | Callable[[Progress], None] | None = None,
+    tuning: Callable[[TuningProgress], None] | None = None,
 ) -> RenderedJob:
     """A video job rendered by a batch worker; the batch's own process writes the result to its output.
 
@@ -329,7 +377,8 @@ def _render_video_inputs(
         output = folder / f"video{job.output.suffix}"
         styles = [decode_image(data, path.name) for data, path in zip(inputs.styles, job.styles, strict=True)]
         here = dataclasses.replace(job, content=clip, output=output, within=None, mask=None)
-        rendered = _render_video(here, weights, cancel=cancel, progress=progress, styles=styles)  # type: ignore[arg-type]
+        heard: Callable[[FrameRecord], None] | None = progress  # type: ignore[assignment]
+        rendered = _render_video(here, weights, cancel=cancel, progress=heard, styles=styles, tuning=tuning)
         metadata = json.dumps({"job_key": rendered.key, "notes": list(rendered.notes)})
         seconds = time.perf_counter() - began
         if inputs.content_file is not None:

@@ -23,3 +23,20 @@ class CancelToken:
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():
             raise Cancelled()
+
+
+class EitherToken(CancelToken):
+    """Set when it is, or when any of ``tokens`` is: a part of a job that stops at either of two requests (a clip's
+    tuning stops at its Stop after this frame as at its Cancel now)."""
+
+    def __init__(self, *tokens: CancelToken) -> None:
+        super().__init__()
+        self.tokens = tokens
+
+    @property
+    def cancelled(self) -> bool:
+        return super().cancelled or any(token.cancelled for token in self.tokens)
+
+    def raise_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
