@@ -107,6 +107,7 @@ from .jobs.video_chunks import plan_chunks as plan_chunks
 from .jobs.video_job import FrameRecord as FrameRecord
 from .jobs.video_job import RenderedVideo as RenderedVideo
 from .jobs.video_job import check_video_job as check_video_job
+from .network.instant import TunedLook as TunedLook
 from .network.layers import LAYER_NAMES as LAYER_NAMES
 from .network.layers import PRIMARY_STYLE_LAYERS as PRIMARY_STYLE_LAYERS
 from .network.layers import check_image_fits as check_image_fits
@@ -161,5 +162,4 @@ from .run.plan import Target as Target
 from .run.plan import plan_run as plan_run
 from .run.tuned_looks import TunedLooks as TunedLooks
 from .run.tuned_looks import kept_look as kept_look
-from .network.instant import TunedLook as TunedLook
 from .settings import Settings as Settings

@@ -13,6 +13,7 @@ from style_studio.core import ChunksInProcess, Job, TuningProgress, VideoOptions
 from style_studio.core import settings as settings_mod
 from style_studio.core.jobs.video_chunks import _render_video_in_chunks as render_video_in_chunks
 from style_studio.core.jobs.video_job import _render_video as render_video
+from style_studio.core.network.instant import TunedLook
 from style_studio.core.objective.temporal import (
     CARRIED_SHARE,
     FlowEstimator,
@@ -164,7 +165,7 @@ def test_the_key_frames_tuned_look_is_kept_with_it_so_a_resumed_render_hands_the
     from style_studio.core.jobs.video_chunks import KEY_FRAME, ChunkFrames, ChunkStore
 
     weights = {"conv/w:0": torch.randn(4, 3, 3, 3), "conv/b:0": torch.randn(4)}
-    look = tuning.TunedLook(torch.randn(1, 1, 1, 100), weights, steps_done=3, steps=3)
+    look = TunedLook(torch.randn(1, 1, 1, 100), weights, steps_done=3, steps=3)
     store = ChunkStore("a" * 32)
     store.keep(ChunkFrames(KEY_FRAME, (np.zeros((32, 48, 3), np.uint8),), (0.0,), "cpu", 1.0, look))
     kept = store.read(KEY_FRAME, (48, 32))

@@ -380,9 +380,9 @@ class LookGroup:
 
 def look_groups(jobs: Sequence[Job]) -> list[LookGroup]:
     """The batch's pictures that start from the tuned look, grouped by their paintings (the files) and the settings
-    the tuning reads (``tuned_looks.TUNING_FIELDS``, and the blend), in the order of each group's first job. A
+    the tuning reads (``settings.TUNING_FIELDS``, and the blend), in the order of each group's first job. A
     video's job tunes its own look, on its frames."""
-    from ..run.tuned_looks import TUNING_FIELDS
+    from ..settings import TUNING_FIELDS
 
     groups: dict[Hashable, list[Job]] = {}
     for job in jobs:

@@ -35,11 +35,11 @@ from .video_job import FrameRecord, RenderedVideo, _render_video
 if TYPE_CHECKING:
     from PIL import Image
 
+    from ..network.instant import TunedLook
     from ..network.weights import NetworkWeights
     from ..progress import Progress, TuningProgress
     from ..run.cancel import CancelToken
     from ..run.checkpoints import CheckpointStore
-    from ..run.tuning import TunedLook
     from ..settings import Settings
 
 

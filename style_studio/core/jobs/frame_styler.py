@@ -27,11 +27,11 @@ from .. import settings as settings_mod
 from .picture import Pictures, Previews, RunHooks, RunSpec, _run_picture
 
 if TYPE_CHECKING:
+    from ..network.instant import TunedLook
     from ..network.weights import NetworkWeights
     from ..objective.temporal import FlowEstimator, FrameGuide
     from ..progress import Progress
     from ..run.cancel import CancelToken
-    from ..run.tuning import TunedLook
     from .job import VideoOptions
 
 

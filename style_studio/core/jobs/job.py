@@ -45,8 +45,8 @@ from ..objective.regions import Regions
 from ..settings import FLOW_METHODS, Settings
 
 if TYPE_CHECKING:
+    from ..network.instant import TunedLook
     from ..run.checkpoints import Checkpoint
-    from ..run.tuning import TunedLook
 
 log = logging.getLogger(__name__)
 

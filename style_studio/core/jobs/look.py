@@ -23,9 +23,10 @@ from ..progress import TuningProgress
 from ..settings import Settings
 
 if TYPE_CHECKING:
+    from ..network.instant import TunedLook
     from ..network.weights import NetworkWeights
     from ..run.cancel import CancelToken
-    from ..run.tuning import TunedLook, TuningStep
+    from ..run.tuning import TuningStep
 
 log = logging.getLogger(__name__)
 

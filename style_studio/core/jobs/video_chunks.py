@@ -58,8 +58,8 @@ from .video_job import (
 )
 
 if TYPE_CHECKING:
+    from ..network.instant import TunedLook
     from ..network.weights import NetworkWeights
-    from ..run.tuning import TunedLook
 
 
 @dataclass(frozen=True)
@@ -389,7 +389,7 @@ def _look_of(about: dict[str, object], kept: Any) -> TunedLook:
     """The look ``_look_arrays`` kept (ValueError: it is not one)."""
     import torch
 
-    from ..run.tuning import TunedLook
+    from ..network.instant import TunedLook
 
     names, steps_done, steps = about["names"], about["steps_done"], about["steps"]
     if not (isinstance(names, list) and isinstance(steps_done, int) and isinstance(steps, int) and steps > 0):

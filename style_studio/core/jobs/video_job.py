@@ -50,9 +50,9 @@ from .look import _tune_look, clip_frames
 
 if TYPE_CHECKING:
     from ..io.outputs import Output
+    from ..network.instant import TunedLook
     from ..network.weights import NetworkWeights
     from ..progress import Progress, TuningProgress
-    from ..run.tuning import TunedLook
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,13 @@ from ..progress import Progress
 from ..settings import Settings
 
 if TYPE_CHECKING:
+    from ..network.instant import TunedLook
     from ..objective.objective import StyleCache
     from ..objective.temporal import FrameGuide
     from .cancel import CancelToken
     from .checkpoints import Checkpoint, CheckpointStore
     from .live import LiveChanges
     from .plan import RunPlan
-    from .tuning import TunedLook
 
 
 @dataclass(frozen=True)
