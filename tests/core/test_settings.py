@@ -175,5 +175,5 @@ def test_what_a_run_takes_live_and_what_reshapes_its_plan_are_said_by_each_setti
                                                                       "style_blend"]  # fmt: skip
     # Pinned: a job keyed before these settings existed keeps its key.
     assert keyed_when_set(s.Settings) == {"first_scale": 0, "scale_ratio": 2.0, "average": False,
-                                                     "style_loss": "gram"}  # fmt: skip
+                                                     "style_loss": "gram", "tune_steps": 120}  # fmt: skip
     assert keyed_when_set(VideoOptions) == {"frame_settle": 0.0, "frame_repair": 0.0}
