@@ -196,7 +196,7 @@ class InstantPreview(QObject):
         ``settings`` start from the photo in the painting's colours (the default) or the instant look and
         optimise; as they are otherwise (a start the user chose, or no look of these pictures shown).
 
-        So the first preview after Start is the look the user saw, at the run's size (``StyleTransfer``).
+        So the first preview after Start is the look the user saw, at the run's size (the engine shows it first).
         """
         look = self.look
         if (
