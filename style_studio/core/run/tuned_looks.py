@@ -157,12 +157,11 @@ def obtain_look(
     saved = time.monotonic()
     keep: Callable[[], None] = lambda: _keep(store, key, tuner.result(steps), tell)  # noqa: E731
     try:
-        with torch.enable_grad():
-            for step in tuner.steps(steps, cancel):
-                yield step
-                if time.monotonic() - saved >= checkpoints.interval():
-                    keep()
-                    saved = time.monotonic()
+        for step in tuner.steps(steps, cancel):
+            yield step
+            if time.monotonic() - saved >= checkpoints.interval():
+                keep()
+                saved = time.monotonic()
     except Cancelled:
         keep()
         raise

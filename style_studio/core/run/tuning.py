@@ -121,7 +121,8 @@ class LookTuner:
                     cancel.raise_if_cancelled()
                 index = self.steps_done % len(self.crops)
                 objective.aim_at(aims[index])
-                loss = self._step(objective, self.crops[index], layouts[index])
+                with torch.enable_grad():  # a caller's no_grad (the door's) does not reach the tuning
+                    loss = self._step(objective, self.crops[index], layouts[index])
                 self.steps_done += 1
                 self.losses.append(loss)
                 yield TuningStep(self.steps_done, steps, loss, lambda: self.result(steps))
@@ -144,31 +145,6 @@ class LookTuner:
         """The look as tuned so far, on the CPU."""
         weights = {name: w.detach().cpu().clone() for name, w in self.weights.items()}
         return TunedLook(self.vector.cpu(), weights, self.steps_done, steps, tuple(self.losses))
-
-
-def tune(
-    network: FeatureNetwork,
-    look: InstantLook,
-    photos: Sequence[Image.Image],
-    styles: Sequence[Image.Image],
-    settings: Settings,
-    compute: Compute,
-    *,
-    start: TunedLook | None = None,
-    cancel: CancelToken | None = None,
-    report: Callable[[TuningStep], None] | None = None,
-) -> TunedLook:
-    """Tune the look (``LookTuner``) for ``settings.tune_steps`` steps and return it; ``report`` hears each step.
-
-    Raises:
-        Cancelled: stopped; ``report``'s last step holds the look so far.
-    """
-    tuner = LookTuner(network, look, photos, styles, settings, compute, start)
-    with torch.enable_grad():
-        for step in tuner.steps(settings.tune_steps, cancel):
-            if report is not None:
-                report(step)
-    return tuner.result(settings.tune_steps)
 
 
 def _fitted(size: tuple[int, int], longest: int) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from style_studio.core.run import engine
 from style_studio.core.run.cancel import CancelToken
 from style_studio.core.run.compute import network_for
 from style_studio.core.run.tuned_looks import TunedLooks, look_key
-from style_studio.core.run.tuning import CROPS_PER_PHOTO, TuningStep, tune
+from style_studio.core.run.tuning import CROPS_PER_PHOTO, LookTuner, TuningStep
 from style_studio.core.settings import DEFAULTS, PRESETS, Settings
 from tests.conftest import SAMPLES
 from tests.runs import run
@@ -60,9 +60,9 @@ def test_tuning_lowers_each_crop_s_loss_the_second_time_it_is_seen(untrained, co
     compute = resolve("cpu", "fp32")
     look = instant_look("cpu")
     settings = dataclasses.replace(SETTINGS, tune_steps=2 * CROPS_PER_PHOTO)
-    heard: list[TuningStep] = []
-    tuned = tune(network_for(untrained, compute), look, [content_image], [style_image], settings, compute,
-                 report=heard.append)  # fmt: skip
+    tuner = LookTuner(network_for(untrained, compute), look, [content_image], [style_image], settings, compute)
+    heard = list(tuner.steps(settings.tune_steps))
+    tuned = tuner.result(settings.tune_steps)
     assert [step.step for step in heard] == list(range(1, 2 * CROPS_PER_PHOTO + 1))
     assert tuned.finished and tuned.steps_done == tuned.steps == 2 * CROPS_PER_PHOTO
     assert tuned.losses == tuple(step.loss for step in heard) and all(np.isfinite(tuned.losses))
