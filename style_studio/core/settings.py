@@ -226,6 +226,14 @@ class Settings:
                         tip="Smoothing. Higher removes speckle and noise but blurs fine strokes.",
                         live=True, plans=False, label="Smoothing", group="Balance", everyday=True, slider=(0.001, 10)),
     )  # fmt: skip
+    colour_weight: float = field(
+        default=1.0,
+        metadata=_about("weight of the colour term: the picture's colours held to the painting's whole colour "
+                        "distribution (0: off)", low=0, high=MAX_WEIGHT, earlier=0.0,
+                        tip="How closely the picture keeps the painting's colours, its few strong ones as well as "
+                        "its average. 0: only the style terms decide the colours. No effect with Preserve colours.",
+                        live=True, plans=False, label="Colour", group="Balance", everyday=True, slider=(0.01, 100)),
+    )  # fmt: skip
     style_blend: tuple[float, ...] = field(
         default=(),
         metadata=_about(

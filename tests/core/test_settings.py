@@ -169,11 +169,12 @@ def test_what_a_run_takes_live_and_what_reshapes_its_plan_are_said_by_each_setti
 
     abouts = described(s.Settings)
     assert tuple(name for name, about in abouts.items() if about.live) == s.LIVE_FIELDS
-    assert set(s.LIVE_FIELDS) == {"content_weight", "style_weight", "tv_weight", "style_layers",
-                                             "style_blend"}  # fmt: skip
+    assert set(s.LIVE_FIELDS) == {"content_weight", "style_weight", "tv_weight", "colour_weight", "style_layers",
+                                  "style_blend"}  # fmt: skip
     assert [name for name in abouts if not shapes_the_plan(name)] == ["content_weight", "style_weight", "tv_weight",
-                                                                      "style_blend"]  # fmt: skip
+                                                                      "colour_weight", "style_blend"]  # fmt: skip
     # Pinned: a job keyed before these settings existed keeps its key.
     assert keyed_when_set(s.Settings) == {"first_scale": 0, "scale_ratio": 2.0, "average": False,
-                                                     "style_loss": "gram", "tune_steps": 120}  # fmt: skip
+                                                     "style_loss": "gram", "tune_steps": 120,
+                                                     "colour_weight": 0.0}  # fmt: skip
     assert keyed_when_set(VideoOptions) == {"frame_settle": 0.0, "frame_repair": 0.0}

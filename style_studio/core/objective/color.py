@@ -1,5 +1,5 @@
-"""Luminance and chroma, for "preserve colours"; the photo in a painting's colours and its composition under another
-picture's detail, for the start of a run.
+"""Luminance and chroma, for "preserve colours"; colour statistics; a picture's composition under another picture's
+detail, for the start of a run (its colours: ``palette``).
 
 Gatys et al., "Preserving Color in Neural Artistic Style Transfer" (2016):
 transfer the style on luminance only, then recombine the result's luminance
@@ -15,8 +15,6 @@ from typing import Final
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-
-from .matrices import gaussian_map
 
 _RGB_TO_YIQ = torch.tensor(
     [
@@ -58,21 +56,6 @@ def with_chroma(y: Tensor, chroma_source: Tensor) -> Tensor:
     """Recombine luminance y: (B, 1, H, W) with the I and Q of an RGB image of the same size."""
     iq = rgb_to_yiq(chroma_source)[:, 1:]
     return yiq_to_rgb(torch.cat([y, iq], dim=1))
-
-
-def recoloured(content: Tensor, styles: Sequence[Tensor], weights: Sequence[float]) -> Tensor:
-    """``content`` (1, 3, H, W) in the styles' colours: their blended RGB mean and covariance, in [0, 1].
-
-    Each pixel's colour goes through the linear map between the two colour
-    Gaussians (``matrices.gaussian_map``): the photo keeps its light and
-    shapes and takes the painting's palette, the start the Gaussian style
-    loss is closest to. Several styles blend by their means and second moments.
-    """
-    pixels = content[0].flatten(1).double()  # (3, N)
-    mean, covariance = _mean_and_covariance(pixels)
-    style_mean, style_covariance = blended_statistics(styles, weights)
-    mapped = gaussian_map(covariance, style_covariance) @ (pixels - mean) + style_mean
-    return mapped.reshape(content.shape).to(content.dtype).clamp(0, 1)
 
 
 def blended_statistics(styles: Sequence[Tensor], weights: Sequence[float]) -> tuple[Tensor, Tensor]:

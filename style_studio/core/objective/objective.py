@@ -30,10 +30,11 @@ from ..network.instant import instant_look
 from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork
 from ..progress import Losses
 from ..settings import STYLE_LOSS_KINDS, Settings
-from . import color
+from . import color, palette
 from .capture import Captured, capture
 from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
 from .loss_scale import LossScale
+from .palette import ColourTerm
 from .regions import Regions
 from .statistics import Values
 from .temporal import TemporalTarget
@@ -42,11 +43,12 @@ from .terms import ContentTerm, PictureTerm, Smoothness, StyleLoss, StyleTerm, T
 if TYPE_CHECKING:
     from ..network.instant import TunedLook
 
-#: Each picture term's maker: (the photo at this scale, the settings, a video frame's temporal target) -> the
-#: term, or None where it does not apply. In this order in records.
-PICTURE_TERMS: tuple[Callable[[Tensor, Settings, TemporalTarget | None], PictureTerm | None], ...] = (
+#: Each picture term's maker: (the pictures at this scale, the settings) -> the term, or None where it does not
+#: apply. In this order in records.
+PICTURE_TERMS: tuple[Callable[[ScaleInputs, Settings], PictureTerm | None], ...] = (
     Smoothness.of,
     Temporal.of,
+    ColourTerm.of,
 )
 
 
@@ -109,7 +111,7 @@ def initial_image(
 
     ``instant`` and ``tuned``: the look (``painted_look``, given). Alone (a run that optimises nothing) it is the
     picture as the network painted it. A run that optimises from the instant look starts from its strokes in the
-    styles' colour statistics (as the palette start carries them onto the photo) over the photo's composition
+    styles' colours (as the palette start carries them onto the photo) over the photo's composition
     (``color.composed``): the network lightens and darkens whole areas at will, and the optimisation would keep
     those moves. The look alone keeps its own colours: they are part of the style it closes at half size
     (docs/performance.md). The tuned look keeps the photo's layout and the painting's colours itself: a run goes
@@ -127,7 +129,8 @@ def initial_image(
             return color.composed(painted, inputs.content) if settings.optimises else painted
         if not settings.optimises or settings.init == "tuned":
             return painted
-        return color.composed(color.recoloured(painted, inputs.styles, weights), _palette(inputs, weights))
+        strokes = palette.recoloured(painted, inputs.styles, weights, inputs.regions.groups)
+        return color.composed(strokes, _palette(inputs, weights))
     style = styles[0]
     if settings.init == "noise":
         generator = torch.Generator().manual_seed(settings.seed)
@@ -142,8 +145,8 @@ def initial_image(
 
 
 def _palette(inputs: ScaleInputs, weights: Sequence[float]) -> Tensor:
-    """The photo in the styles' colours (the ``palette`` start)."""
-    return color.recoloured(inputs.content, inputs.styles, weights)
+    """The photo in the styles' colours, each region's in its own (the ``palette`` start)."""
+    return palette.recoloured(inputs.content, inputs.styles, weights, inputs.regions.groups)
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,8 @@ class Objective:
             return False
         self.groups = regions.groups
         self.style.regroup(self.groups, settings)
+        for term in self.picture_terms:
+            term.regroup(self.groups, settings)
         return True
 
     def _forward(self, image: Tensor, mirrored: Sides | None = None) -> None:
@@ -332,7 +337,7 @@ class Objective:
         key = (self.style_layers, settings.pooling, type(self).__name__, type(self.loss).__name__, sizes)
         styles = known.get(key, lambda: [self.summarise(s)[1] for s in inputs.styles])
         self.style = StyleTerm(self.loss, styles, self.groups, settings)
-        made = (make(content, settings, inputs.temporal) for make in PICTURE_TERMS)
+        made = (make(inputs, settings) for make in PICTURE_TERMS)
         self.picture_terms: tuple[PictureTerm, ...] = tuple(term for term in made if term is not None)
 
     def content_of(self, picture: Tensor) -> ContentTerm:

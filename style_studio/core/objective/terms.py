@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +33,9 @@ from .guided import StyleGroup
 from .losses import magnitude, total_variation, weighted_mse
 from .statistics import Gram, Statistic, Values
 from .temporal import TemporalTarget
+
+if TYPE_CHECKING:
+    from .objective import ScaleInputs
 
 
 class PictureTerm(ABC):
@@ -55,6 +58,9 @@ class PictureTerm(ABC):
         """What the term is multiplied by: ``Objective.reweight`` compares them."""
         return 1.0
 
+    def regroup(self, groups: Sequence[StyleGroup], settings: Settings) -> None:  # noqa: B027 (most terms see none)
+        """Take new style groups (regions painted during a run); a term that does not see them ignores them."""
+
 
 class Smoothness(PictureTerm):
     """Total variation (``--tv-weight``), relative to the photo's own."""
@@ -75,8 +81,8 @@ class Smoothness(PictureTerm):
         return total_variation(image) * self._factor
 
     @classmethod
-    def of(cls, content: Tensor, settings: Settings, temporal: TemporalTarget | None) -> Smoothness:
-        return cls(content, settings)
+    def of(cls, inputs: ScaleInputs, settings: Settings) -> Smoothness:
+        return cls(inputs.content, settings)
 
 
 class Temporal(PictureTerm):
@@ -91,8 +97,8 @@ class Temporal(PictureTerm):
         return self.target.term(image)
 
     @classmethod
-    def of(cls, content: Tensor, settings: Settings, temporal: TemporalTarget | None) -> Temporal | None:
-        return cls(temporal) if temporal is not None else None
+    def of(cls, inputs: ScaleInputs, settings: Settings) -> Temporal | None:
+        return cls(inputs.temporal) if inputs.temporal is not None else None
 
 
 class ContentTerm:

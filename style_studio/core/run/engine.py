@@ -41,7 +41,7 @@ from ..network.instant import TunedLook, instant_look
 from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..network.weights import NetworkWeights
-from ..objective import color
+from ..objective import color, palette
 from ..objective.objective import Objective, ScaleInputs, initial_image, painted_look
 from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
@@ -459,8 +459,11 @@ class StyleTransfer:
         preview = preview_picture(painted, self.pictures.max_side, None)
         if not self.settings.preserve_colors:
             weights = self.settings.blend_weights(len(self.style_images))
-            styles = self._inputs(self.sizes[-1]).styles
-            strokes = painted if self.settings.init == "tuned" else color.recoloured(painted, styles, weights)
+            inputs = self._inputs(self.sizes[-1])
+            if self.settings.init == "tuned":
+                strokes = painted
+            else:
+                strokes = palette.recoloured(painted, inputs.styles, weights, inputs.regions.groups)
             self.pictures.look = strokes
         return self._records.record(index, 0, size, NO_LOSSES, pictures=(preview, None))
 

@@ -87,7 +87,8 @@ class LookTuner:
         compute: Compute,
         start: TunedLook | None = None,
     ) -> None:
-        self.settings = dataclasses.replace(settings, preserve_colors=False)  # the look keeps colours afterwards
+        # The look keeps colours afterwards; its colour is held by its own term (``COLOUR_WEIGHT``), as measured.
+        self.settings = dataclasses.replace(settings, preserve_colors=False, colour_weight=0.0)
         self.look, self.compute, self.network = look, compute, network
         device = compute.device
         weights = settings.blend_weights(len(styles))

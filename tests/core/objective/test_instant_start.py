@@ -13,6 +13,7 @@ from style_studio.core.io.tensors import resized_tensor
 from style_studio.core.network.instant import instant_look
 from style_studio.core.objective import color
 from style_studio.core.objective.objective import ScaleInputs, initial_image, painted_look
+from style_studio.core.objective.palette import recoloured
 from style_studio.core.settings import DEFAULTS
 from tests.conftest import SAMPLES
 
@@ -40,17 +41,18 @@ def test_the_instant_start_is_the_look_in_the_paintings_colours_over_the_photos_
     painted_by_network = painted_look(settings, content_image, [style_image], torch.device("cpu"))
     start = initial_image(settings, inputs, content_image, [style_image], painted_by_network)
     look = instant_look("cpu")
-    painted = color.recoloured(
+    painted = recoloured(
         resized_tensor(look.paint(content_image, look.blend([style_image])), size), inputs.styles, [1.0]
     )
-    palette = color.recoloured(inputs.content, inputs.styles, [1.0])
+    palette = recoloured(inputs.content, inputs.styles, [1.0])
     assert start.shape == inputs.content.shape
     # Seen close, the look's strokes: what sets the two apart is smooth, so neighbours differ as the look's do.
     strokes = start - painted
     assert strokes.diff(dim=-1).abs().mean() < 0.2 * painted.diff(dim=-1).abs().mean()
     # Seen small, the photo's composition in the painting's colours (the palette start's), not the look's.
     assert (_coarse(start) - _coarse(palette)).abs().mean() < 0.5 * (_coarse(painted) - _coarse(palette)).abs().mean()
-    assert _layout_kept(start, inputs.content) > max(0.95, _layout_kept(painted, inputs.content))
+    # (The painting's whole colour distribution bends the photo's light where a linear map would not: about 0.95.)
+    assert _layout_kept(start, inputs.content) > max(0.93, _layout_kept(painted, inputs.content) + 0.1)
     # The painting's colour statistics: its mean colour, not the photo's.
     style_mean = inputs.styles[0].mean(dim=(2, 3))
     assert (start.mean(dim=(2, 3)) - style_mean).abs().max() < 0.03
