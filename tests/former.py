@@ -1,4 +1,5 @@
-"""The settings that were the defaults before the Gaussian style measure: keys and files made then stay valid."""
+"""The settings that were the defaults before the Gaussian style measure (and the colour term): keys and files made
+then stay valid."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import dataclasses
 from style_studio.core.settings import DEFAULTS, Settings
 
 #: The fields the new defaults changed, at the values they had before.
-FORMER_FIELDS = {"style_loss": "gram", "init": "content", "first_scale": 0, "iterations": 300}
+FORMER_FIELDS = {"style_loss": "gram", "init": "content", "first_scale": 0, "iterations": 300, "colour_weight": 0.0}
 
 FORMER_DEFAULTS: Settings = dataclasses.replace(DEFAULTS, **FORMER_FIELDS)
 

@@ -229,7 +229,7 @@ class Settings:
     colour_weight: float = field(
         default=1.0,
         metadata=_about("weight of the colour term: the picture's colours held to the painting's whole colour "
-                        "distribution (0: off)", low=0, high=MAX_WEIGHT, earlier=0.0,
+                        "distribution (0: off; no effect with --preserve-colors)", low=0, high=MAX_WEIGHT, earlier=0.0,
                         tip="How closely the picture keeps the painting's colours, its few strong ones as well as "
                         "its average. 0: only the style terms decide the colours. No effect with Preserve colours.",
                         live=True, plans=False, label="Colour", group="Balance", everyday=True, slider=(0.01, 100)),

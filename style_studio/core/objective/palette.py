@@ -88,11 +88,13 @@ class ColourDistribution:
     @classmethod
     def of(cls, styles: Sequence[Tensor], blend: Sequence[float]) -> ColourDistribution:
         """The styles' (1, 3, h, w) RGB colours, each painting weighted by its share of ``blend`` (some above 0)."""
-        total = sum(blend)
+        largest = max(blend)
+        total = sum(w / largest for w in blend)
         colours, weights = [], []
-        for style, share in zip(styles, blend, strict=True):
-            if share <= 0:
+        for style, weight in zip(styles, blend, strict=True):
+            if weight <= 0:
                 continue
+            share = weight / largest
             pixels = style[0].flatten(1).double()
             pixels = pixels[:, :: max(1, -(-pixels.shape[1] // MOST_SAMPLES))]
             colours.append(pixels)
@@ -119,35 +121,37 @@ def transported(picture: Tensor, target: ColourDistribution, mask: Tensor | None
     """``picture`` (1, 3, H, W) RGB in [0, 1] with its colours moved to ``target``'s distribution, in its dtype.
 
     ``mask`` (1, 1, H, W) in [0, 1]: how much each pixel counts in the picture's distribution (a region's soft
-    mask); every pixel is moved, by the map the counted ones define.
+    mask); every pixel is moved, by the map the counted ones define. Each direction's map is fitted on at most
+    ``MOST_SAMPLES`` of the pixels (evenly strided) and applied to all of them, so that a print-size picture
+    costs a pass over its pixels per direction, not a sort of them.
     """
-    source = to_oklab(picture[0].flatten(1).double())
-    aims_lab = to_oklab(target.colours)
-    counted = None if mask is None else mask.reshape(-1).double().clamp_min(0)
+    colours = to_oklab(picture[0].flatten(1).double())
+    stride = max(1, -(-colours.shape[1] // MOST_SAMPLES))
+    counted = None if mask is None else mask.reshape(-1).double().clamp_min(0)[::stride]
+    aims = ColourDistribution(to_oklab(target.colours), target.weights)
     generator = torch.Generator().manual_seed(0)
     for _ in range(ROTATIONS):
-        rotation = torch.linalg.qr(torch.randn(3, 3, generator=generator, dtype=torch.float64))[0].to(source.device)
-        along, aims = rotation.t() @ source, rotation.t() @ aims_lab
-        moved = torch.stack([_matched(a, counted, t, target.weights) for a, t in zip(along, aims, strict=True)])
-        source = source + rotation @ (moved - along)
-    return from_oklab(source).reshape(picture.shape).to(picture.dtype)
+        rotation = torch.linalg.qr(torch.randn(3, 3, generator=generator, dtype=torch.float64))[0].to(colours.device)
+        along = rotation.t() @ colours
+        knots, moved_knots = _knots(along[:, ::stride], counted, *aims.quantiles(rotation))
+        moved = _interpolated_rows(along.contiguous(), knots, moved_knots)
+        colours = colours + rotation @ (moved - along)
+    return from_oklab(colours).reshape(picture.shape).to(picture.dtype)
 
 
-def _matched(values: Tensor, weights: Tensor | None, aims: Tensor, aim_weights: Tensor) -> Tensor:
-    """Each of ``values`` (N,) moved to the value at its own quantile in the distribution of ``aims`` (M,)."""
-    order = torch.argsort(values)
+def _knots(values: Tensor, weights: Tensor | None, aims: Tensor, below: Tensor) -> tuple[Tensor, Tensor]:
+    """The one-dimensional transport along each direction, as knots: ``values`` (K, n) sorted, and the aimed-at
+    distribution's values (its quantile function: ``aims``, ``below``, (K, M)) at each one's quantile."""
+    ordered, order = torch.sort(values, dim=1)
     if weights is None:
-        ranks = (torch.arange(len(values), dtype=torch.float64, device=values.device) + 0.5) / len(values)
+        ranks = (torch.arange(values.shape[1], dtype=torch.float64, device=values.device) + 0.5) / values.shape[1]
+        ranks = ranks.expand_as(ordered).contiguous()
     else:
         sorted_weights = weights[order]
-        cumulative = torch.cumsum(sorted_weights, 0) - sorted_weights / 2
-        ranks = cumulative / sorted_weights.sum().clamp_min(1e-12)
-    aim_order = torch.argsort(aims)
-    ordered, aim_sorted_weights = aims[aim_order], aim_weights[aim_order]
-    quantiles = torch.cumsum(aim_sorted_weights, 0) - aim_sorted_weights / 2
-    moved = torch.empty_like(values)
-    moved[order] = _interpolated_rows(ranks[None], quantiles[None], ordered[None])[0]
-    return moved
+        ranks = (torch.cumsum(sorted_weights, 1) - sorted_weights / 2) / sorted_weights.sum(1, keepdim=True).clamp_min(
+            1e-12
+        )
+    return ordered, _interpolated_rows(ranks, below, aims)
 
 
 def recoloured(
@@ -155,16 +159,18 @@ def recoloured(
 ) -> Tensor:
     """``picture`` (1, 3, H, W) in the styles' colours (``transported``): each style group's pixels in its own
     blend's (the run's ``blend`` where it has none), the groups' soft masks adding up; a pixel no group covers
-    (a region that keeps the photo) keeps its colour."""
-    if len(groups) == 1 and groups[0].mask is None:
+    (a region that keeps the photo) keeps its colour. A group's strength below 1 keeps that share of the
+    picture's own colours (0: all of them)."""
+    if len(groups) == 1 and groups[0].mask is None and groups[0].strength >= 1:
         return transported(picture, ColourDistribution.of(styles, _blend(groups[0], blend)))
-    covered = torch.zeros_like(picture[:, :1])
-    result = torch.zeros_like(picture)
+    kept = picture.clone()
     for group in groups:
-        mask = group.mask if group.mask is not None else torch.ones_like(covered)
-        result += mask * transported(picture, ColourDistribution.of(styles, _blend(group, blend)), mask)
-        covered += mask
-    return result + (1 - covered).clamp(0, 1) * picture
+        mask = group.mask if group.mask is not None else torch.ones_like(picture[:, :1])
+        share = mask * min(group.strength, 1.0)
+        if float(share.max()) > 0:
+            moved = transported(picture, ColourDistribution.of(styles, _blend(group, blend)), mask)
+            kept += share * (moved - picture)
+    return kept.clamp(0, 1)
 
 
 def _blend(group: StyleGroup, blend: Sequence[float]) -> Sequence[float]:
@@ -179,8 +185,9 @@ class ColourTerm(PictureTerm):
     function): along each, the picture's sorted colours against the painting's at the same quantiles. The
     content term pulls the photo's tones back and the style terms match features, not colours; this term is
     what keeps the palette the start carried. It is measured on the picture at most ``TERM_SIDE`` px across
-    (area-averaged: its colours, at any size, for a fixed cost) and divided by the painting's own colour spread,
-    so that it is about 1 for an unrelated picture.
+    (area-averaged: its colours, at any size, for a fixed cost) and divided by the painting's own colour spread
+    (at least ``SMALLEST_SPREAD``), so that it is about 1 for an unrelated picture; a region's share is scaled by
+    its strength, as its style terms are.
     """
 
     name = "colour"
@@ -207,7 +214,7 @@ class ColourTerm(PictureTerm):
             self._blend = blend
             distributions = [ColourDistribution.of(self.styles, _blend(g, blend)) for g in self.groups]
             self.targets = [d.quantiles(self.directions) for d in distributions]
-            self.spread = [float(d.spread(self.directions).clamp_min(1e-6)) for d in distributions]
+            self.spread = [float(d.spread(self.directions).clamp_min(SMALLEST_SPREAD)) for d in distributions]
             self._aims = {}
 
     def factor(self) -> float:
@@ -230,7 +237,7 @@ class ColourTerm(PictureTerm):
                     distance = (torch.sort(along, dim=1)[0] - self._aims[key]).square().mean()
                 else:
                     distance = _sliced_distance(along, counted, values, below)
-                terms.append(distance * (group.share / self.spread[index]))
+                terms.append(distance * (group.strength * group.share / self.spread[index]))
             return torch.stack(terms).sum() * self.weight
 
     @classmethod
@@ -239,6 +246,9 @@ class ColourTerm(PictureTerm):
         return None if settings.preserve_colors else cls(inputs.styles, inputs.regions.groups, settings)
 
 
+#: The least colour spread the colour term is divided by (a standard deviation of 0.1 along a direction): a flat
+#: painting's would be about 0, and its colour would then outweigh the photo and the strokes a million times over.
+SMALLEST_SPREAD: Final = 0.01
 #: Directions the colour term sees the colours along (the three channels and the grey axis among them, in effect).
 DIRECTIONS: Final = 16
 #: The colour term measures the picture at most this many pixels across.

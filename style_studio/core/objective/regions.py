@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from PIL import Image, UnidentifiedImageError
 from ..about import About, bound_text
 from ..errors import ImageLoadError, StyleStudioError
 from ..io.imageio import open_image
+from ..settings import MAX_WEIGHT
 
 #: Default feather: the masks' blur, as a share of the picture's longest side.
 DEFAULT_FEATHER: Final = 0.01
@@ -251,8 +251,10 @@ class Regions:
                 problems.append(
                     f"region {region.name!r} has {len(region.blend)} style weights for {style_count} style images"
                 )
-            elif not all(0 <= w < math.inf for w in region.blend):
-                problems.append(f"region {region.name!r} has a style weight that is not a number >= 0")
+            elif not all(0 <= w <= MAX_WEIGHT for w in region.blend):
+                problems.append(
+                    f"region {region.name!r} has a style weight that is not a number from 0 to {bound_text(MAX_WEIGHT)}"
+                )
             elif sum(region.blend) <= 0:
                 problems.append(f"region {region.name!r} has no style: give one of its style weights a value above 0")
             problem = strength_problem(region.strength)

@@ -59,8 +59,9 @@ def test_oklab_goes_there_and_back_and_white_is_light_without_colour():
     torch.testing.assert_close(white, torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), atol=1e-4, rtol=0)
 
 
-def test_the_palette_start_takes_the_paintings_few_strong_colours_not_their_average():
-    photo, painting = grey_photo(), two_colours(YELLOW, BLUE)
+@pytest.mark.parametrize("size", [(36, 48), (300, 400)], ids=["every-pixel", "fitted-on-a-sample"])
+def test_the_palette_start_takes_the_paintings_few_strong_colours_not_their_average(size):
+    photo, painting = grey_photo(*size), two_colours(YELLOW, BLUE)
     start = recoloured(photo, [painting], [1.0])
     yellow, blue = near(start, YELLOW), near(start, BLUE)
     # A Gaussian's map would spread the grey ramp along the line between the two, through greys and greens.
@@ -95,6 +96,26 @@ def test_each_region_takes_its_own_paintings_colours_and_a_kept_region_keeps_the
     assert float(near(start[..., :16], YELLOW).float().mean()) > 0.95
     assert float(near(start[..., 16:32], BLUE).float().mean()) > 0.95
     torch.testing.assert_close(start[..., 32:], photo[..., 32:])
+
+
+def test_a_region_at_strength_0_keeps_the_photos_colours_in_the_start_and_the_term():
+    photo, painting = grey_photo(36, 48), two_colours(YELLOW, BLUE)
+    left = np.zeros((1, 36, 48), np.uint8)
+    left[:, :, :24] = 255
+    regions = Regions((Region("calm", (255, 0, 0), strength=0.0),), left, feather=0.0)
+    groups = ScaleRegions.prepare(regions, (48, 36), torch.device("cpu")).groups
+    start = recoloured(photo, [painting], [1.0], groups)
+    torch.testing.assert_close(start[..., :24], photo[..., :24])
+    assert float((near(start[..., 24:], YELLOW) | near(start[..., 24:], BLUE)).float().mean()) > 0.9
+    term = ColourTerm([painting], groups, SETTINGS)
+    assert float(term(start)) < 0.02 * float(term(photo))  # the calm half, the photo's, costs nothing
+
+
+def test_a_flat_painting_does_not_let_the_colour_term_outweigh_the_rest():
+    photo = grey_photo()
+    flat = torch.tensor([0.8, 0.1, 0.1]).view(1, 3, 1, 1).expand(1, 3, 20, 20)
+    term = ColourTerm([flat], ScaleRegions.prepare(None, (48, 36), torch.device("cpu")).groups, SETTINGS)
+    assert 1 < float(term(photo)) < 100  # divided by the least spread, not by a spread of 0
 
 
 def test_the_palette_start_is_the_photo_itself_when_its_colours_are_preserved():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -286,6 +287,14 @@ def test_an_empty_region_and_a_wrong_blend_are_named():
         regions.check(1)
     assert "region 'Sky' is empty" in str(error.value)
     assert "region 'Town' has 3 style weights for 1 style images" in str(error.value)
+
+
+@pytest.mark.parametrize("weight", [math.nan, math.inf, 1e308, -1.0], ids=["nan", "inf", "huge", "negative"])
+def test_a_region_style_weight_out_of_range_is_refused(weight):
+    """Weights whose sum overflows would blend the paintings into colours of neither (shares of inf are 0)."""
+    mask = np.full((1, 4, 4), 255, np.uint8)
+    with pytest.raises(RegionError, match="not a number from 0 to 1000000"):
+        Regions((Region("Sky", RED, blend=(weight, weight)),), mask).check(2)
 
 
 def test_regions_go_through_json_unchanged():

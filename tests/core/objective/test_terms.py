@@ -31,7 +31,7 @@ class Brightness(PictureTerm):
         return (image.float().mean() - 0.6).square() * 10
 
     @classmethod
-    def of(cls, content, settings, temporal):
+    def of(cls, inputs, settings):
         return cls()
 
 

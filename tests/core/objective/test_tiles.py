@@ -127,7 +127,7 @@ def test_fp16s_loss_scale_keeps_a_tiled_gradient_from_underflowing(tiny, picture
     # Each tile's backward pass gets the scaled loss, as an untiled one does: the
     # benchmark's tiled fp16 check at 2048 px (emulated) relies on it.
     content, styles = pictures
-    settings = dataclasses.replace(BLEND, style_weight=1e-5, content_weight=1e-5, tv_weight=0)
+    settings = dataclasses.replace(BLEND, style_weight=1e-5, content_weight=1e-5, tv_weight=0, colour_weight=0)
     emulated = dataclasses.replace(resolve("cpu", "fp16"), fp16_emulated=True)
     network = network_for(tiny, emulated)
     inputs = ScaleInputs.prepare(content, styles, SIZE, settings, FP32.device)
@@ -158,7 +158,7 @@ def test_a_short_tiled_run_follows_the_untiled_run(tiny, pictures):
     untiled, untiled_losses = losses(0)
     assert tiled.tile == 128 and untiled.tile is None
     assert tiled_losses == pytest.approx(untiled_losses, rel=1e-3)
-    assert tiled_losses[-1] < 0.8 * tiled_losses[0]
+    assert tiled_losses[-1] < 0.9 * tiled_losses[0]  # (the colour term starts near 0: the start has its colours)
 
 
 def test_a_picture_that_would_not_fit_is_tiled_and_one_that_fits_is_not(tiny, pictures, monkeypatch):

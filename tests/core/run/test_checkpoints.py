@@ -226,7 +226,7 @@ def test_a_batch_job_key_follows_the_weights_files_contents(content_image, style
     former = dataclasses.replace(SETTINGS, **FORMER_FIELDS)  # before the defaults changed
     described = settings_mod.to_dict(former)
     # Settings added since, at their old values: they key as before they were added.
-    for added in ("style_loss", "first_scale", "scale_ratio", "average", "tune_steps"):
+    for added in ("style_loss", "first_scale", "scale_ratio", "average", "tune_steps", "colour_weight"):
         del described[added]
     before = hashlib.sha256(json.dumps(described, sort_keys=True).encode())
     for picture in (content_image, style_image):

@@ -68,7 +68,8 @@ def test_total_loss_falls_over_20_iterations(optimizer, tiny, content_image, sty
     records = run_all(engine(content_image, [style_image], dataclasses.replace(SMALL, optimizer=optimizer), tiny))
     iterations = [r for r in records if not r.done]
     assert len(iterations) == 20
-    assert iterations[-1].total_loss < 0.5 * iterations[0].total_loss
+    # (Less than half with the colour term: it starts near 0, the start being in the painting's colours.)
+    assert iterations[-1].total_loss < 0.6 * iterations[0].total_loss
     assert records[-1].done and records[-1].outcome == FINISHED
 
 
@@ -77,9 +78,8 @@ def test_records_carry_every_loss_term_and_previews(tiny, content_image, style_i
     records = run_all(transfer)
     first = records[0]
     assert set(first.style_losses) == {"relu1_1", "relu2_1", "relu3_1", "relu4_1", "relu5_1"}
-    assert first.total_loss == pytest.approx(
-        first.content_loss + first.tv_loss + sum(first.style_losses.values()), rel=1e-4
-    )
+    assert set(first.terms) == {"content", "tv", "colour"}
+    assert first.total_loss == pytest.approx(sum(first.terms.values()) + sum(first.style_losses.values()), rel=1e-4)
     assert first.grad_norm > 0 and first.elapsed > 0
     # The ETA is known from the second iteration (the first includes the set-up) and is 0 at the end.
     assert first.eta is None and records[1].eta > 0 and records[2].eta == records[-1].eta == 0
@@ -538,8 +538,8 @@ def test_an_lbfgs_iteration_reads_one_batch_of_numbers_back_from_the_device(
 # The Gram loss: its products of activations are what underflow at these weights (the Gaussian loss takes its
 # square roots in fp32).
 UNDERFLOWING = dataclasses.replace(
-    SMALL, size=96, iterations=1, style_weight=1e-8, content_weight=1e-8, tv_weight=0, precision="fp16",
-    style_loss="gram",
+    SMALL, size=96, iterations=1, style_weight=1e-8, content_weight=1e-8, tv_weight=0, colour_weight=0,
+    precision="fp16", style_loss="gram",
 )  # fmt: skip
 REAL_FP16 = Compute(torch.device("cpu"), "fp16", channels_last=True)
 EMULATED_FP16 = dataclasses.replace(REAL_FP16, fp16_emulated=True)
