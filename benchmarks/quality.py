@@ -17,6 +17,9 @@ measures none of the recipes optimises:
 - **edges kept**: the correlation of their luminance gradients' magnitudes at
   full size (1: every fine edge where it was).
 
+Beside our recipes, crowsonkb's style-transfer-pytorch (CK, ``peer_ck.py``), run with the same weights at the
+defaults' passes, is judged the same way, where its source is checked out (``--ck``).
+
 A contact sheet (photo, painting, one column per recipe) is written to
 docs/quality/sheet.jpg.
 
@@ -33,6 +36,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import peer_ck
 from _common import ROOT, machine, table, weights
 from PIL import Image, ImageDraw
 
@@ -55,10 +59,15 @@ RECIPE_2016 = {"style_loss": "gram", "init": "content", "first_scale": 0, "scale
 GAUSSIAN_PALETTE = {**RECIPE_2016, "style_loss": "gaussian", "init": "palette"}
 FROM_SMALL = {"first_scale": 128, "scale_ratio": 1.41, "iterations": 150}
 
+#: The column of crowsonkb's tool (``peer_ck``), at the defaults' passes.
+CK = "crowsonkb (CK), defaults' passes"
 #: Recipe name -> the settings it changes from the defaults.
 RECIPES: dict[str, dict[str, object]] = {
     "2016 recipe": RECIPE_2016,
     "defaults": {},
+    "defaults, colour term off": {"colour_weight": 0.0},
+    "defaults, colour weight 3": {"colour_weight": 3.0},
+    "defaults, colour weight 10": {"colour_weight": 10.0},
     "gaussian": {**RECIPE_2016, "style_loss": "gaussian"},
     "gaussian, palette start": GAUSSIAN_PALETTE,
     "gaussian, palette, from 128 px": {**GAUSSIAN_PALETTE, **FROM_SMALL},
@@ -159,8 +168,11 @@ def fitted(picture: Image.Image, side: int) -> Image.Image:
     return picture.resize((round(picture.width * scale), round(picture.height * scale)), Image.Resampling.LANCZOS)
 
 
-def render(photo: Image.Image, painting: Image.Image, settings, loaded) -> tuple[Image.Image, float, list]:
-    """The picture, the seconds it took, and its previews as (seconds, picture), about one a second."""
+def render(photo: Image.Image, painting: Image.Image, settings, loaded, *, every_record: bool = False,
+           staged: dict[str, Image.Image] | None = None) -> tuple[Image.Image, float, list]:  # fmt: skip
+    """The picture, the seconds it took, and its previews as (seconds, picture), about one a second (with
+    ``every_record``, one per record). ``staged`` gets the start picture ("start") and each scale's last preview
+    ("scale N")."""
     import time
 
     from style_studio.core import door
@@ -171,9 +183,12 @@ def render(photo: Image.Image, painting: Image.Image, settings, loaded) -> tuple
     def report(record) -> None:
         if record.preview is not None:
             shown.append((time.perf_counter() - began, Image.fromarray(record.preview)))
+            if staged is not None:
+                staged["start" if record.step == 0 else f"scale {record.scale}"] = shown[-1][1]
 
+    previews = Previews(0.0 if every_record else 1.0, settings.size)
     result = door.picture(RunSpec(Pictures(photo, (painting,)), settings), loaded,
-                         RunHooks(report=report, previews=Previews(1.0, settings.size)))  # fmt: skip
+                         RunHooks(report=report, previews=previews))  # fmt: skip
     return result.finished_or_raise(), time.perf_counter() - began, shown
 
 
@@ -213,14 +228,21 @@ def main() -> None:
     parser.add_argument("--recipes", default=";".join(RECIPES), help="separated by ;, the first is the baseline")
     parser.add_argument("--weights", default=None, help="default: the proxy file if present, else untrained")
     parser.add_argument("--sheet", default=str(ROOT / "docs" / "quality" / "sheet.jpg"))
+    parser.add_argument("--ck", default=None,
+                        help=f"CK's checkout (default: $CK_SOURCE, else {peer_ck.DEFAULT_SOURCE})")  # fmt: skip
+    parser.add_argument("--no-ck", action="store_true", help="leave CK's column out")
     args = parser.parse_args()
     from style_studio.core.settings import DEFAULTS
 
     recipes = [name.strip() for name in args.recipes.split(";")]
+    checkout = None if args.no_ck else peer_ck.source(args.ck)
+    if checkout is None and not args.no_ck:
+        print(f"CK's column left out: no checkout of its source at {peer_ck.DEFAULT_SOURCE} (see peer_ck.py)")
+    columns = [*recipes, *([CK] if checkout is not None else [])]
     loaded = weights(args.weights)
     features = Features(loaded)
     rows, sheet_rows = [], []
-    sums: dict[str, list[list[float]]] = {name: [] for name in recipes}
+    sums: dict[str, list[list[float]]] = {name: [] for name in columns}
     headers = ["pair", "recipe", "colour closed", "style closed, half size", "style closed", "layout kept",
                "edges kept", "time", "first look"]  # fmt: skip
     for photo_name, painting_name in PAIRS[args.first_pair - 1 : args.first_pair - 1 + args.pairs]:
@@ -232,6 +254,10 @@ def main() -> None:
             changes = {**RECIPES[name], **iterations}
             settings = dataclasses.replace(DEFAULTS, size=args.size, weights=loaded.choice, **changes)
             made[name], times[name], looks[name] = render(photo, painting, settings, loaded)
+        if checkout is not None:
+            schedule = dataclasses.replace(DEFAULTS, size=args.size).schedule()
+            made[CK], times[CK], looks[CK] = peer_ck.render(photo, painting, args.size, schedule, loaded.state,
+                                                            checkout)  # fmt: skip
         size = next(iter(made.values())).size
         shown_photo = photo.resize(size, Image.Resampling.LANCZOS)
         photo_pixels, painting_pixels = np.asarray(shown_photo), np.asarray(fitted(painting, max(size)))
@@ -245,6 +271,7 @@ def main() -> None:
                                    half_painting=half_painting, photo_style=photo_style, features=features)  # fmt: skip
 
         for name, picture in made.items():
+            picture = made[name] = picture.resize(size, Image.Resampling.LANCZOS) if picture.size != size else picture
             pixels = np.asarray(picture)
             final = features.distance(features.of(picture), full_painting)
             colour, style = closed(picture)
@@ -268,7 +295,7 @@ def main() -> None:
           f"time as a share of {recipes[0]}'s; first look, the first preview whose colour and half-size style "
           "closed are each 0.9 of the picture's, as a share of the recipe's own time)")  # fmt: skip
     print(table(headers, rows))
-    sheet = contact_sheet(sheet_rows, ["photo", "painting", *recipes])
+    sheet = contact_sheet(sheet_rows, ["photo", "painting", *columns])
     sheet.save(args.sheet, quality=88)
     print(f"\ncontact sheet: {args.sheet}")
 
