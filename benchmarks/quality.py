@@ -288,6 +288,8 @@ def main() -> None:
             rows.append([f"{photo_name} × {painting_name}", name, *(f"{m:.2f}" for m in measures)])
             print(" | ".join(str(c) for c in rows[-1]), f"({times[name]:.0f} s)", flush=True)
         sheet_rows.append([shown_photo, fitted(painting, max(size)), *made.values()])
+        # After each pair: a run cut short (CK takes half an hour a pair here) keeps the pictures it made.
+        contact_sheet(sheet_rows, ["photo", "painting", *columns]).save(args.sheet, quality=88)
     for name, measures in sums.items():
         rows.append(["mean", name, *(f"{v:.2f}" for v in np.nanmean(measures, axis=0))])
     iterations = args.iterations or "each recipe's own"
@@ -295,8 +297,6 @@ def main() -> None:
           f"time as a share of {recipes[0]}'s; first look, the first preview whose colour and half-size style "
           "closed are each 0.9 of the picture's, as a share of the recipe's own time)")  # fmt: skip
     print(table(headers, rows))
-    sheet = contact_sheet(sheet_rows, ["photo", "painting", *columns])
-    sheet.save(args.sheet, quality=88)
     print(f"\ncontact sheet: {args.sheet}")
 
 
