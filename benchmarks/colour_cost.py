@@ -18,7 +18,8 @@ from quality import SAMPLES, fitted
 
 from style_studio.core.network.device import resolve
 from style_studio.core.objective import palette
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.inputs import ScaleInputs
+from style_studio.core.objective.objective import Objective
 from style_studio.core.run.compute import network_for
 from style_studio.core.settings import DEFAULTS
 

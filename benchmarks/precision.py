@@ -126,8 +126,9 @@ def first_gradients(choice: str, size: int, tile: int, content_path: Path) -> li
 
     from style_studio.core.io.imageio import fit_size
     from style_studio.core.network.device import Compute
+    from style_studio.core.objective.inputs import ScaleInputs
     from style_studio.core.objective.loss_scale import LossScale
-    from style_studio.core.objective.objective import Objective, ScaleInputs
+    from style_studio.core.objective.objective import Objective
     from style_studio.core.objective.tiles import TiledObjective
     from style_studio.core.run.compute import network_for
     from style_studio.core.settings import DEFAULTS

@@ -136,7 +136,8 @@ from _common import images, weights
 from style_studio.core.network.device import resolve
 from style_studio.core.run.compute import network_for
 from style_studio.core.io.imageio import fit_size
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.objective import Objective
+from style_studio.core.objective.inputs import ScaleInputs
 from style_studio.core.settings import DEFAULTS
 from style_studio.core.objective.loss_scale import LossScale
 from style_studio.core.objective.tiles import TiledObjective

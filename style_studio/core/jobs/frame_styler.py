@@ -50,7 +50,7 @@ class Look:
     """
 
     def __init__(self, picture: np.ndarray) -> None:
-        from ..objective.objective import StyleCache
+        from ..objective.inputs import StyleCache
 
         self.picture = Image.fromarray(picture)
         self.statistics = StyleCache()  # the look's and the styles' statistics, computed once for the frames after it
@@ -96,7 +96,7 @@ class FrameStyler:
         look: np.ndarray | None = None,
         tuned: TunedLook | None = None,
     ) -> None:
-        from ..objective.objective import StyleCache
+        from ..objective.inputs import StyleCache
         from ..objective.temporal import FlowEstimator
 
         self.settings, self.options, self.styles, self.weights = settings, options, list(styles), weights

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
-from collections.abc import Callable, Generator, Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -23,7 +23,6 @@ from PIL import Image
 from torch import Tensor
 
 from ..errors import StyleStudioError
-from ..io.imageio import fit_size
 from ..io.tensors import resized_tensor
 from ..network.device import Compute
 from ..network.instant import instant_look
@@ -32,12 +31,11 @@ from ..progress import Losses
 from ..settings import STYLE_LOSS_KINDS, Settings
 from . import color, palette
 from .capture import Captured, capture
-from .guided import WHOLE_PICTURE, LayerMask, ScaleRegions, StyleGroup
+from .guided import LayerMask, ScaleRegions, StyleGroup
+from .inputs import ScaleInputs, StyleCache
 from .loss_scale import LossScale
 from .palette import ColourTerm
-from .regions import Regions
 from .statistics import Values
-from .temporal import TemporalTarget
 from .terms import ContentTerm, PictureTerm, Smoothness, StyleLoss, StyleTerm, Temporal
 
 if TYPE_CHECKING:
@@ -57,25 +55,6 @@ def style_loss(name: str) -> StyleLoss:
     module, _, cls = STYLE_LOSS_KINDS[name].where.partition(":")
     kind: type[StyleLoss] = getattr(importlib.import_module(f".{module}", __package__), cls)
     return kind()
-
-
-#: The style images' statistics, by style layer, one mapping per style image.
-StyleStatistics = list[dict[str, Values]]
-
-
-class StyleCache:
-    """The style images' statistics by layers and sizes: computed once for all the frames of a clip."""
-
-    def __init__(self) -> None:
-        self._known: dict[Hashable, StyleStatistics] = {}
-
-    def get(self, key: Hashable, compute: Callable[[], StyleStatistics]) -> StyleStatistics:
-        if key not in self._known:
-            self._known[key] = compute()
-        return self._known[key]
-
-    def __len__(self) -> int:
-        return len(self._known)
 
 
 def vgg_input(image: Tensor) -> Tensor:
@@ -147,57 +126,6 @@ def initial_image(
 def _palette(inputs: ScaleInputs, weights: Sequence[float]) -> Tensor:
     """The photo in the styles' colours, each region's in its own (the ``palette`` start)."""
     return palette.recoloured(inputs.content, inputs.styles, weights, inputs.regions.groups)
-
-
-@dataclass(frozen=True)
-class ScaleInputs:
-    """The pictures at one scale, on the compute device.
-
-    Attributes:
-        content: (1, C, H, W), in the optimised image's format: RGB (C = 3),
-            or luminance (C = 1) when preserving colours.
-        styles: (1, 3, h, w) each, as the network sees them: luminance
-            repeated over RGB (and matched to the content's) when preserving colours.
-        regions: the painted regions at this size (one group over the whole picture when none).
-        temporal: in a video's frame, the previous stylised frame warped to this one (``temporal``); else None.
-        known_styles: the style images' statistics, kept between the runs of a clip's frames; None: computed.
-    """
-
-    content: Tensor
-    styles: tuple[Tensor, ...]
-    regions: ScaleRegions = field(default_factory=lambda: ScaleRegions(WHOLE_PICTURE, None))
-    temporal: TemporalTarget | None = None
-    known_styles: StyleCache | None = None
-
-    @classmethod
-    def prepare(
-        cls,
-        content: Image.Image,
-        styles: tuple[Image.Image, ...],
-        size: tuple[int, int],
-        settings: Settings,
-        device: torch.device,
-        regions: Regions | None = None,
-    ) -> ScaleInputs:
-        """Resize the pictures (and the regions' masks) for an output of ``size`` (width, height)."""
-        content_rgb = resized_tensor(content, size).to(device)
-        longest = settings.style_side(max(size))
-        prepared = []
-        for style in styles:
-            tensor = resized_tensor(style, fit_size(style.width, style.height, longest)).to(device)
-            if settings.preserve_colors:
-                # Gatys et al. 2017, luminance-only transfer with the style's luminance histogram matched.
-                y = color.match_luminance(color.luminance(tensor), color.luminance(content_rgb))
-                tensor = y.expand(-1, 3, -1, -1)
-            prepared.append(tensor)
-        if settings.preserve_colors:
-            content_rgb = color.luminance(content_rgb)
-        return cls(content_rgb, tuple(prepared), ScaleRegions.prepare(regions, size, device))
-
-    @property
-    def size(self) -> tuple[int, int]:
-        """(width, height)."""
-        return self.content.shape[-1], self.content.shape[-2]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import torch
 import torch.nn.functional as F
@@ -30,10 +30,8 @@ from torch import Tensor
 
 from ..settings import Settings
 from .guided import WHOLE_PICTURE, StyleGroup
+from .inputs import ScaleInputs
 from .terms import PictureTerm
-
-if TYPE_CHECKING:
-    from .objective import ScaleInputs
 
 #: Rotations of the three directions: the distribution is matched to within a hundredth of the photo's distance
 #: (colour closed, as benchmarks/quality.py measures it) after about 10 on the sample pairs.
@@ -161,15 +159,12 @@ def recoloured(
     blend's (the run's ``blend`` where it has none), the groups' soft masks adding up; a pixel no group covers
     (a region that keeps the photo) keeps its colour. A group's strength below 1 keeps that share of the
     picture's own colours (0: all of them)."""
-    if len(groups) == 1 and groups[0].mask is None and groups[0].strength >= 1:
-        return transported(picture, ColourDistribution.of(styles, _blend(groups[0], blend)))
     kept = picture.clone()
     for group in groups:
-        mask = group.mask if group.mask is not None else torch.ones_like(picture[:, :1])
-        share = mask * min(group.strength, 1.0)
-        if float(share.max()) > 0:
-            moved = transported(picture, ColourDistribution.of(styles, _blend(group, blend)), mask)
-            kept += share * (moved - picture)
+        strength = min(group.strength, 1.0)
+        if strength > 0:
+            moved = transported(picture, ColourDistribution.of(styles, _blend(group, blend)), group.mask)
+            kept += (strength if group.mask is None else group.mask * strength) * (moved - picture)
     return kept.clamp(0, 1)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -30,12 +30,10 @@ from torch import Tensor
 
 from ..settings import Settings
 from .guided import StyleGroup
+from .inputs import ScaleInputs
 from .losses import magnitude, total_variation, weighted_mse
 from .statistics import Gram, Statistic, Values
 from .temporal import TemporalTarget
-
-if TYPE_CHECKING:
-    from .objective import ScaleInputs
 
 
 class PictureTerm(ABC):

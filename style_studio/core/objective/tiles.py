@@ -37,8 +37,9 @@ from ..errors import StyleStudioError
 from ..network.device import Compute
 from ..network.vgg import FeatureNetwork, Sides, TruncatedNetwork, UnpaddedConv2d
 from ..settings import Settings
+from .inputs import ScaleInputs
 from .loss_scale import LossScale
-from .objective import Objective, ScaleInputs, Terms, TileDone, vgg_input
+from .objective import Objective, Terms, TileDone, vgg_input
 from .statistics import Statistic, Values
 
 T = TypeVar("T")

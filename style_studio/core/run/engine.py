@@ -42,7 +42,8 @@ from ..network.layers import check_image_fits
 from ..network.vgg import FeatureNetwork
 from ..network.weights import NetworkWeights
 from ..objective import color, palette
-from ..objective.objective import Objective, ScaleInputs, initial_image, painted_look
+from ..objective.inputs import ScaleInputs
+from ..objective.objective import Objective, initial_image, painted_look
 from ..objective.regions import Regions
 from ..objective.tiles import TiledObjective
 from ..progress import CANCELLED, FINISHED, NO_LOSSES, Losses, Progress, RunEnd

@@ -19,8 +19,9 @@ from torch import Tensor
 
 from ..network.device import Compute
 from ..objective.guided import ScaleRegions
+from ..objective.inputs import ScaleInputs
 from ..objective.loss_scale import LossScale
-from ..objective.objective import Objective, ScaleInputs, Terms, TileDone
+from ..objective.objective import Objective, Terms, TileDone
 from ..objective.regions import Regions
 from ..progress import Losses
 from ..settings import Settings

@@ -21,7 +21,7 @@ from ..settings import Settings
 
 if TYPE_CHECKING:
     from ..network.instant import TunedLook
-    from ..objective.objective import StyleCache
+    from ..objective.inputs import StyleCache
     from ..objective.temporal import FrameGuide
     from .cancel import CancelToken
     from .checkpoints import Checkpoint, CheckpointStore

@@ -36,7 +36,8 @@ from ..network.device import Compute
 from ..network.instant import InstantLook, TunedLook
 from ..network.vgg import FeatureNetwork
 from ..objective import color
-from ..objective.objective import Objective, ScaleInputs
+from ..objective.inputs import ScaleInputs
+from ..objective.objective import Objective
 from ..settings import Settings
 from .cancel import CancelToken
 

@@ -12,8 +12,9 @@ import torch
 
 from style_studio.core.objective import objective as objective_module
 from style_studio.core.objective.gaussian import EPS, GaussianLoss, Moments, _Distance
+from style_studio.core.objective.inputs import ScaleInputs
 from style_studio.core.objective.matrices import sqrtm
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.objective import Objective
 from style_studio.core.objective.statistics import statistic_tap
 from style_studio.core.objective.tiles import TiledObjective
 from style_studio.core.run.compute import network_for

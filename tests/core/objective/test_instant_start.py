@@ -12,7 +12,8 @@ from PIL import Image
 from style_studio.core.io.tensors import resized_tensor
 from style_studio.core.network.instant import instant_look
 from style_studio.core.objective import color
-from style_studio.core.objective.objective import ScaleInputs, initial_image, painted_look
+from style_studio.core.objective.inputs import ScaleInputs
+from style_studio.core.objective.objective import initial_image, painted_look
 from style_studio.core.objective.palette import recoloured
 from style_studio.core.settings import DEFAULTS
 from tests.conftest import SAMPLES

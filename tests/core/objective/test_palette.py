@@ -13,7 +13,8 @@ import torch
 from style_studio.core.io.tensors import pil_to_tensor
 from style_studio.core.objective import color
 from style_studio.core.objective.guided import ScaleRegions
-from style_studio.core.objective.objective import ScaleInputs, initial_image
+from style_studio.core.objective.inputs import ScaleInputs
+from style_studio.core.objective.objective import initial_image
 from style_studio.core.objective.palette import ColourDistribution, ColourTerm, from_oklab, recoloured, to_oklab
 from style_studio.core.objective.regions import Region, Regions
 from style_studio.core.settings import Settings

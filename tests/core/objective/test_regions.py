@@ -13,8 +13,9 @@ from PIL import Image
 from style_studio.core import PictureResult, Pictures, Previews, Progress
 from style_studio.core.network.device import resolve
 from style_studio.core.objective.guided import LayerMask, ScaleRegions
+from style_studio.core.objective.inputs import ScaleInputs
 from style_studio.core.objective.masks import RegionSpec, regions_from_mask
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.objective import Objective
 from style_studio.core.objective.regions import Region, RegionError, Regions
 from style_studio.core.objective.statistics import Gram, gram, guided_tap
 from style_studio.core.objective.tiles import TiledObjective

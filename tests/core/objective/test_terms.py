@@ -13,7 +13,8 @@ from torch import Tensor
 
 from style_studio.core.objective import objective as objective_module
 from style_studio.core.objective.guided import ScaleRegions, StyleGroup
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.inputs import ScaleInputs
+from style_studio.core.objective.objective import Objective
 from style_studio.core.objective.statistics import Statistic, Values
 from style_studio.core.objective.terms import PictureTerm, StyleLoss
 from style_studio.core.objective.tiles import TiledObjective

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from style_studio.core.network.device import resolve
+from style_studio.core.objective.inputs import ScaleInputs
 from style_studio.core.objective.loss_scale import LossScale
-from style_studio.core.objective.objective import Objective, ScaleInputs
+from style_studio.core.objective.objective import Objective
 from style_studio.core.objective.tiles import Reach, TiledObjective, split, tiles_for
 from style_studio.core.run.compute import network_for
 from style_studio.core.settings import Settings

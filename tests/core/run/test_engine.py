@@ -547,7 +547,8 @@ EMULATED_FP16 = dataclasses.replace(REAL_FP16, fp16_emulated=True)
 
 def unscaled_gradient(weights, content_image, style_image, settings: Settings, compute=None) -> torch.Tensor:
     """The image gradient of the first iteration's loss, without fp16's loss scale."""
-    from style_studio.core.objective.objective import Objective, ScaleInputs
+    from style_studio.core.objective.inputs import ScaleInputs
+    from style_studio.core.objective.objective import Objective
 
     transfer = engine(content_image, [style_image], settings, weights, compute=compute)
     inputs = ScaleInputs.prepare(transfer.content_image, transfer.style_images, transfer.sizes[-1], settings, "cpu")

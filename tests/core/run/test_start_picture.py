@@ -12,7 +12,8 @@ import torch
 from style_studio.core.errors import WeightsError
 from style_studio.core.io.tensors import tensor_to_uint8
 from style_studio.core.network.weights import NO_NETWORK, load_weights
-from style_studio.core.objective.objective import ScaleInputs, initial_image, painted_look
+from style_studio.core.objective.inputs import ScaleInputs
+from style_studio.core.objective.objective import initial_image, painted_look
 from style_studio.core.progress import FINISHED
 from style_studio.core.settings import DEFAULTS, with_preset
 from tests.runs import run
